@@ -1,0 +1,40 @@
+# Finds liburing and libzstd through pkg-config and libpng through FindPNG,
+# and stops with the Debian package to install when one is missing.
+find_package(PkgConfig)
+if(NOT PKG_CONFIG_FOUND)
+  message(FATAL_ERROR
+    "gpufeed: pkg-config not found. On Debian: apt-get install pkg-config")
+endif()
+
+function(gpufeed_require_pc var module debpkg)
+  pkg_check_modules(${var} QUIET IMPORTED_TARGET ${module})
+  if(NOT ${var}_FOUND)
+    message(FATAL_ERROR
+      "gpufeed: ${module} not found (pkg-config module '${module}'). "
+      "On Debian: apt-get install ${debpkg}")
+  endif()
+endfunction()
+
+gpufeed_require_pc(URING liburing liburing-dev)
+gpufeed_require_pc(ZSTD libzstd libzstd-dev)
+find_package(PNG QUIET)
+if(NOT PNG_FOUND)
+  message(FATAL_ERROR "gpufeed: libpng not found. On Debian: apt-get install libpng-dev")
+endif()
+find_package(Threads REQUIRED)
+
+# gpufeed_deps: one interface target carrying the three libraries, linked
+# dynamically by default or from their .a files with GPUFEED_STATIC_DEPS.
+add_library(gpufeed_deps INTERFACE)
+if(GPUFEED_STATIC_DEPS)
+  foreach(lib uring zstd png16 z)
+    find_library(GPUFEED_STATIC_${lib} NAMES lib${lib}.a REQUIRED)
+    target_link_libraries(gpufeed_deps INTERFACE ${GPUFEED_STATIC_${lib}})
+  endforeach()
+  target_include_directories(gpufeed_deps INTERFACE
+    ${URING_INCLUDE_DIRS} ${ZSTD_INCLUDE_DIRS} ${PNG_INCLUDE_DIRS})
+  target_link_libraries(gpufeed_deps INTERFACE m)
+else()
+  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::URING PkgConfig::ZSTD PNG::PNG)
+endif()
+target_link_libraries(gpufeed_deps INTERFACE Threads::Threads)

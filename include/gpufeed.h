@@ -1,0 +1,266 @@
+/*
+ * gpufeed.h - the public API of gpufeed, an input pipeline that keeps GPUs
+ * fed with training data.
+ *
+ * Conventions (they hold for every function below unless it says otherwise):
+ *
+ * - Status: functions return 0 on success or a negative error code. Codes in
+ *   the GF_E* table below are gpufeed's own; any other negative value is a
+ *   negated errno from the operating system (-ENOENT, -EIO, -ENOSPC, ...),
+ *   passed through unchanged. gf_strerror() and gf_err_name() describe both.
+ * - Context: when a call fails, the calling thread's gf_last_error() holds
+ *   what went wrong in words and, where it applies, which file, which sample
+ *   and which byte offset. It stays until the next failing call on the same
+ *   thread (or gf_error_clear()).
+ * - Handles are opaque, created by gf_*_open/create and released by the
+ *   matching close/destroy, which accept NULL.
+ * - Option structs are versioned: initialise them with their *_INIT macro
+ *   (or pass NULL for defaults). Reserved fields must stay zero; a struct
+ *   whose struct_size is larger than this build knows is refused with
+ *   -EINVAL, a smaller one (from an older header) is accepted.
+ * - Threads: each function states who may call it. "Any thread" means the
+ *   call is safe concurrently with other calls on the same handle.
+ */
+#ifndef GPUFEED_H
+#define GPUFEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GPUFEED_STATIC_DEFINE)
+#define GF_API
+#elif defined(__GNUC__)
+#define GF_API __attribute__((visibility("default")))
+#else
+#define GF_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define GF_VERSION_MAJOR 0
+#define GF_VERSION_MINOR 1
+#define GF_VERSION_PATCH 0
+#define GF_VERSION_NUMBER \
+  (GF_VERSION_MAJOR * 10000 + GF_VERSION_MINOR * 100 + GF_VERSION_PATCH)
+
+/* Returns GF_VERSION_NUMBER of the library actually linked. Any thread. */
+GF_API unsigned gf_version(void);
+/* Returns "MAJOR.MINOR.PATCH" of the linked library; static storage. Any
+ * thread. */
+GF_API const char *gf_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The one table of gpufeed's own error codes: XX(NAME, value, message).
+ * Values lie below -1000 so they never collide with a negated errno. */
+#define GF_ERRNO_MAP(XX)                                                     \
+  XX(FORMAT, -1001, "not a gpufeed dataset (bad magic)")                     \
+  XX(VERSION, -1002, "unsupported dataset format version")                   \
+  XX(TRUNCATED, -1003, "file is truncated")                                  \
+  XX(CORRUPT, -1004, "data is corrupt (checksum or field check failed)")     \
+  XX(DECODE, -1005, "sample could not be decoded")                           \
+  XX(LIMIT, -1006, "sample exceeds the configured size limits")              \
+  XX(UNSUPPORTED, -1007, "unsupported codec, type or feature")               \
+  XX(SHAPE, -1008, "sample shape does not match what was expected")         \
+  XX(CUDA, -1009, "CUDA runtime error")                                      \
+  XX(NODEVICE, -1010, "no usable CUDA device")                               \
+  XX(DEVOOM, -1011, "device memory pool exhausted")                          \
+  XX(EPOCHEND, -1012, "end of epoch: no more batches")                       \
+  XX(STATE, -1013, "resume state does not match this loader")               \
+  XX(BADSOURCE, -1014, "source file or folder is unusable")                 \
+  XX(INTERNAL, -1099, "internal error (a bug in gpufeed)")
+
+typedef enum gf_errcode {
+#define GF_ERR_ENUM_(name, value, msg) GF_E##name = (value),
+  GF_ERRNO_MAP(GF_ERR_ENUM_)
+#undef GF_ERR_ENUM_
+} gf_errcode;
+
+/* A description of err (a GF_E* code or a negated errno). Returns static
+ * storage, never NULL; "unknown error" for values it does not know. Any
+ * thread. */
+GF_API const char *gf_strerror(int err);
+/* The symbolic name of err: "GF_ECORRUPT", "ENOENT", ... Static storage,
+ * never NULL. Any thread. */
+GF_API const char *gf_err_name(int err);
+
+/* What the calling thread's last failing gpufeed call left behind. Fields
+ * that do not apply are empty strings / GF_NO_INDEX. */
+#define GF_NO_INDEX UINT64_MAX
+typedef struct gf_error_info {
+  int code;           /* the value the call returned (0: no error recorded) */
+  uint64_t sample;    /* sample index in its dataset, or GF_NO_INDEX */
+  uint64_t offset;    /* byte offset in `path`, or GF_NO_INDEX */
+  char path[1024];    /* file concerned (source, shard or index), or "" */
+  char message[1024]; /* full sentence: what failed, where, what was expected */
+} gf_error_info;
+
+/* Returns the calling thread's last error. The pointer is owned by gpufeed
+ * and stays valid for the life of the thread; its content changes with the
+ * next failing call on that thread. Any thread (each sees its own). */
+GF_API const gf_error_info *gf_last_error(void);
+/* Forgets the calling thread's last error. Any thread. */
+GF_API void gf_error_clear(void);
+
+/* ------------------------------------------------------------------------ */
+/* Samples, codecs and decoding                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef enum gf_codec {
+  GF_CODEC_RAW = 0,      /* decoded pixels, stored as is */
+  GF_CODEC_PNG = 1,      /* the source PNG file, stored as is */
+  GF_CODEC_ZSTD = 2,     /* decoded pixels, zstd-compressed */
+  GF_CODEC_GRADZSTD = 3, /* gradient filter (p - left - up + upleft) + zstd */
+  GF_CODEC_COUNT_
+} gf_codec;
+
+typedef enum gf_dtype {
+  GF_DTYPE_U8 = 0,
+  GF_DTYPE_U16 = 1, /* little-endian in memory (host order on x86/arm) */
+} gf_dtype;
+
+/* Name of a codec ("raw", "png", "zstd", "gradzstd") or NULL. Any thread. */
+GF_API const char *gf_codec_name(int codec);
+/* Parses a codec name; returns the gf_codec value or -EINVAL. Any thread. */
+GF_API int gf_codec_parse(const char *name);
+
+/* Shape of a decoded image: height x width x channels, interleaved (HWC). */
+typedef struct gf_shape {
+  uint32_t height;
+  uint32_t width;
+  uint32_t channels; /* 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA */
+  uint32_t dtype;    /* gf_dtype */
+} gf_shape;
+
+/* Bytes of a decoded image of that shape (0 when the shape is invalid). */
+GF_API uint64_t gf_shape_bytes(const gf_shape *s);
+
+/* Limits checked before any allocation or decode work. Zero fields take the
+ * defaults (GF_LIMIT_DEFAULT_*). */
+#define GF_LIMIT_DEFAULT_DIM 65535u
+#define GF_LIMIT_DEFAULT_PIXELS (1ull << 28)         /* 268M pixels */
+#define GF_LIMIT_DEFAULT_BYTES (1ull << 30)          /* 1 GiB a sample */
+typedef struct gf_limits {
+  uint32_t max_width;
+  uint32_t max_height;
+  uint64_t max_pixels;
+  uint64_t max_bytes; /* decoded bytes and stored bytes, each */
+} gf_limits;
+
+/* How to decode. channels: 0 keeps the image's own channel count, or 1, 3,
+ * 4 to convert (gray <-> RGB by ITU-R BT.601 luma / replication, alpha added
+ * opaque or dropped). keep_16bit: 16-bit PNGs stay 16-bit (dtype U16)
+ * instead of being reduced to 8 bits. */
+#define GF_DECODE_OPTS_VERSION 1
+typedef struct gf_decode_opts {
+  uint32_t struct_size;
+  uint32_t channels;
+  uint32_t keep_16bit;
+  uint32_t reserved0;
+  gf_limits limits;
+  uint64_t reserved[4];
+} gf_decode_opts;
+#define GF_DECODE_OPTS_INIT {sizeof(gf_decode_opts), 0, 0, 0, {0, 0, 0, 0}, {0}}
+
+/* Reads the shape a sample of `codec` will decode to under `opts` (NULL:
+ * defaults), without decoding. For raw/zstd/gradzstd the stored shape is
+ * passed in `stored` (from the dataset record); for png it may be NULL.
+ * Returns 0, GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED or -EINVAL. Any thread. */
+GF_API int gf_decode_shape(int codec, const void *src, size_t src_len,
+                           const gf_shape *stored, const gf_decode_opts *opts,
+                           gf_shape *out);
+
+/* Decodes one sample into dst (caller-owned, dst_cap bytes, at least
+ * gf_shape_bytes(out)). Writes the decoded shape to *out. Never writes past
+ * dst_cap; on failure dst's content is unspecified. Returns 0, GF_EDECODE,
+ * GF_ELIMIT, GF_ESHAPE (dst too small or stored shape inconsistent),
+ * GF_EUNSUPPORTED, -ENOMEM or -EINVAL. Any thread (no shared state). */
+GF_API int gf_decode(int codec, const void *src, size_t src_len,
+                     const gf_shape *stored, const gf_decode_opts *opts,
+                     void *dst, size_t dst_cap, gf_shape *out);
+
+/* Encodes decoded pixels of shape `shape` into a stored sample. *dst is
+ * allocated by gpufeed and owned by the caller, who frees it with free().
+ * level: zstd level for zstd (0: default 3); ignored by the others (gradzstd
+ * uses level 1 unless level is set). png is not produced by this call (the
+ * builder stores source files as they are): it returns GF_EUNSUPPORTED.
+ * Returns 0, -ENOMEM, -EINVAL, GF_EUNSUPPORTED. Any thread. */
+GF_API int gf_encode(int codec, const void *pixels, const gf_shape *shape,
+                     int level, void **dst, size_t *dst_len);
+
+/* ------------------------------------------------------------------------ */
+/* Datasets (the output of `gpufeed build`)                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gf_dataset gf_dataset;
+
+/* What the index says about one sample. */
+typedef struct gf_sample_info {
+  uint64_t index;
+  uint32_t shard;
+  uint32_t codec;      /* gf_codec */
+  uint64_t offset;     /* byte offset of the stored bytes in the shard file */
+  uint64_t length;     /* stored bytes */
+  gf_shape shape;      /* decoded shape as stored (native channels) */
+  int64_t label;
+  uint32_t checksum;   /* CRC32C of the stored bytes */
+  uint32_t reserved0;
+  const char *source;  /* source path relative to the build root (not
+                          NUL-terminated in the file: see source_len) */
+  uint32_t source_len;
+  uint32_t reserved1;
+} gf_sample_info;
+
+/* Opens a dataset directory. Maps the index (O(1) in the sample count),
+ * checks the header, the tables and every shard's size, and returns a handle
+ * in *out that the caller closes with gf_dataset_close(). Records are
+ * validated when they are read. Returns 0, -ENOENT/-EACCES/..., GF_EFORMAT,
+ * GF_EVERSION, GF_ETRUNCATED or GF_ECORRUPT. Any thread. */
+GF_API int gf_dataset_open(const char *dir, gf_dataset **out);
+/* Closes the dataset; NULL is accepted. No other call on it may be running
+ * or follow. */
+GF_API void gf_dataset_close(gf_dataset *ds);
+
+/* Counts and tables. Any thread. */
+GF_API uint64_t gf_dataset_count(const gf_dataset *ds);
+GF_API uint32_t gf_dataset_num_classes(const gf_dataset *ds);
+/* Class name i, NUL-terminated, owned by the dataset; NULL if out of range. */
+GF_API const char *gf_dataset_class_name(const gf_dataset *ds, uint32_t i);
+GF_API uint32_t gf_dataset_num_shards(const gf_dataset *ds);
+/* Path of shard i (owned by the dataset), NULL if out of range. */
+GF_API const char *gf_dataset_shard_path(const gf_dataset *ds, uint32_t i);
+/* Alignment of data extents in bytes (1: packed; 4096: O_DIRECT-ready). */
+GF_API uint32_t gf_dataset_alignment(const gf_dataset *ds);
+
+/* Fills *info for sample idx after checking the record against the shard
+ * sizes and the limits of a valid record. Returns 0, -ERANGE (idx beyond the
+ * count) or GF_ECORRUPT (with context). Any thread. */
+GF_API int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
+                                  gf_sample_info *info);
+
+/* Reads sample idx's stored bytes into buf (cap bytes, at least
+ * info.length) with pread and checks the checksum. Returns the number of
+ * bytes read, or -EIO..., GF_ETRUNCATED, GF_ECORRUPT (checksum), -ENOBUFS
+ * (cap too small). Any thread. */
+GF_API int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
+                               size_t cap);
+
+/* Checks the CRC32C over all index records (O(n); open does not). Returns 0
+ * or GF_ECORRUPT. Any thread. */
+GF_API int gf_dataset_check_index(const gf_dataset *ds);
+
+/* CRC32C (Castagnoli) of buf, continuing from crc (start with 0). */
+GF_API uint32_t gf_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUFEED_H */

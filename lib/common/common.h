@@ -1,0 +1,96 @@
+/* Internal helpers shared by every part of the library: error context,
+ * logging, checked arithmetic, allocation. Not installed. */
+#ifndef GF_COMMON_H
+#define GF_COMMON_H
+
+#include "gpufeed.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define GF_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define GF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GF_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GF_PRINTF(a, b)
+#define GF_LIKELY(x) (x)
+#define GF_UNLIKELY(x) (x)
+#endif
+
+/* Records an error for the calling thread (see gf_last_error()) and returns
+ * `code`, so a failure site reads `return gf_fail(GF_ECORRUPT, path, idx,
+ * off, "...", ...);`. path may be NULL; idx/off may be GF_NO_INDEX. The
+ * message should be a full sentence naming what was expected. */
+int gf_fail(int code, const char *path, uint64_t sample, uint64_t offset,
+            const char *fmt, ...) GF_PRINTF(5, 6);
+/* Same with a va_list. */
+int gf_vfail(int code, const char *path, uint64_t sample, uint64_t offset,
+             const char *fmt, va_list ap);
+/* Adds context to an error already recorded by a callee (fills path/sample
+ * when the callee did not know them, and prefixes the message with
+ * `prefix: `). Returns `code` unchanged. */
+int gf_fail_context(int code, const char *path, uint64_t sample,
+                    const char *prefix);
+
+/* Logging to stderr, filtered by GPUFEED_LOG=error|warn|info|debug (default
+ * warn). Any thread. */
+enum { GF_LOG_ERROR = 0, GF_LOG_WARN = 1, GF_LOG_INFO = 2, GF_LOG_DEBUG = 3 };
+void gf_log(int level, const char *fmt, ...) GF_PRINTF(2, 3);
+bool gf_log_enabled(int level);
+
+/* Overflow-checked arithmetic: return false on overflow. */
+static inline bool gf_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool gf_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/* Applies defaults to zero fields of a limits struct. */
+gf_limits gf_limits_resolve(const gf_limits *in);
+/* Checks a shape against limits (dims, pixels, bytes). Returns 0 or
+ * GF_ELIMIT / GF_ESHAPE with context (path/sample may be NULL/GF_NO_INDEX). */
+int gf_limits_check(const gf_limits *lim, const gf_shape *s, const char *path,
+                    uint64_t sample);
+
+/* Little-endian loads and stores for the on-disk formats. */
+static inline uint16_t gf_le16(const void *p) {
+  const uint8_t *b = (const uint8_t *)p;
+  return (uint16_t)(b[0] | (b[1] << 8));
+}
+static inline uint32_t gf_le32(const void *p) {
+  const uint8_t *b = (const uint8_t *)p;
+  return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
+         ((uint32_t)b[3] << 24);
+}
+static inline uint64_t gf_le64(const void *p) {
+  const uint8_t *b = (const uint8_t *)p;
+  return (uint64_t)gf_le32(b) | ((uint64_t)gf_le32(b + 4) << 32);
+}
+static inline void gf_put16(void *p, uint16_t v) {
+  uint8_t *b = (uint8_t *)p;
+  b[0] = (uint8_t)v;
+  b[1] = (uint8_t)(v >> 8);
+}
+static inline void gf_put32(void *p, uint32_t v) {
+  uint8_t *b = (uint8_t *)p;
+  b[0] = (uint8_t)v;
+  b[1] = (uint8_t)(v >> 8);
+  b[2] = (uint8_t)(v >> 16);
+  b[3] = (uint8_t)(v >> 24);
+}
+static inline void gf_put64(void *p, uint64_t v) {
+  gf_put32(p, (uint32_t)v);
+  gf_put32((uint8_t *)p + 4, (uint32_t)(v >> 32));
+}
+
+/* Checks an options struct's struct_size against the size this build knows:
+ * 0 when acceptable, -EINVAL when NULL-less and larger or too small to hold
+ * the size field. */
+int gf_check_struct_size(uint32_t given, size_t known, const char *what);
+
+#endif /* GF_COMMON_H */

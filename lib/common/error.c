@@ -1,0 +1,133 @@
+/* Error codes from the one table in gpufeed.h, and the per-thread error
+ * context behind gf_last_error(). */
+#include "common/common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local gf_error_info tls_err = {0, GF_NO_INDEX, GF_NO_INDEX, "", ""};
+
+const char *gf_strerror(int err) {
+  switch (err) {
+#define GF_STRERROR_CASE_(name, value, msg) \
+  case value:                               \
+    return msg;
+    GF_ERRNO_MAP(GF_STRERROR_CASE_)
+#undef GF_STRERROR_CASE_
+  case 0:
+    return "success";
+  default:
+    break;
+  }
+  if (err < 0 && err > -4096) {
+    /* glibc returns a constant string for every known errno. */
+    const char *s = strerrordesc_np(-err);
+    if (s)
+      return s;
+  }
+  return "unknown error";
+}
+
+const char *gf_err_name(int err) {
+  switch (err) {
+#define GF_ERRNAME_CASE_(name, value, msg) \
+  case value:                              \
+    return "GF_E" #name;
+    GF_ERRNO_MAP(GF_ERRNAME_CASE_)
+#undef GF_ERRNAME_CASE_
+  case 0:
+    return "OK";
+  default:
+    break;
+  }
+  if (err < 0 && err > -4096) {
+    const char *s = strerrorname_np(-err);
+    if (s)
+      return s;
+  }
+  return "UNKNOWN";
+}
+
+const gf_error_info *gf_last_error(void) { return &tls_err; }
+
+void gf_error_clear(void) {
+  tls_err.code = 0;
+  tls_err.sample = GF_NO_INDEX;
+  tls_err.offset = GF_NO_INDEX;
+  tls_err.path[0] = '\0';
+  tls_err.message[0] = '\0';
+}
+
+int gf_vfail(int code, const char *path, uint64_t sample, uint64_t offset,
+             const char *fmt, va_list ap) {
+  tls_err.code = code;
+  tls_err.sample = sample;
+  tls_err.offset = offset;
+  snprintf(tls_err.path, sizeof tls_err.path, "%s", path ? path : "");
+  char what[768];
+  vsnprintf(what, sizeof what, fmt, ap);
+  /* The message names where: "FILE: sample N: offset O: what". */
+  char where[1100] = "";
+  size_t n = 0;
+  if (path && path[0])
+    n += (size_t)snprintf(where + n, sizeof where - n, "%s: ", path);
+  if (sample != GF_NO_INDEX && n < sizeof where)
+    n += (size_t)snprintf(where + n, sizeof where - n, "sample %llu: ",
+                          (unsigned long long)sample);
+  if (offset != GF_NO_INDEX && n < sizeof where)
+    snprintf(where + n, sizeof where - n, "offset %llu: ",
+             (unsigned long long)offset);
+  snprintf(tls_err.message, sizeof tls_err.message, "%s%s", where, what);
+  return code;
+}
+
+int gf_fail(int code, const char *path, uint64_t sample, uint64_t offset,
+            const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gf_vfail(code, path, sample, offset, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int gf_fail_context(int code, const char *path, uint64_t sample,
+                    const char *prefix) {
+  if (tls_err.code != code) {
+    /* The callee returned without recording (an errno from the OS): make a
+     * message from the code itself. */
+    return gf_fail(code, path, sample, GF_NO_INDEX, "%s%s%s",
+                   prefix ? prefix : "", prefix ? ": " : "",
+                   gf_strerror(code));
+  }
+  bool add_path = path && path[0] && !tls_err.path[0];
+  bool add_sample = sample != GF_NO_INDEX && tls_err.sample == GF_NO_INDEX;
+  if (!add_path && !add_sample && !prefix)
+    return code;
+  char old[sizeof tls_err.message];
+  memcpy(old, tls_err.message, sizeof old);
+  char head[1100] = "";
+  size_t n = 0;
+  if (add_path) {
+    snprintf(tls_err.path, sizeof tls_err.path, "%s", path);
+    n += (size_t)snprintf(head + n, sizeof head - n, "%s: ", path);
+  }
+  if (add_sample) {
+    tls_err.sample = sample;
+    if (n < sizeof head)
+      n += (size_t)snprintf(head + n, sizeof head - n, "sample %llu: ",
+                            (unsigned long long)sample);
+  }
+  if (prefix && n < sizeof head)
+    snprintf(head + n, sizeof head - n, "%s: ", prefix);
+  snprintf(tls_err.message, sizeof tls_err.message, "%s%s", head, old);
+  return code;
+}
+
+int gf_check_struct_size(uint32_t given, size_t known, const char *what) {
+  if (given < sizeof(uint32_t) || given > known)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s: struct_size %u is not valid for this build (it knows "
+                   "%zu bytes); initialise it with its _INIT macro",
+                   what, given, known);
+  return 0;
+}

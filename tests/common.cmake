@@ -1,0 +1,2 @@
+# lib/common: errors, version, limits.
+gpufeed_add_test(test_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_errors.c)
