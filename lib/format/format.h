@@ -54,6 +54,34 @@ int gf_dir_commit(const char *tmp, const char *final, bool force);
  * files, then the folder). Best effort; returns 0 or -errno. */
 int gf_dir_remove(const char *dir);
 
+/* A source folder listed for `gpufeed build` and the loader's direct PNG
+ * folder source. ImageFolder: ROOT/<class>/.../*.png (extension matched
+ * case-insensitively), classes sorted by name (byte order), label = class
+ * index, files sorted by their relative path. Labels file: lines
+ * `relative/path.png label` (split at the last run of blanks; blank lines
+ * and lines starting with '#' ignored), kept in file order; every path must
+ * stay inside ROOT (no absolute paths, no '..' escaping, no symlink leading
+ * out). Hidden entries (leading '.') are ignored. */
+typedef struct gf_folder_entry {
+  char *path; /* relative to root, NUL-terminated */
+  int64_t label;
+} gf_folder_entry;
+
+typedef struct gf_folder {
+  char *root;
+  gf_folder_entry *entries;
+  uint64_t count;
+  char **classes; /* ImageFolder class names; NULL/0 for a labels file */
+  uint32_t class_count;
+} gf_folder;
+
+/* Lists `root` as above (labels_file NULL: ImageFolder). *out is owned by
+ * the caller and freed with gf_folder_free(). Returns 0, -ENOENT/-ENOTDIR,
+ * GF_EBADSOURCE (no images, bad labels line, path escaping the root: with
+ * file and line in the context). */
+int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out);
+void gf_folder_free(gf_folder *f);
+
 /* The open file descriptor of shard i (O_RDONLY, owned by the dataset), or
  * -1 when i is out of range. For the loader's readers. */
 int gf_dataset_shard_fd(const gf_dataset *ds, uint32_t i);
