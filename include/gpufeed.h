@@ -260,6 +260,194 @@ GF_API int gf_dataset_check_index(const gf_dataset *ds);
 /* CRC32C (Castagnoli) of buf, continuing from crc (start with 0). */
 GF_API uint32_t gf_crc32c(uint32_t crc, const void *buf, size_t len);
 
+/* ------------------------------------------------------------------------ */
+/* The loader                                                               */
+/* ------------------------------------------------------------------------ */
+/*
+ * A loader delivers batches of one rank's share of a source, epoch after
+ * epoch: it reads (io_uring, or a pread pool where io_uring is refused),
+ * decodes on a pool of worker threads straight into the batch's buffer, and
+ * can keep decoded samples in a host cache so that later epochs skip reads
+ * and decodes.
+ *
+ * Order. Each epoch has a seeded permutation of all samples (the same on
+ * every rank); rank r of world w takes permutation positions r, r+w, ...
+ * after the permutation is padded by repeating its head to a multiple of w
+ * (GF_PARTITION_PAD, the default, as PyTorch's DistributedSampler) or
+ * truncated (GF_PARTITION_DROP). The batch sequence depends only on (seed,
+ * epoch, rank, world, batch size, order, partition, drop_last) and, under
+ * the skip policy, on which samples are bad: never on thread count or
+ * timing.
+ *
+ * Threading contract. One thread at a time (the consumer) calls next,
+ * release, set_epoch, state export/import and destroy; gf_loader_stats may
+ * be called from any thread at any time. A gf_batch stays valid until it is
+ * released or the loader is destroyed; destroying with batches still out
+ * is allowed and frees them (their pointers become invalid).
+ */
+
+typedef struct gf_loader gf_loader;
+
+typedef enum gf_order {
+  GF_ORDER_SHUFFLE = 0,    /* a full seeded permutation per epoch (default) */
+  GF_ORDER_SEQUENTIAL = 1, /* storage order */
+  GF_ORDER_BLOCK = 2,      /* quasi-random: blocks of consecutive samples in
+                              shuffled order, shuffled within small windows:
+                              reads stay mostly sequential (larger than RAM) */
+} gf_order;
+
+typedef enum gf_partition {
+  GF_PARTITION_PAD = 0,  /* repeat the epoch's first samples (default) */
+  GF_PARTITION_DROP = 1, /* drop the tail so every rank gets as many */
+} gf_partition;
+
+typedef enum gf_error_policy {
+  GF_ON_ERROR_FAIL = 0, /* next() returns the error (default) */
+  GF_ON_ERROR_SKIP = 1, /* the sample is skipped, the batch filled from the
+                           following samples, and stats count it */
+} gf_error_policy;
+
+typedef enum gf_io_backend {
+  GF_IO_AUTO = 0,  /* io_uring, else the pread pool (reason in stats) */
+  GF_IO_URING = 1, /* io_uring or fail */
+  GF_IO_PREAD = 2, /* the pread thread pool */
+} gf_io_backend;
+/* The environment variable GPUFEED_IO=uring|pread overrides GF_IO_AUTO. */
+
+#define GF_LOADER_CONFIG_VERSION 1
+typedef struct gf_loader_config {
+  uint32_t struct_size;   /* sizeof(gf_loader_config) */
+  uint32_t batch_size;    /* samples a batch (default 256) */
+  const char *source;     /* a dataset folder (gpufeed build) or a folder of
+                             PNG files in the ImageFolder convention */
+  const char *labels_file;/* PNG folder source: flat folder + labels file */
+  uint64_t seed;          /* permutation seed (default 0) */
+  uint32_t threads;       /* decode workers (0: online cores) */
+  uint32_t order;         /* gf_order */
+  uint32_t rank;          /* this process's rank (default 0) */
+  uint32_t world;         /* number of ranks (0 or 1: single process) */
+  uint32_t partition;     /* gf_partition */
+  uint32_t drop_last;     /* drop the epoch's final incomplete batch */
+  uint64_t cache_bytes;   /* host cache budget for decoded samples (0: off) */
+  uint32_t prefetch;      /* batch slots in flight (default 2: double
+                             buffering; the caller may hold at most this
+                             many batches at once) */
+  uint32_t channels;      /* output channels: 0 native, 1, 3 or 4 */
+  uint32_t keep_16bit;    /* 16-bit PNGs stay 16-bit */
+  uint32_t error_policy;  /* gf_error_policy */
+  uint32_t io_backend;    /* gf_io_backend */
+  uint32_t io_queue_depth;/* reads in flight a worker (default 16) */
+  uint32_t io_direct;     /* O_DIRECT reads (aligned datasets only) */
+  uint32_t block_size;    /* GF_ORDER_BLOCK: samples a block (default 256) */
+  uint64_t max_sample_bytes; /* decoded bytes a sample may take in a batch
+                             (0: from the dataset index, or from the first
+                             PNG's header); each sample's slot in a batch is
+                             this many bytes, so a batch buffer is
+                             batch_size * max_sample_bytes */
+  gf_limits limits;       /* size limits for every sample (0: defaults) */
+  uint64_t reserved[8];   /* must be zero */
+} gf_loader_config;
+#define GF_LOADER_CONFIG_INIT \
+  {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
+   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, {0}}
+
+/* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
+ * and have shape shapes[i] (HWC); when `uniform` is set every sample has
+ * `shape` and the data is one dense [count, H, W, C] array. */
+typedef struct gf_batch {
+  uint64_t epoch;
+  uint64_t index;          /* batch number within the epoch */
+  uint32_t count;          /* samples in this batch (<= batch_size) */
+  uint32_t uniform;
+  gf_shape shape;          /* when uniform */
+  void *data;              /* host memory, owned by the loader */
+  uint64_t data_bytes;     /* bytes of data in use */
+  uint64_t stride;         /* bytes between consecutive samples' starts */
+  const gf_shape *shapes;  /* [count] */
+  const uint64_t *offsets; /* [count] byte offsets into data */
+  const int64_t *labels;   /* [count] */
+  const uint64_t *indices; /* [count] dataset sample indices */
+  uint32_t skipped;        /* bad samples skipped while making this batch */
+  uint32_t reserved0;
+  uint64_t reserved[4];
+} gf_batch;
+
+/* Creates a loader from cfg (NULL fields and zeros take the defaults) and
+ * starts its workers, which begin on epoch 0 at once. *out is owned by the
+ * caller and freed with gf_loader_destroy(). Every buffer is allocated
+ * here, sized from the configuration. Returns 0, -EINVAL (bad config, with
+ * the field named), -ENOENT, GF_E* from opening the source, -ENOMEM. */
+GF_API int gf_loader_create(const gf_loader_config *cfg, gf_loader **out);
+
+/* Takes the next batch of the current epoch, waiting for it if needed, and
+ * lends it in *out until gf_loader_release(). At the end of an epoch it
+ * returns GF_EEPOCHEND once; the call after that starts the next epoch
+ * (unless gf_loader_set_epoch chose one). Returns 0, GF_EEPOCHEND, -EBUSY
+ * (the caller already holds `prefetch` batches), or, under the fail policy,
+ * the error of a bad sample with its context in gf_last_error() (the loader
+ * stays usable: the next call continues after the failed batch).
+ * Consumer thread. */
+GF_API int gf_loader_next(gf_loader *l, gf_batch **out);
+
+/* Gives a batch back; its buffer is reused for a later batch. Returns 0 or
+ * -EINVAL (not a batch lent by this loader). Consumer thread. */
+GF_API int gf_loader_release(gf_loader *l, gf_batch *b);
+
+/* Starts epoch `epoch` from its beginning (work under way is cancelled).
+ * Batches still held stay valid until released. Returns 0 or -EBUSY when
+ * held batches leave no slot. Consumer thread. */
+GF_API int gf_loader_set_epoch(gf_loader *l, uint64_t epoch);
+
+/* Resume state: a few integers. Export after any batch; importing into a
+ * loader created with the same config makes its next batch the one the
+ * uninterrupted run would have delivered next. */
+#define GF_LOADER_STATE_VERSION 1
+typedef struct gf_loader_state {
+  uint32_t version;  /* GF_LOADER_STATE_VERSION */
+  uint32_t world;
+  uint64_t seed;
+  uint64_t epoch;
+  uint64_t position; /* samples of this rank's epoch share consumed */
+  uint64_t batch;    /* batches delivered this epoch */
+  uint64_t config_check; /* hash of the fields the order depends on */
+} gf_loader_state;
+/* Returns 0. Consumer thread. */
+GF_API int gf_loader_state_export(gf_loader *l, gf_loader_state *st);
+/* Returns 0, GF_ESTATE (version or config mismatch, the field named), or
+ * -EBUSY (batches still held). Consumer thread. */
+GF_API int gf_loader_state_import(gf_loader *l, const gf_loader_state *st);
+
+/* Per-stage statistics since create. Any thread. */
+typedef struct gf_stage_stats {
+  uint64_t samples;
+  uint64_t bytes;
+  uint64_t busy_ns;  /* time the stage's threads spent working */
+  uint64_t wait_ns;  /* time they waited for input */
+} gf_stage_stats;
+typedef struct gf_loader_stats {
+  uint32_t struct_size;
+  uint32_t threads;
+  gf_stage_stats read;    /* bytes read from storage */
+  gf_stage_stats decode;  /* bytes decoded */
+  gf_stage_stats cache;   /* copies out of the cache */
+  uint64_t cache_hits, cache_misses, cache_bytes, cache_budget;
+  uint64_t batches;       /* delivered */
+  uint64_t consumer_wait_ns; /* time next() waited for data */
+  uint64_t skipped;       /* bad samples skipped (skip policy) */
+  char last_skip_reason[512];
+  char io_backend[16];    /* "io_uring" or "pread" */
+  char io_fallback_reason[256]; /* why io_uring was not used, or "" */
+  uint64_t reserved[8];
+} gf_loader_stats;
+/* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
+ * thread. */
+GF_API int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st);
+
+/* Stops the workers (work under way is abandoned, not waited for beyond the
+ * sample in hand), frees every buffer, closes every file. Batches still
+ * lent become invalid. NULL accepted. Consumer thread, once. */
+GF_API void gf_loader_destroy(gf_loader *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,7 +50,8 @@ extern int gf_test_failures;
 int gf_test_finish(void);
 /* Prints why and exits 77 (or 1 when GPUFEED_REQUIRE_GPU=1 and gpu is
  * true: a GPU test may not skip on a machine that must have one). */
-void gf_test_skip(bool gpu, const char *fmt, ...);
+void gf_test_skip(bool gpu, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* A fresh, empty scratch folder for this test ($GPUFEED_TEST_TMP or a
  * mkdtemp under /tmp); static storage. */

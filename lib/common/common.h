@@ -29,7 +29,7 @@ int gf_fail(int code, const char *path, uint64_t sample, uint64_t offset,
             const char *fmt, ...) GF_PRINTF(5, 6);
 /* Same with a va_list. */
 int gf_vfail(int code, const char *path, uint64_t sample, uint64_t offset,
-             const char *fmt, va_list ap);
+             const char *fmt, va_list ap) GF_PRINTF(5, 0);
 /* Adds context to an error already recorded by a callee (fills path/sample
  * when the callee did not know them, and prefixes the message with
  * `prefix: `). Returns `code` unchanged. */

@@ -58,26 +58,54 @@ void gf_error_clear(void) {
   tls_err.message[0] = '\0';
 }
 
+/* Appends s to dst (capacity cap, length *n), truncating; keeps dst
+ * NUL-terminated. Plain copies instead of snprintf("%s%s"): messages are
+ * cut at their buffer's end on purpose. */
+static void append(char *dst, size_t cap, size_t *n, const char *s) {
+  size_t len = strlen(s);
+  if (*n + 1 >= cap)
+    return;
+  if (len > cap - 1 - *n)
+    len = cap - 1 - *n;
+  memcpy(dst + *n, s, len);
+  *n += len;
+  dst[*n] = '\0';
+}
+
+static void append_u64(char *dst, size_t cap, size_t *n, const char *label,
+                       uint64_t v) {
+  char num[48];
+  snprintf(num, sizeof num, "%s %llu: ", label, (unsigned long long)v);
+  append(dst, cap, n, num);
+}
+
+static void set_path(const char *path) {
+  size_t n = 0;
+  tls_err.path[0] = '\0';
+  append(tls_err.path, sizeof tls_err.path, &n, path ? path : "");
+}
+
 int gf_vfail(int code, const char *path, uint64_t sample, uint64_t offset,
              const char *fmt, va_list ap) {
+  char what[768];
+  vsnprintf(what, sizeof what, fmt, ap);
   tls_err.code = code;
   tls_err.sample = sample;
   tls_err.offset = offset;
-  snprintf(tls_err.path, sizeof tls_err.path, "%s", path ? path : "");
-  char what[768];
-  vsnprintf(what, sizeof what, fmt, ap);
+  set_path(path);
   /* The message names where: "FILE: sample N: offset O: what". */
-  char where[1100] = "";
-  size_t n = 0;
-  if (path && path[0])
-    n += (size_t)snprintf(where + n, sizeof where - n, "%s: ", path);
-  if (sample != GF_NO_INDEX && n < sizeof where)
-    n += (size_t)snprintf(where + n, sizeof where - n, "sample %llu: ",
-                          (unsigned long long)sample);
-  if (offset != GF_NO_INDEX && n < sizeof where)
-    snprintf(where + n, sizeof where - n, "offset %llu: ",
-             (unsigned long long)offset);
-  snprintf(tls_err.message, sizeof tls_err.message, "%s%s", where, what);
+  char *m = tls_err.message;
+  size_t cap = sizeof tls_err.message, n = 0;
+  m[0] = '\0';
+  if (path && path[0]) {
+    append(m, cap, &n, path);
+    append(m, cap, &n, ": ");
+  }
+  if (sample != GF_NO_INDEX)
+    append_u64(m, cap, &n, "sample", sample);
+  if (offset != GF_NO_INDEX)
+    append_u64(m, cap, &n, "offset", offset);
+  append(m, cap, &n, what);
   return code;
 }
 
@@ -105,21 +133,23 @@ int gf_fail_context(int code, const char *path, uint64_t sample,
     return code;
   char old[sizeof tls_err.message];
   memcpy(old, tls_err.message, sizeof old);
-  char head[1100] = "";
-  size_t n = 0;
+  char *m = tls_err.message;
+  size_t cap = sizeof tls_err.message, n = 0;
+  m[0] = '\0';
   if (add_path) {
-    snprintf(tls_err.path, sizeof tls_err.path, "%s", path);
-    n += (size_t)snprintf(head + n, sizeof head - n, "%s: ", path);
+    set_path(path);
+    append(m, cap, &n, path);
+    append(m, cap, &n, ": ");
   }
   if (add_sample) {
     tls_err.sample = sample;
-    if (n < sizeof head)
-      n += (size_t)snprintf(head + n, sizeof head - n, "sample %llu: ",
-                            (unsigned long long)sample);
+    append_u64(m, cap, &n, "sample", sample);
   }
-  if (prefix && n < sizeof head)
-    snprintf(head + n, sizeof head - n, "%s: ", prefix);
-  snprintf(tls_err.message, sizeof tls_err.message, "%s%s", head, old);
+  if (prefix) {
+    append(m, cap, &n, prefix);
+    append(m, cap, &n, ": ");
+  }
+  append(m, cap, &n, old);
   return code;
 }
 

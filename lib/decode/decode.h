@@ -1,15 +1,23 @@
 /* Internal interface between the codec dispatcher (codec.c: gf_decode,
  * gf_encode, gf_decode_shape) and the codecs. png.c is the only file that
- * includes png.h, zstd.c the only one that includes zstd.h. */
+ * includes png.h, zstd.c the only one that includes zstd.h.
+ *
+ * Every function here may be called from any thread: the only state they
+ * keep is per thread (zstd contexts, a scratch buffer), released when the
+ * thread exits. */
 #ifndef GF_DECODE_H
 #define GF_DECODE_H
 
 #include "common/common.h"
 
-/* PNG: shape the file decodes to under opts (no pixel work). */
+/* PNG: shape the file decodes to under opts (NULL: defaults), reading only
+ * the chunks before the image data. Returns 0, GF_EDECODE, GF_ELIMIT or
+ * -EINVAL. */
 int gf_png_shape(const void *src, size_t len, const gf_decode_opts *opts,
                  gf_shape *out);
-/* PNG: decode into dst (dst_cap bytes) straight, rows written in place. */
+/* PNG: decode into dst (dst_cap bytes) straight, rows written in place.
+ * Returns 0, GF_EDECODE (libpng's reason in the message), GF_ELIMIT,
+ * GF_ESHAPE (dst_cap too small), -ENOMEM or -EINVAL. */
 int gf_png_decode(const void *src, size_t len, const gf_decode_opts *opts,
                   void *dst, size_t dst_cap, gf_shape *out);
 
@@ -19,20 +27,32 @@ int gf_png_decode(const void *src, size_t len, const gf_decode_opts *opts,
 int gf_png_encode(const void *pixels, const gf_shape *shape, int level,
                   void **dst, size_t *dst_len);
 
-/* zstd: compress src into a malloc'd buffer (*dst owned by the caller). */
+/* zstd: compress src into a malloc'd buffer (*dst owned by the caller).
+ * level: any zstd level (ZSTD_minCLevel()..ZSTD_maxCLevel()), else -EINVAL.
+ * The frame records its content size. */
 int gf_zstd_compress(const void *src, size_t len, int level, void **dst,
                      size_t *dst_len);
 /* zstd: decompress a frame of exactly `want` decoded bytes into dst. The
  * frame header's content size (when present) is checked against `want`
  * before any work: a mismatch or a frame that would overrun is GF_EDECODE.
- * Uses a per-thread context. */
+ * Bytes after the frame are GF_EDECODE too. Uses a per-thread context. */
 int gf_zstd_decompress(const void *src, size_t len, void *dst, size_t want);
+/* zstd: the checks gf_zstd_decompress makes before decompressing (one
+ * whole frame spanning len bytes, content size `want` or unknown), without
+ * decompressing. Returns 0 or GF_EDECODE. */
+int gf_zstd_check_frame(const void *src, size_t len, size_t want);
 
 /* Gradient filter over an HxW image of `bpp` bytes per pixel, in place:
  * d = p - left - up + upleft (mod 256, per byte; missing neighbours are 0).
- * Its inverse is a 2-D prefix sum mod 256. */
+ * Its inverse is a 2-D prefix sum mod 256. bpp is channels x bytes per
+ * sample (1 to 8). */
 void gf_grad_filter(uint8_t *px, uint32_t h, uint32_t w, uint32_t bpp);
 void gf_grad_unfilter(uint8_t *px, uint32_t h, uint32_t w, uint32_t bpp);
+/* The portable scalar inverse that gf_grad_unfilter uses where no vector
+ * version applies; exported so the tests can hold both to the same
+ * results. */
+void gf_grad_unfilter_generic(uint8_t *px, uint32_t h, uint32_t w,
+                              uint32_t bpp);
 
 /* Converts `n` pixels of `src_c` channels to `dst_c` channels (1, 2, 3, 4),
  * 8-bit: gray->RGB replicates, RGB->gray is BT.601 luma rounded
@@ -40,5 +60,36 @@ void gf_grad_unfilter(uint8_t *px, uint32_t h, uint32_t w, uint32_t bpp);
  * src and dst must not overlap. */
 void gf_convert_channels_u8(const uint8_t *src, uint32_t src_c, uint8_t *dst,
                             uint32_t dst_c, size_t n);
+/* The same for 16-bit samples in host byte order (alpha added as 65535,
+ * the same luma weights). No alignment is required of src or dst. */
+void gf_convert_channels_u16(const void *src, uint32_t src_c, void *dst,
+                             uint32_t dst_c, size_t n);
+/* Reduces n 16-bit samples (host order, any alignment) to 8 bits exactly as
+ * libpng's png_set_scale_16 does: (v * 255 + 32895) >> 16, the rounded
+ * v * 255 / 65535. dst may be src itself (it never runs ahead of src). */
+void gf_scale16_to_u8(const void *src, uint8_t *dst, size_t n);
+/* Converts n pixels between shapes `in` and `out` (channels, and u16 -> u8
+ * when in is U16 and out is U8): first the 16 -> 8 bit reduction, then the
+ * channel conversion, so every codec gives the same pixels for a request.
+ * out U16 requires in U16. src and dst must not overlap. */
+void gf_convert_pixels(const void *src, const gf_shape *in, void *dst,
+                       const gf_shape *out, size_t n);
+
+/* Copies *in (NULL: defaults) into *out after the checks every decode entry
+ * point makes: struct_size, reserved fields zero, channels 0-4. Returns 0 or
+ * -EINVAL with context. */
+int gf_decode_opts_resolve(const gf_decode_opts *in, gf_decode_opts *out);
+/* The shape a sample stored as `stored` decodes to under opts: channels as
+ * requested (0: stored), U16 only when stored U16 and keep_16bit. */
+gf_shape gf_decode_out_shape(const gf_shape *stored, const gf_decode_opts *o);
+
+/* A per-thread scratch buffer of at least n bytes for a decode that cannot
+ * write straight into the caller's buffer. Small ones are kept for the
+ * thread's next call (freed at thread exit), large ones are malloc'd and
+ * freed on release. n must have passed the limits. Returns NULL on -ENOMEM
+ * (with context recorded). Each gf_scratch_get is paired with one
+ * gf_scratch_release; one buffer at a time per thread. */
+void *gf_scratch_get(size_t n);
+void gf_scratch_release(void *p);
 
 #endif

@@ -1,6 +1,8 @@
 /* Internal interface of the dataset format (spec: docs/FORMAT.md): the
- * writer used by `gpufeed build`, and the directory commit that makes a
- * build atomic. The reader is the public gf_dataset_* API. */
+ * on-disk layout's constants, the writer used by `gpufeed build`, the
+ * directory commit that makes a build atomic, the source folder listing,
+ * and the reader's extras for the loader (the reader itself is the public
+ * gf_dataset_* API). */
 #ifndef GF_FORMAT_H
 #define GF_FORMAT_H
 
@@ -9,6 +11,94 @@
 #define GF_INDEX_NAME "index.gfi"
 #define GF_SHARD_FMT "shard-%06u.gfs"
 #define GF_DEFAULT_SHARD_SIZE (1ull << 30)
+
+/* On-disk layout, version 1 (docs/FORMAT.md is the specification; these
+ * names are its tables' fields, as byte offsets). */
+#define GF_INDEX_TMP_NAME "index.gfi.tmp"
+#define GF_INDEX_MAGIC "GFEEDIDX"
+#define GF_SHARD_MAGIC "GFEEDSHD"
+#define GF_FORMAT_VERSION 1u
+#define GF_INDEX_HEADER_SIZE 128u
+#define GF_RECORD_SIZE 64u
+#define GF_SHARD_HEADER_SIZE 64u
+#define GF_MAX_ALIGNMENT (1u << 20)
+#define GF_MAX_NAME_LEN 4096u            /* class and source names, bytes */
+#define GF_MAX_STORED_BYTES (1ull << 30) /* one sample's stored bytes */
+
+enum gf_index_header_field {
+  GF_IH_MAGIC = 0,
+  GF_IH_VERSION = 8,
+  GF_IH_HEADER_SIZE = 12,
+  GF_IH_COUNT = 16,
+  GF_IH_SHARDS = 24,
+  GF_IH_CLASSES = 28,
+  GF_IH_RECORD_SIZE = 32,
+  GF_IH_ALIGNMENT = 36,
+  GF_IH_RECORDS_OFF = 40,
+  GF_IH_SHARDS_OFF = 48,
+  GF_IH_CLASSES_OFF = 56,
+  GF_IH_CLASSES_SIZE = 64,
+  GF_IH_NAMES_OFF = 72,
+  GF_IH_NAMES_SIZE = 80,
+  GF_IH_FILE_SIZE = 88,
+  GF_IH_DATASET_ID = 96,
+  GF_IH_FLAGS = 104,
+  GF_IH_RECORDS_CRC = 108,
+  GF_IH_TABLES_CRC = 112,
+  GF_IH_NAMES_CRC = 116,
+  GF_IH_RESERVED = 120,
+  GF_IH_HEADER_CRC = 124,
+};
+
+enum gf_record_field {
+  GF_REC_OFFSET = 0,
+  GF_REC_LENGTH = 8,
+  GF_REC_LABEL = 16,
+  GF_REC_NAME_OFF = 24,
+  GF_REC_SHARD = 32,
+  GF_REC_HEIGHT = 36,
+  GF_REC_WIDTH = 40,
+  GF_REC_DATA_CRC = 44,
+  GF_REC_NAME_LEN = 48,
+  GF_REC_CODEC = 52,
+  GF_REC_DTYPE = 54,
+  GF_REC_CHANNELS = 55,
+  GF_REC_FLAGS = 56,
+  GF_REC_RECORD_CRC = 60, /* see gf_record_crc() */
+};
+
+enum gf_shard_header_field {
+  GF_SH_MAGIC = 0,
+  GF_SH_VERSION = 8,
+  GF_SH_DATA_START = 12,
+  GF_SH_SHARD = 16,
+  GF_SH_ALIGNMENT = 20,
+  GF_SH_DATASET_ID = 24,
+  GF_SH_RESERVED = 32,
+  GF_SH_HEADER_CRC = 60,
+};
+
+/* Where a shard's first sample may start: max(64, alignment). */
+static inline uint64_t gf_shard_data_start(uint32_t alignment) {
+  return alignment > GF_SHARD_HEADER_SIZE ? alignment : GF_SHARD_HEADER_SIZE;
+}
+
+/* A record's own checksum: CRC32C of its index (u64, little-endian)
+ * followed by its bytes 0-59. The index makes a record found in the wrong
+ * place (moved, duplicated) fail it too. */
+static inline uint32_t gf_record_crc(uint64_t idx, const uint8_t *rec) {
+  uint8_t le[8];
+  gf_put64(le, idx);
+  return gf_crc32c(gf_crc32c(0, le, 8), rec, GF_REC_RECORD_CRC);
+}
+
+/* The two CRC32C implementations behind gf_crc32c(), for the tests that
+ * compare them (they belong with gf_crc32c in common, whose header is not
+ * this area's). gf_crc32c_hw falls back to the table when the CPU lacks the
+ * instruction; gf_crc32c_hw_available says whether it does. Any thread. */
+uint32_t gf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t gf_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+bool gf_crc32c_hw_available(void);
 
 typedef struct gf_writer gf_writer;
 
@@ -21,47 +111,84 @@ typedef struct gf_writer_opts {
 } gf_writer_opts;
 
 /* Creates a writer that writes shards and the index into the existing,
- * empty folder `dir`. Returns 0, -errno or -EINVAL (bad options). Single
- * thread: a writer is not thread-safe. */
+ * empty folder `dir`. Returns 0, -errno, -ENOTEMPTY (the folder holds
+ * something) or -EINVAL (bad options). Single thread: a writer is not
+ * thread-safe. Memory: 64 bytes a sample plus the source names, held until
+ * finish; files are written through one 1 MiB buffer. */
 int gf_writer_create(const char *dir, const gf_writer_opts *opts,
                      gf_writer **out);
-/* Appends a class name (classes are numbered in the order added). */
+/* Appends a class name of 1 to GF_MAX_NAME_LEN bytes (classes are numbered
+ * in the order added). With classes, every label must be a class index
+ * (checked at finish). Returns 0 or -EINVAL/-ENOMEM. */
 int gf_writer_add_class(gf_writer *w, const char *name);
 /* Appends one sample: its stored bytes, codec, decoded shape, label and the
- * source path (relative to the build root; kept for error messages). The
- * data is written (buffered) at once. Returns 0 or -errno with context. */
+ * source path (relative to the build root, at most GF_MAX_NAME_LEN bytes,
+ * NULL for none; kept for error messages). The data is written (buffered)
+ * at once. Refuses what a reader would refuse as corrupt: -EINVAL for 0 or
+ * more than GF_MAX_STORED_BYTES bytes or an unknown codec, GF_ESHAPE /
+ * GF_ELIMIT for a shape outside the default limits or a raw sample whose
+ * length is not the shape's size. A write error (-ENOSPC, -EIO, -EFBIG...,
+ * with the file named in the context) is sticky: every later call returns
+ * it. Returns 0 or a negative code with context. */
 int gf_writer_add(gf_writer *w, const void *data, size_t len, int codec,
                   const gf_shape *shape, int64_t label, const char *source);
 /* Number of samples added so far. */
 uint64_t gf_writer_count(const gf_writer *w);
-/* Bytes written to shards so far (including alignment padding). */
+/* Bytes of all shard files so far: headers, alignment padding, samples
+ * (test holes included). After finish, the sum of the shard sizes. */
 uint64_t gf_writer_bytes(const gf_writer *w);
-/* Writes the index last, fsyncs every file and the folder. After a
- * successful finish the folder holds a complete dataset. Returns 0 or
- * -errno (ENOSPC, EIO, EFBIG...) with context. */
+/* Pads and closes the last shard, writes each shard's final header, writes
+ * the index as GF_INDEX_TMP_NAME, fsyncs every shard and the index, renames
+ * the index into place and fsyncs the folder. After a successful finish the
+ * folder holds a complete dataset; after a failed one, no index.gfi unless
+ * only the final fsync of the folder failed (the caller removes the folder
+ * either way). Returns 0 or -errno (ENOSPC, EIO, EFBIG...) with context,
+ * or -EINVAL for a label that is not a class index. */
 int gf_writer_finish(gf_writer *w);
+/* Test only: leaves a hole of `bytes` bytes in the current shard before the
+ * next sample (opening the first shard if none is). The hole reads as zero
+ * bytes and costs no disk on file systems with sparse files, so a test can
+ * place a sample beyond 4 GiB cheaply. It counts toward the shard's size
+ * (a later sample may roll over to a new shard). Returns 0 or -errno. */
+int gf_writer_test_hole(gf_writer *w, uint64_t bytes);
 /* Frees the writer; closes files without finishing (the caller then removes
  * the folder). NULL accepted. */
 void gf_writer_destroy(gf_writer *w);
 
-/* Moves the complete dataset folder `tmp` to `final` atomically: rename()
- * when `final` does not exist; with `force`, an existing `final` that is a
- * gpufeed dataset (or empty folder) is swapped with renameat2
- * RENAME_EXCHANGE and the old one removed. Without force an existing final
- * gives -EEXIST. fsyncs the parent folder. Returns 0 or -errno. */
+/* Moves the complete dataset folder `tmp` (it must hold an index.gfi, else
+ * -ENOENT) to `final` atomically: renameat2 RENAME_NOREPLACE when `final`
+ * does not exist; with `force`, an existing `final` that is a gpufeed
+ * dataset (only dataset files, an index.gfi with the index magic) or an
+ * empty folder is swapped with renameat2 RENAME_EXCHANGE and the old one
+ * removed. Without force an existing final gives -EEXIST. With force, a
+ * folder holding anything else gives -ENOTEMPTY and a file or symbolic link
+ * -ENOTDIR, each with a message, and nothing is touched. `tmp` and `final`
+ * must be on one file system (-EXDEV). fsyncs the parent folder(s).
+ * Returns 0 or -errno with context. One caller at a time per target. */
 int gf_dir_commit(const char *tmp, const char *final, bool force);
-/* Removes a folder written by the writer (its index, shards and temporary
- * files, then the folder). Best effort; returns 0 or -errno. */
+/* Removes a folder written by the writer: its index, shards and temporary
+ * index (only files with those names), then the folder, which fails with
+ * -ENOTEMPTY (naming a leftover) when it holds anything else. A symbolic
+ * link is refused (-ENOTDIR). Returns 0 or -errno with context. */
 int gf_dir_remove(const char *dir);
 
 /* A source folder listed for `gpufeed build` and the loader's direct PNG
- * folder source. ImageFolder: ROOT/<class>/.../*.png (extension matched
- * case-insensitively), classes sorted by name (byte order), label = class
- * index, files sorted by their relative path. Labels file: lines
- * `relative/path.png label` (split at the last run of blanks; blank lines
- * and lines starting with '#' ignored), kept in file order; every path must
- * stay inside ROOT (no absolute paths, no '..' escaping, no symlink leading
- * out). Hidden entries (leading '.') are ignored. */
+ * folder source.
+ * ImageFolder: ROOT/<class>/[sub/folders/]<name>.png (extension matched
+ * case-insensitively); classes are ROOT's sub-folders sorted by name (byte
+ * order; an empty one keeps its label), label = class index; entries come
+ * class by class (as torchvision's ImageFolder), each class's files sorted
+ * by relative path (byte order). Files directly in ROOT belong to no class
+ * and are ignored, as are hidden entries (leading '.'). Symbolic links to
+ * files are followed when they resolve inside ROOT; links to folders are
+ * refused (a listing can never loop).
+ * Labels file: lines `relative/path.png label` (split at the last run of
+ * blanks, so paths may hold spaces; label a decimal int64; blank lines and
+ * lines starting with '#' ignored; a '\r' before the newline dropped; at
+ * most 8192 bytes a line), kept in file order. Every listed path must name
+ * an existing regular file inside ROOT: absolute paths, '..' climbing out
+ * and symbolic links leading out are refused.
+ * The order is a function of the names only, never of readdir's order. */
 typedef struct gf_folder_entry {
   char *path; /* relative to root, NUL-terminated */
   int64_t label;

@@ -1,0 +1,620 @@
+/* The dataset reader (docs/FORMAT.md, "What the reader checks, and when"):
+ * the index is mapped read-only and checked in O(1) of the sample count at
+ * open; each record is checked when used; stored bytes are checked against
+ * their CRC32C on every read. After open nothing in the handle changes, so
+ * every accessor may run on any thread at once. */
+#include "common/fault.h" /* gf_sys_*: system calls tests can fail */
+#include "format/format.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct gf_shard {
+  char *path;
+  int fd;
+  uint64_t size;
+} gf_shard;
+
+struct gf_dataset {
+  char *index_path;
+  const uint8_t *map; /* the whole index file, read-only */
+  size_t map_len;
+  uint64_t count;
+  uint32_t nshards;
+  uint32_t nclasses;
+  uint32_t alignment;
+  uint64_t data_start;
+  uint64_t dataset_id;
+  uint64_t records_off;
+  uint64_t names_off, names_size;
+  uint32_t records_crc, names_crc;
+  const char **class_names; /* into map, each NUL-terminated */
+  gf_shard *shards;
+};
+
+/* Reads up to len bytes at off (interrupted calls retried, short reads
+ * continued). Returns the bytes read (less than len only at end of file)
+ * or -errno. */
+static int64_t pread_full(int fd, void *buf, size_t len, uint64_t off) {
+  return gf_sys_pread_full(fd, buf, len, (off_t)off);
+}
+
+/* Opens a file that must be a regular one without ever blocking: a FIFO
+ * put in a dataset's place would hang a plain open(). O_NONBLOCK is dropped
+ * again once the file is known to be regular, because io_uring would
+ * otherwise answer -EAGAIN instead of waiting for the disk. */
+static int open_regular(const char *path, struct stat *st) {
+  int fd = gf_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);
+  if (fd < 0)
+    return fd;
+  if (fstat(fd, st) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    close(fd);
+    return -EINVAL;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+static const char *open_hint(int err) {
+  return err == -EMFILE || err == -ENFILE
+             ? " (each shard holds a file open: raise the limit on open "
+               "files, e.g. ulimit -n, or build with larger shards)"
+             : "";
+}
+
+/* A table [off, off + size) inside [lo, hi) without overflow. */
+static bool table_in(uint64_t off, uint64_t size, uint64_t lo, uint64_t hi) {
+  return off >= lo && off <= hi && size <= hi - off;
+}
+
+static bool tables_overlap(uint64_t a, uint64_t as, uint64_t b, uint64_t bs) {
+  if (!as || !bs)
+    return false;
+  return a < b + bs && b < a + as;
+}
+
+static int check_header(const uint8_t *h, size_t got, const char *path) {
+  if (got < 8 || memcmp(h + GF_IH_MAGIC, GF_INDEX_MAGIC, 8) != 0) {
+    /* A prefix of the magic is a cut-off index, anything else is not ours. */
+    if (got < 8 && memcmp(h, GF_INDEX_MAGIC, got) == 0)
+      return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, GF_NO_INDEX,
+                     "the index is only %zu bytes long (its header alone is "
+                     "%u bytes)",
+                     got, GF_INDEX_HEADER_SIZE);
+    return gf_fail(GF_EFORMAT, path, GF_NO_INDEX, 0,
+                   "not a gpufeed dataset index: expected the magic \"%s\"",
+                   GF_INDEX_MAGIC);
+  }
+  if (got < GF_IH_VERSION + 4)
+    return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, GF_NO_INDEX,
+                   "the index is only %zu bytes long (its header alone is "
+                   "%u bytes)",
+                   got, GF_INDEX_HEADER_SIZE);
+  uint32_t version = gf_le32(h + GF_IH_VERSION);
+  if (version != GF_FORMAT_VERSION)
+    return gf_fail(GF_EVERSION, path, GF_NO_INDEX, GF_IH_VERSION,
+                   "dataset format version %u; this build of gpufeed reads "
+                   "version %u",
+                   version, GF_FORMAT_VERSION);
+  if (got < GF_INDEX_HEADER_SIZE)
+    return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, GF_NO_INDEX,
+                   "the index is only %zu bytes long (its header alone is "
+                   "%u bytes)",
+                   got, GF_INDEX_HEADER_SIZE);
+  uint32_t want = gf_le32(h + GF_IH_HEADER_CRC);
+  uint32_t crc = gf_crc32c(0, h, GF_IH_HEADER_CRC);
+  if (crc != want)
+    return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, 0,
+                   "index header checksum 0x%08x, expected 0x%08x", crc, want);
+  return 0;
+}
+
+/* Field checks of a header whose CRC matched: what a writer of this version
+ * never produces. */
+static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
+                        uint64_t *file_size) {
+#define BAD(field, ...)                                                        \
+  gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, field, "index header: " __VA_ARGS__)
+  uint32_t hsize = gf_le32(h + GF_IH_HEADER_SIZE);
+  uint32_t rsize = gf_le32(h + GF_IH_RECORD_SIZE);
+  uint32_t align = gf_le32(h + GF_IH_ALIGNMENT);
+  if (hsize != GF_INDEX_HEADER_SIZE)
+    return BAD(GF_IH_HEADER_SIZE, "header size %u, expected %u", hsize,
+               GF_INDEX_HEADER_SIZE);
+  if (rsize != GF_RECORD_SIZE)
+    return BAD(GF_IH_RECORD_SIZE, "record size %u, expected %u", rsize,
+               GF_RECORD_SIZE);
+  if (!align || align > GF_MAX_ALIGNMENT || (align & (align - 1)))
+    return BAD(GF_IH_ALIGNMENT,
+               "alignment %u, expected a power of two from 1 to %u", align,
+               GF_MAX_ALIGNMENT);
+  if (gf_le32(h + GF_IH_FLAGS) || gf_le32(h + GF_IH_RESERVED))
+    return BAD(GF_IH_FLAGS, "flags 0x%08x and reserved 0x%08x, expected 0",
+               gf_le32(h + GF_IH_FLAGS), gf_le32(h + GF_IH_RESERVED));
+  ds->count = gf_le64(h + GF_IH_COUNT);
+  ds->nshards = gf_le32(h + GF_IH_SHARDS);
+  ds->nclasses = gf_le32(h + GF_IH_CLASSES);
+  ds->alignment = align;
+  ds->data_start = gf_shard_data_start(align);
+  ds->dataset_id = gf_le64(h + GF_IH_DATASET_ID);
+  ds->records_crc = gf_le32(h + GF_IH_RECORDS_CRC);
+  ds->names_crc = gf_le32(h + GF_IH_NAMES_CRC);
+  uint64_t fsize = gf_le64(h + GF_IH_FILE_SIZE);
+  uint64_t rec_off = gf_le64(h + GF_IH_RECORDS_OFF);
+  uint64_t sh_off = gf_le64(h + GF_IH_SHARDS_OFF);
+  uint64_t cl_off = gf_le64(h + GF_IH_CLASSES_OFF);
+  uint64_t cl_size = gf_le64(h + GF_IH_CLASSES_SIZE);
+  uint64_t nm_off = gf_le64(h + GF_IH_NAMES_OFF);
+  uint64_t nm_size = gf_le64(h + GF_IH_NAMES_SIZE);
+  uint64_t rec_size, sh_size = (uint64_t)ds->nshards * 8;
+  if (!gf_mul_u64(ds->count, GF_RECORD_SIZE, &rec_size))
+    return BAD(GF_IH_COUNT, "sample count %llu is impossibly large",
+               (unsigned long long)ds->count);
+  if (!table_in(rec_off, rec_size, GF_INDEX_HEADER_SIZE, fsize) || rec_off % 8)
+    return BAD(GF_IH_RECORDS_OFF,
+               "records table (%llu records at offset %llu) does not lie "
+               "8-aligned inside the %llu-byte file",
+               (unsigned long long)ds->count, (unsigned long long)rec_off,
+               (unsigned long long)fsize);
+  if (!table_in(sh_off, sh_size, GF_INDEX_HEADER_SIZE, fsize) || sh_off % 8)
+    return BAD(GF_IH_SHARDS_OFF,
+               "shard table (%u shards at offset %llu) does not lie 8-aligned "
+               "inside the %llu-byte file",
+               ds->nshards, (unsigned long long)sh_off,
+               (unsigned long long)fsize);
+  if (!table_in(cl_off, cl_size, GF_INDEX_HEADER_SIZE, fsize))
+    return BAD(GF_IH_CLASSES_OFF,
+               "class table (%llu bytes at offset %llu) does not lie inside "
+               "the %llu-byte file",
+               (unsigned long long)cl_size, (unsigned long long)cl_off,
+               (unsigned long long)fsize);
+  if (!table_in(nm_off, nm_size, GF_INDEX_HEADER_SIZE, fsize))
+    return BAD(GF_IH_NAMES_OFF,
+               "source-name blob (%llu bytes at offset %llu) does not lie "
+               "inside the %llu-byte file",
+               (unsigned long long)nm_size, (unsigned long long)nm_off,
+               (unsigned long long)fsize);
+  const uint64_t t[4][2] = {{rec_off, rec_size},
+                            {sh_off, sh_size},
+                            {cl_off, cl_size},
+                            {nm_off, nm_size}};
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++)
+      if (tables_overlap(t[i][0], t[i][1], t[j][0], t[j][1]))
+        return BAD(GF_IH_RECORDS_OFF, "index tables overlap");
+  if (ds->count && !ds->nshards)
+    return BAD(GF_IH_SHARDS, "%llu samples but no shard",
+               (unsigned long long)ds->count);
+  if ((cl_size == 0) != (ds->nclasses == 0))
+    return BAD(GF_IH_CLASSES, "%u classes in a %llu-byte class table",
+               ds->nclasses, (unsigned long long)cl_size);
+  if (fsize > SIZE_MAX)
+    return BAD(GF_IH_FILE_SIZE, "index of %llu bytes cannot be mapped",
+               (unsigned long long)fsize);
+  ds->records_off = rec_off;
+  ds->names_off = nm_off;
+  ds->names_size = nm_size;
+  *file_size = fsize;
+  return 0;
+#undef BAD
+}
+
+/* Class table: exactly nclasses names of 1..GF_MAX_NAME_LEN bytes, each
+ * followed by a NUL. Pointers go into the map. */
+static int parse_classes(gf_dataset *ds, const uint8_t *tab, uint64_t size,
+                         uint64_t tab_off) {
+  if (!ds->nclasses)
+    return 0;
+  /* Each name takes at least 2 bytes, so the count is bounded by the table
+   * checked to lie in the file. */
+  if (ds->nclasses > size / 2)
+    return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, tab_off,
+                   "class table of %llu bytes cannot hold %u names",
+                   (unsigned long long)size, ds->nclasses);
+  ds->class_names = calloc(ds->nclasses, sizeof *ds->class_names);
+  if (!ds->class_names)
+    return gf_fail(-ENOMEM, ds->index_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory for %u class names", ds->nclasses);
+  uint64_t pos = 0;
+  for (uint32_t i = 0; i < ds->nclasses; i++) {
+    const uint8_t *s = tab + pos;
+    const uint8_t *nul = memchr(s, 0, (size_t)(size - pos));
+    uint64_t len = nul ? (uint64_t)(nul - s) : size - pos;
+    if (!nul || len == 0 || len > GF_MAX_NAME_LEN)
+      return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, tab_off + pos,
+                     "class table: name %u is not 1 to %u bytes followed by "
+                     "a NUL",
+                     i, GF_MAX_NAME_LEN);
+    ds->class_names[i] = (const char *)s;
+    pos += len + 1;
+  }
+  if (pos != size)
+    return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, tab_off + pos,
+                   "class table: %llu bytes left after %u names",
+                   (unsigned long long)(size - pos), ds->nclasses);
+  return 0;
+}
+
+static int open_shard(gf_dataset *ds, const char *dir, size_t dlen, uint32_t i,
+                      uint64_t want_size) {
+  gf_shard *s = &ds->shards[i];
+  char name[32];
+  snprintf(name, sizeof name, GF_SHARD_FMT, i);
+  size_t plen = dlen + 1 + strlen(name) + 1;
+  s->path = malloc(plen);
+  if (!s->path)
+    return gf_fail(-ENOMEM, dir, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  snprintf(s->path, plen, "%.*s/%s", (int)dlen, dir, name);
+  struct stat st;
+  int fd = open_regular(s->path, &st);
+  if (fd == -EINVAL)
+    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, GF_NO_INDEX,
+                   "shard %u is not a regular file", i);
+  if (fd < 0)
+    return gf_fail(fd, s->path, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot open shard %u of %u: %s%s", i, ds->nshards,
+                   gf_strerror(fd), open_hint(fd));
+  s->fd = fd;
+  uint64_t size = (uint64_t)st.st_size;
+  if (size < want_size)
+    return gf_fail(GF_ETRUNCATED, s->path, GF_NO_INDEX, size,
+                   "shard %u is %llu bytes long; the index says %llu", i,
+                   (unsigned long long)size, (unsigned long long)want_size);
+  if (size > want_size)
+    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, want_size,
+                   "shard %u is %llu bytes long; the index says %llu", i,
+                   (unsigned long long)size, (unsigned long long)want_size);
+  s->size = size;
+  uint8_t h[GF_SHARD_HEADER_SIZE];
+  int64_t n = pread_full(s->fd, h, sizeof h, 0);
+  if (n < 0)
+    return gf_fail((int)n, s->path, GF_NO_INDEX, 0,
+                   "reading the shard header: %s", gf_strerror((int)n));
+  if (n < (int64_t)sizeof h)
+    return gf_fail(GF_ETRUNCATED, s->path, GF_NO_INDEX, (uint64_t)n,
+                   "shard %u ended while reading its header", i);
+  if (memcmp(h + GF_SH_MAGIC, GF_SHARD_MAGIC, 8) != 0)
+    return gf_fail(GF_EFORMAT, s->path, GF_NO_INDEX, 0,
+                   "not a gpufeed shard: expected the magic \"%s\"",
+                   GF_SHARD_MAGIC);
+  uint32_t version = gf_le32(h + GF_SH_VERSION);
+  if (version != GF_FORMAT_VERSION)
+    return gf_fail(GF_EVERSION, s->path, GF_NO_INDEX, GF_SH_VERSION,
+                   "shard format version %u; this build of gpufeed reads "
+                   "version %u",
+                   version, GF_FORMAT_VERSION);
+  uint32_t crc = gf_crc32c(0, h, GF_SH_HEADER_CRC);
+  uint32_t want = gf_le32(h + GF_SH_HEADER_CRC);
+  if (crc != want)
+    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, 0,
+                   "shard header checksum 0x%08x, expected 0x%08x", crc, want);
+  uint32_t num = gf_le32(h + GF_SH_SHARD);
+  uint32_t align = gf_le32(h + GF_SH_ALIGNMENT);
+  uint32_t start = gf_le32(h + GF_SH_DATA_START);
+  uint64_t id = gf_le64(h + GF_SH_DATASET_ID);
+  if (num != i || align != ds->alignment || start != ds->data_start)
+    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, 0,
+                   "shard header says shard %u, alignment %u, data at %u; "
+                   "expected shard %u, alignment %u, data at %llu",
+                   num, align, start, i, ds->alignment,
+                   (unsigned long long)ds->data_start);
+  if (id != ds->dataset_id)
+    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, GF_SH_DATASET_ID,
+                   "shard belongs to dataset 0x%016llx, not to this index's "
+                   "0x%016llx (a shard from another dataset?)",
+                   (unsigned long long)id, (unsigned long long)ds->dataset_id);
+  for (unsigned k = GF_SH_RESERVED; k < GF_SH_HEADER_CRC; k++)
+    if (h[k])
+      return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, k,
+                     "shard header: reserved bytes are not zero");
+  return 0;
+}
+
+int gf_dataset_open(const char *dir, gf_dataset **out) {
+  if (!dir || !out)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_dataset_open: dir and out are required");
+  *out = NULL;
+  gf_dataset *ds = calloc(1, sizeof *ds);
+  size_t plen = strlen(dir) + sizeof(GF_INDEX_NAME) + 1;
+  if (!ds || !(ds->index_path = malloc(plen))) {
+    free(ds);
+    return gf_fail(-ENOMEM, dir, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  }
+  size_t dlen = strlen(dir);
+  while (dlen > 1 && dir[dlen - 1] == '/')
+    dlen--; /* "ds/" names its files "ds/index.gfi", not "ds//index.gfi" */
+  snprintf(ds->index_path, plen, "%.*s/%s", (int)dlen, dir, GF_INDEX_NAME);
+  const char *path = ds->index_path;
+  int rc = 0;
+  struct stat st;
+  int fd = open_regular(path, &st);
+  if (fd < 0) {
+    rc = fd == -EINVAL
+             ? gf_fail(GF_EFORMAT, path, GF_NO_INDEX, GF_NO_INDEX,
+                       "the dataset index is not a regular file")
+             : gf_fail(fd, path, GF_NO_INDEX, GF_NO_INDEX,
+                       "cannot open the dataset index: %s%s", gf_strerror(fd),
+                       fd == -ENOENT ? " (not a gpufeed dataset folder?)" : "");
+    goto fail;
+  }
+  uint8_t h[GF_INDEX_HEADER_SIZE];
+  int64_t got = pread_full(fd, h, sizeof h, 0);
+  if (got < 0) {
+    rc = gf_fail((int)got, path, GF_NO_INDEX, 0, "reading the header: %s",
+                 gf_strerror((int)got));
+    goto fail_fd;
+  }
+  uint64_t fsize = 0;
+  if ((rc = check_header(h, (size_t)got, path)) < 0 ||
+      (rc = check_fields(ds, h, path, &fsize)) < 0)
+    goto fail_fd;
+  if ((uint64_t)st.st_size < fsize) {
+    rc = gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, (uint64_t)st.st_size,
+                 "the index is %llu bytes long; its header says %llu",
+                 (unsigned long long)st.st_size, (unsigned long long)fsize);
+    goto fail_fd;
+  }
+  if ((uint64_t)st.st_size > fsize) {
+    rc = gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, fsize,
+                 "the index is %llu bytes long; its header says %llu",
+                 (unsigned long long)st.st_size, (unsigned long long)fsize);
+    goto fail_fd;
+  }
+  void *map = mmap(NULL, (size_t)fsize, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    int e = errno;
+    rc = gf_fail(-e, path, GF_NO_INDEX, GF_NO_INDEX, "mmap of %llu bytes: %s",
+                 (unsigned long long)fsize, strerror(e));
+    goto fail_fd;
+  }
+  close(fd);
+  ds->map = map;
+  ds->map_len = (size_t)fsize;
+
+  uint64_t sh_off = gf_le64(h + GF_IH_SHARDS_OFF);
+  uint64_t cl_off = gf_le64(h + GF_IH_CLASSES_OFF);
+  uint64_t cl_size = gf_le64(h + GF_IH_CLASSES_SIZE);
+  uint64_t sh_size = (uint64_t)ds->nshards * 8;
+  uint32_t crc = gf_crc32c(0, ds->map + sh_off, (size_t)sh_size);
+  crc = gf_crc32c(crc, ds->map + cl_off, (size_t)cl_size);
+  uint32_t want = gf_le32(h + GF_IH_TABLES_CRC);
+  if (crc != want) {
+    rc = gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, sh_off,
+                 "shard and class tables: checksum 0x%08x, expected 0x%08x",
+                 crc, want);
+    goto fail;
+  }
+  if ((rc = parse_classes(ds, ds->map + cl_off, cl_size, cl_off)) < 0)
+    goto fail;
+  if (ds->nshards) {
+    ds->shards = calloc(ds->nshards, sizeof *ds->shards);
+    if (!ds->shards) {
+      rc = gf_fail(-ENOMEM, path, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory for %u shards", ds->nshards);
+      goto fail;
+    }
+    for (uint32_t i = 0; i < ds->nshards; i++)
+      ds->shards[i].fd = -1;
+  }
+  for (uint32_t i = 0; i < ds->nshards; i++) {
+    uint64_t size = gf_le64(ds->map + sh_off + (uint64_t)i * 8);
+    if (size < ds->data_start || size % ds->alignment ||
+        size > (uint64_t)INT64_MAX) {
+      rc = gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, sh_off + (uint64_t)i * 8,
+                   "shard table: shard %u of %llu bytes (expected at least "
+                   "%llu, a multiple of the alignment %u)",
+                   i, (unsigned long long)size,
+                   (unsigned long long)ds->data_start, ds->alignment);
+      goto fail;
+    }
+    if ((rc = open_shard(ds, dir, dlen, i, size)) < 0)
+      goto fail;
+  }
+  *out = ds;
+  return 0;
+
+fail_fd:
+  close(fd);
+fail:
+  gf_dataset_close(ds);
+  return rc;
+}
+
+void gf_dataset_close(gf_dataset *ds) {
+  if (!ds)
+    return;
+  if (ds->shards) {
+    for (uint32_t i = 0; i < ds->nshards; i++) {
+      if (ds->shards[i].fd >= 0)
+        close(ds->shards[i].fd);
+      free(ds->shards[i].path);
+    }
+    free(ds->shards);
+  }
+  if (ds->map)
+    munmap((void *)ds->map, ds->map_len);
+  free(ds->class_names);
+  free(ds->index_path);
+  free(ds);
+}
+
+uint64_t gf_dataset_count(const gf_dataset *ds) { return ds ? ds->count : 0; }
+uint32_t gf_dataset_num_classes(const gf_dataset *ds) {
+  return ds ? ds->nclasses : 0;
+}
+const char *gf_dataset_class_name(const gf_dataset *ds, uint32_t i) {
+  return ds && i < ds->nclasses ? ds->class_names[i] : NULL;
+}
+uint32_t gf_dataset_num_shards(const gf_dataset *ds) {
+  return ds ? ds->nshards : 0;
+}
+const char *gf_dataset_shard_path(const gf_dataset *ds, uint32_t i) {
+  return ds && i < ds->nshards ? ds->shards[i].path : NULL;
+}
+uint32_t gf_dataset_alignment(const gf_dataset *ds) {
+  return ds ? ds->alignment : 0;
+}
+int gf_dataset_shard_fd(const gf_dataset *ds, uint32_t i) {
+  return ds && i < ds->nshards ? ds->shards[i].fd : -1;
+}
+uint64_t gf_dataset_shard_size(const gf_dataset *ds, uint32_t i) {
+  return ds && i < ds->nshards ? ds->shards[i].size : 0;
+}
+
+int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
+                           gf_sample_info *info) {
+  if (!ds || !info)
+    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
+                   "gf_dataset_sample_info: dataset and info are required");
+  if (idx >= ds->count)
+    return gf_fail(-ERANGE, ds->index_path, idx, GF_NO_INDEX,
+                   "sample index beyond the %llu samples of the dataset",
+                   (unsigned long long)ds->count);
+  uint64_t roff = ds->records_off + idx * GF_RECORD_SIZE;
+  const uint8_t *r = ds->map + roff;
+  const char *path = ds->index_path;
+#define BAD(...)                                                               \
+  gf_fail(GF_ECORRUPT, path, idx, roff, "index record: " __VA_ARGS__)
+  uint64_t off = gf_le64(r + GF_REC_OFFSET);
+  uint64_t len = gf_le64(r + GF_REC_LENGTH);
+  int64_t label = (int64_t)gf_le64(r + GF_REC_LABEL);
+  uint64_t name_off = gf_le64(r + GF_REC_NAME_OFF);
+  uint32_t shard = gf_le32(r + GF_REC_SHARD);
+  uint32_t name_len = gf_le32(r + GF_REC_NAME_LEN);
+  uint32_t codec = gf_le16(r + GF_REC_CODEC);
+  gf_shape shape = {gf_le32(r + GF_REC_HEIGHT), gf_le32(r + GF_REC_WIDTH),
+                    r[GF_REC_CHANNELS], r[GF_REC_DTYPE]};
+  /* The record's own CRC first: any damage to it, even a label still in
+   * range, is reported instead of returned as good. */
+  uint32_t rcrc = gf_record_crc(idx, r);
+  if (rcrc != gf_le32(r + GF_REC_RECORD_CRC))
+    return BAD("checksum 0x%08x, expected 0x%08x", rcrc,
+               gf_le32(r + GF_REC_RECORD_CRC));
+  if (gf_le32(r + GF_REC_FLAGS))
+    return BAD("flags 0x%08x, expected 0", gf_le32(r + GF_REC_FLAGS));
+  if (shard >= ds->nshards)
+    return BAD("shard %u, but the dataset has %u shards", shard, ds->nshards);
+  uint64_t ssize = ds->shards[shard].size;
+  if (len == 0 || len > GF_MAX_STORED_BYTES)
+    return BAD("stored length %llu, expected 1 to %llu bytes",
+               (unsigned long long)len,
+               (unsigned long long)GF_MAX_STORED_BYTES);
+  if (off < ds->data_start || len > ssize || off > ssize - len)
+    return BAD("extent of %llu bytes at offset %llu lies outside the data "
+               "of shard %u (bytes %llu to %llu)",
+               (unsigned long long)len, (unsigned long long)off, shard,
+               (unsigned long long)ds->data_start, (unsigned long long)ssize);
+  if (off % ds->alignment)
+    return BAD("offset %llu is not a multiple of the alignment %u",
+               (unsigned long long)off, ds->alignment);
+  if (codec >= GF_CODEC_COUNT_)
+    return BAD("unknown codec %u", codec);
+  if (gf_limits_check(NULL, &shape, NULL, GF_NO_INDEX) < 0) {
+    /* Keep limits.c's wording but report it as damage: a writer never
+     * stores a shape outside the default limits. */
+    char why[sizeof gf_last_error()->message];
+    snprintf(why, sizeof why, "%s", gf_last_error()->message);
+    return BAD("shape not valid: %s", why);
+  }
+  if (codec == GF_CODEC_RAW && len != gf_shape_bytes(&shape))
+    return BAD("raw sample of %llu bytes for a %ux%ux%u image of %llu bytes",
+               (unsigned long long)len, shape.height, shape.width,
+               shape.channels, (unsigned long long)gf_shape_bytes(&shape));
+  if (name_len > GF_MAX_NAME_LEN || name_off > ds->names_size ||
+      name_len > ds->names_size - name_off)
+    return BAD("source name (%u bytes at %llu) outside the %llu-byte blob",
+               name_len, (unsigned long long)name_off,
+               (unsigned long long)ds->names_size);
+  if (ds->nclasses && (label < 0 || label >= (int64_t)ds->nclasses))
+    return BAD("label %lld, but the dataset has %u classes", (long long)label,
+               ds->nclasses);
+#undef BAD
+  memset(info, 0, sizeof *info);
+  info->index = idx;
+  info->shard = shard;
+  info->codec = codec;
+  info->offset = off;
+  info->length = len;
+  info->shape = shape;
+  info->label = label;
+  info->checksum = gf_le32(r + GF_REC_DATA_CRC);
+  info->source = (const char *)ds->map + ds->names_off + name_off;
+  info->source_len = name_len;
+  return 0;
+}
+
+int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
+                        size_t cap) {
+  gf_sample_info info;
+  int rc = gf_dataset_sample_info(ds, idx, &info);
+  if (rc < 0)
+    return rc;
+  const gf_shard *s = &ds->shards[info.shard];
+  if (!buf || cap < info.length)
+    return gf_fail(-ENOBUFS, s->path, idx, info.offset,
+                   "a buffer of %zu bytes cannot hold the %llu stored bytes",
+                   cap, (unsigned long long)info.length);
+  int64_t n = pread_full(s->fd, buf, (size_t)info.length, info.offset);
+  if (n < 0)
+    return gf_fail((int)n, s->path, idx, info.offset, "reading %llu bytes: %s",
+                   (unsigned long long)info.length, gf_strerror((int)n));
+  if ((uint64_t)n < info.length)
+    return gf_fail(GF_ETRUNCATED, s->path, idx, info.offset + (uint64_t)n,
+                   "the shard ended after %lld of the sample's %llu bytes "
+                   "(it was %llu bytes at open)",
+                   (long long)n, (unsigned long long)info.length,
+                   (unsigned long long)s->size);
+  uint32_t crc = gf_crc32c(0, buf, (size_t)info.length);
+  if (crc != info.checksum)
+    return gf_fail(GF_ECORRUPT, s->path, idx, info.offset,
+                   "checksum 0x%08x, expected 0x%08x: the %llu stored bytes "
+                   "are damaged",
+                   crc, info.checksum, (unsigned long long)info.length);
+  return n;
+}
+
+int gf_dataset_check_index(const gf_dataset *ds) {
+  if (!ds)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_dataset_check_index: no dataset");
+  /* Each record first (its own CRC and fields: the message names the
+   * sample), then the table CRC, which also catches a record rewritten
+   * with a matching record CRC. */
+  gf_sample_info info;
+  uint32_t crc = 0;
+  for (uint64_t i = 0; i < ds->count; i++) {
+    int rc = gf_dataset_sample_info(ds, i, &info);
+    if (rc < 0)
+      return rc;
+    crc = gf_crc32c(crc, ds->map + ds->records_off + i * GF_RECORD_SIZE,
+                    GF_REC_RECORD_CRC);
+  }
+  if (crc != ds->records_crc)
+    return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, ds->records_off,
+                   "records table (%llu records): checksum 0x%08x, expected "
+                   "0x%08x",
+                   (unsigned long long)ds->count, crc, ds->records_crc);
+  crc = gf_crc32c(0, ds->map + ds->names_off, (size_t)ds->names_size);
+  if (crc != ds->names_crc)
+    return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, ds->names_off,
+                   "source-name blob: checksum 0x%08x, expected 0x%08x", crc,
+                   ds->names_crc);
+  return 0;
+}

@@ -1,0 +1,475 @@
+/* Source folder listing (format.h, gf_folder_scan): the ImageFolder
+ * convention or a flat folder with a labels file. The listing's order is a
+ * pure function of the names (never of readdir's order), and nothing it
+ * returns lies outside the root: a labels file (which may come from
+ * anywhere) cannot make a build read /etc/shadow. */
+#include "format/format.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h> /* strcasecmp */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_LINE 8192u /* bytes of one labels-file line */
+#define MAX_DEPTH 64   /* folder nesting under a class folder */
+
+typedef struct scan {
+  gf_folder *f;
+  uint64_t cap;
+  const char *root; /* as given, without trailing slashes */
+  char *real_root;  /* realpath of root */
+  size_t real_len;
+} scan;
+
+static int add_entry(scan *s, const char *path, int64_t label) {
+  gf_folder *f = s->f;
+  if (f->count == s->cap) {
+    uint64_t n = s->cap ? s->cap * 2 : 256;
+    if (n > SIZE_MAX / sizeof *f->entries)
+      return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                     "too many files");
+    gf_folder_entry *e = realloc(f->entries, (size_t)n * sizeof *e);
+    if (!e)
+      return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                     "out of memory listing %llu files",
+                     (unsigned long long)f->count);
+    f->entries = e;
+    s->cap = n;
+  }
+  char *p = strdup(path);
+  if (!p)
+    return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory listing files");
+  f->entries[f->count].path = p;
+  f->entries[f->count].label = label;
+  f->count++;
+  return 0;
+}
+
+/* 0 when the file root/rel resolves (through any symlinks) to a regular
+ * file inside the root; else GF_EBADSOURCE recorded against where_path,
+ * the message led by `where` ("line N: ") and the file's path, or, with
+ * `where` NULL, where_path being the file itself. */
+static int check_inside(scan *s, const char *rel, const char *where_path,
+                        const char *where) {
+  char full[PATH_MAX * 2];
+  if ((size_t)snprintf(full, sizeof full, "%s/%s", s->root, rel) >= sizeof full)
+    return gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "%spath %s too long", where ? where : "", rel);
+  char *real = realpath(full, NULL);
+  if (!real) {
+    int e = errno;
+    return gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s%s: %s", where ? where : "", where ? full : "it",
+                   e == ENOENT ? "no such file (or a broken symbolic link)"
+                               : strerror(e));
+  }
+  bool inside = strncmp(real, s->real_root, s->real_len) == 0 &&
+                (real[s->real_len] == '/' || s->real_len == 1);
+  int rc = 0;
+  struct stat st;
+  /* The message names the file unless the error's path already does. */
+  const char *shown = where ? full : "it";
+  if (!where)
+    where = "";
+  if (!inside)
+    rc = gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
+                 "%s%s resolves to %s, outside the source folder %s "
+                 "(a symbolic link leading out is refused)",
+                 where, shown, real, s->real_root);
+  else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+    rc = gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
+                 "%s%s is not a regular file", where, shown);
+  free(real);
+  return rc;
+}
+
+static bool is_png_name(const char *name) {
+  size_t n = strlen(name);
+  return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const gf_folder_entry *)a)->path,
+                ((const gf_folder_entry *)b)->path);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Entry type without following symlinks; d_type when the file system
+ * gives it. */
+static int entry_type(int dfd, const struct dirent *e, mode_t *mode) {
+  switch (e->d_type) {
+  case DT_REG:
+    *mode = S_IFREG;
+    return 0;
+  case DT_DIR:
+    *mode = S_IFDIR;
+    return 0;
+  case DT_LNK:
+    *mode = S_IFLNK;
+    return 0;
+  default:
+    break;
+  }
+  struct stat st;
+  if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return -errno;
+  *mode = st.st_mode & S_IFMT;
+  return 0;
+}
+
+/* Lists the .png files under rel (a folder relative to root, open as dfd;
+ * takes ownership of dfd). */
+static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
+                int64_t label) {
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    int e = errno;
+    close(dfd);
+    return gf_fail(-e, s->root, GF_NO_INDEX, GF_NO_INDEX, "listing %s: %s", rel,
+                   strerror(e));
+  }
+  int rc = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue; /* hidden, and . and .. */
+    size_t nlen = strlen(e->d_name);
+    if (rel_len + 1 + nlen >= PATH_MAX) {
+      rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "path %s/%s is longer than %d bytes", rel, e->d_name,
+                   PATH_MAX);
+      break;
+    }
+    rel[rel_len] = '/';
+    memcpy(rel + rel_len + 1, e->d_name, nlen + 1);
+    size_t sub_len = rel_len + 1 + nlen;
+    mode_t mode;
+    if ((rc = entry_type(dirfd(d), e, &mode)) < 0) {
+      rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "stat %s: %s", rel,
+                   gf_strerror(rc));
+    } else if (mode == S_IFDIR) {
+      if (depth >= MAX_DEPTH) {
+        rc =
+            gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                    "%s: folders nested deeper than %d levels", rel, MAX_DEPTH);
+      } else {
+        int sub = openat(dirfd(d), e->d_name,
+                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0) {
+          int err = errno;
+          rc = gf_fail(-err, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                       "opening %s: %s", rel, strerror(err));
+        } else {
+          rc = walk(s, sub, rel, sub_len, depth + 1, label);
+        }
+      }
+    } else if (mode == S_IFLNK) {
+      /* Links to files are followed when they stay inside the root; links
+       * to folders never (a listing must not loop). */
+      struct stat st;
+      char full[PATH_MAX * 2];
+      snprintf(full, sizeof full, "%s/%s", s->root, rel);
+      if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
+        rc = gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX, GF_NO_INDEX,
+                     "symbolic link to a folder: not followed (copy or "
+                     "bind-mount the folder instead)");
+      else if (is_png_name(e->d_name) &&
+               (rc = check_inside(s, rel, full, NULL)) == 0)
+        rc = add_entry(s, rel, label);
+    } else if (is_png_name(e->d_name)) {
+      if (mode == S_IFREG) {
+        rc = add_entry(s, rel, label);
+      } else {
+        char full[PATH_MAX * 2];
+        snprintf(full, sizeof full, "%s/%s", s->root, rel);
+        rc = gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX, GF_NO_INDEX,
+                     "not a regular file");
+      }
+    }
+    rel[rel_len] = '\0';
+  }
+  closedir(d);
+  return rc;
+}
+
+static int scan_image_folder(scan *s) {
+  gf_folder *f = s->f;
+  int dfd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    int e = errno;
+    return gf_fail(-e, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot open the source folder: %s", strerror(e));
+  }
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    int e = errno;
+    close(dfd);
+    return gf_fail(-e, s->root, GF_NO_INDEX, GF_NO_INDEX, "listing: %s",
+                   strerror(e));
+  }
+  int rc = 0;
+  uint64_t cap = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    mode_t mode;
+    if ((rc = entry_type(dfd, e, &mode)) < 0) {
+      rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "stat %s: %s",
+                   e->d_name, gf_strerror(rc));
+      break;
+    }
+    if (mode == S_IFLNK) {
+      struct stat st;
+      if (fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
+        rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                     "class folder %s is a symbolic link: not followed (copy "
+                     "or bind-mount the folder instead)",
+                     e->d_name);
+      continue;
+    }
+    if (mode != S_IFDIR)
+      continue; /* files beside the class folders belong to no class */
+    if (f->class_count == UINT32_MAX) {
+      rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "too many class folders");
+      break;
+    }
+    if (f->class_count == cap) {
+      uint64_t n = cap ? cap * 2 : 64;
+      char **c = realloc(f->classes, (size_t)n * sizeof *c);
+      if (!c) {
+        rc = gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                     "out of memory listing classes");
+        break;
+      }
+      f->classes = c;
+      cap = n;
+    }
+    if (!(f->classes[f->class_count] = strdup(e->d_name))) {
+      rc = gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory listing classes");
+      break;
+    }
+    f->class_count++;
+  }
+  if (rc < 0) {
+    closedir(d);
+    return rc;
+  }
+  if (f->class_count)
+    qsort(f->classes, f->class_count, sizeof *f->classes, cmp_str);
+  char *rel = malloc(PATH_MAX);
+  if (!rel) {
+    closedir(d);
+    return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  }
+  for (uint32_t c = 0; rc == 0 && c < f->class_count; c++) {
+    int sub = openat(dfd, f->classes[c],
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) {
+      int err = errno;
+      rc = gf_fail(-err, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "opening class folder %s: %s", f->classes[c], strerror(err));
+      break;
+    }
+    snprintf(rel, PATH_MAX, "%s", f->classes[c]);
+    uint64_t first = f->count;
+    rc = walk(s, sub, rel, strlen(rel), 1, (int64_t)c);
+    if (rc == 0 && f->count - first > 1)
+      qsort(f->entries + first, (size_t)(f->count - first), sizeof *f->entries,
+            cmp_entry);
+  }
+  free(rel);
+  closedir(d);
+  return rc;
+}
+
+/* A relative path that never climbs above its start, lexically. */
+static const char *path_escape(const char *p) {
+  if (p[0] == '/')
+    return "an absolute path";
+  long depth = 0;
+  while (*p) {
+    const char *end = strchr(p, '/');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.') {
+      if (--depth < 0)
+        return "a path leading out of the source folder with '..'";
+    } else if (n && !(n == 1 && p[0] == '.')) {
+      depth++;
+    }
+    p += n;
+    while (*p == '/')
+      p++;
+  }
+  return NULL;
+}
+
+static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+static int scan_labels(scan *s, const char *labels) {
+  FILE *fp = fopen(labels, "re");
+  if (!fp) {
+    int e = errno;
+    return gf_fail(-e, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot open the labels file: %s", strerror(e));
+  }
+  char *line = malloc(MAX_LINE + 1);
+  if (!line) {
+    fclose(fp);
+    return gf_fail(-ENOMEM, labels, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  }
+  int rc = 0;
+  uint64_t lineno = 0;
+  char where[64];
+  for (;;) {
+    size_t n = 0;
+    bool too_long = false, has_nul = false;
+    int c;
+    while ((c = getc_unlocked(fp)) != EOF && c != '\n') {
+      if (c == 0)
+        has_nul = true;
+      if (n < MAX_LINE)
+        line[n++] = (char)c;
+      else
+        too_long = true;
+    }
+    if (c == EOF && n == 0 && !too_long) {
+      if (ferror(fp))
+        rc = gf_fail(-EIO, labels, GF_NO_INDEX, GF_NO_INDEX,
+                     "reading the labels file failed");
+      break;
+    }
+    lineno++;
+    snprintf(where, sizeof where, "line %llu: ", (unsigned long long)lineno);
+    if (too_long) {
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "%sline longer than %u bytes", where, MAX_LINE);
+      break;
+    }
+    if (has_nul) {
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "%scontains a NUL byte (not a text file?)", where);
+      break;
+    }
+    while (n && (line[n - 1] == '\r' || is_blank(line[n - 1])))
+      n--;
+    line[n] = '\0';
+    size_t lead = 0;
+    while (lead < n && is_blank(line[lead]))
+      lead++;
+    if (lead == n || line[0] == '#')
+      continue;
+    /* The label is after the last run of blanks, so paths may hold
+     * spaces. */
+    size_t sep = n;
+    while (sep && !is_blank(line[sep - 1]))
+      sep--;
+    if (sep == 0) {
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "%sexpected \"relative/path.png label\", found \"%s\"",
+                   where, line);
+      break;
+    }
+    const char *tok = line + sep;
+    size_t pend = sep;
+    while (pend && is_blank(line[pend - 1]))
+      pend--;
+    line[pend] = '\0';
+    char *endp;
+    errno = 0;
+    long long label = strtoll(tok, &endp, 10);
+    if (errno || *endp || endp == tok) {
+      rc =
+          gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                  "%slabel \"%s\" is not a 64-bit decimal integer", where, tok);
+      break;
+    }
+    if (pend == 0) {
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "%sno path before the label", where);
+      break;
+    }
+    const char *why = path_escape(line);
+    if (why) {
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s\"%s\" is %s: paths must stay inside %s", where, line,
+                   why, s->root);
+      break;
+    }
+    if ((rc = check_inside(s, line, labels, where)) < 0 ||
+        (rc = add_entry(s, line, (int64_t)label)) < 0)
+      break;
+  }
+  free(line);
+  fclose(fp);
+  return rc;
+}
+
+int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out) {
+  if (!root || !root[0] || !out)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_folder_scan: root and out are required");
+  *out = NULL;
+  struct stat st;
+  if (stat(root, &st) != 0) {
+    int e = errno;
+    return gf_fail(-e, root, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot use the source folder: %s", strerror(e));
+  }
+  if (!S_ISDIR(st.st_mode))
+    return gf_fail(-ENOTDIR, root, GF_NO_INDEX, GF_NO_INDEX,
+                   "the source is not a folder");
+  gf_folder *f = calloc(1, sizeof *f);
+  scan s = {f, 0, NULL, NULL, 0};
+  if (!f || !(f->root = strdup(root)) ||
+      !(s.real_root = realpath(root, NULL))) {
+    int e = f && f->root ? errno : ENOMEM;
+    gf_folder_free(f);
+    return gf_fail(-e, root, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot resolve the source folder: %s", strerror(e));
+  }
+  size_t n = strlen(f->root);
+  while (n > 1 && f->root[n - 1] == '/')
+    f->root[--n] = '\0';
+  s.root = f->root;
+  s.real_len = strlen(s.real_root);
+  int rc = labels_file ? scan_labels(&s, labels_file) : scan_image_folder(&s);
+  if (rc == 0 && f->count == 0)
+    rc = labels_file ? gf_fail(GF_EBADSOURCE, labels_file, GF_NO_INDEX,
+                               GF_NO_INDEX, "the labels file lists no files")
+                     : gf_fail(GF_EBADSOURCE, root, GF_NO_INDEX, GF_NO_INDEX,
+                               "no .png files found under %s (expected "
+                               "%s/<class>/<file>.png, or a labels file)",
+                               root, root);
+  free(s.real_root);
+  if (rc < 0) {
+    gf_folder_free(f);
+    return rc;
+  }
+  *out = f;
+  return 0;
+}
+
+void gf_folder_free(gf_folder *f) {
+  if (!f)
+    return;
+  for (uint64_t i = 0; i < f->count; i++)
+    free(f->entries[i].path);
+  free(f->entries);
+  for (uint32_t i = 0; i < f->class_count; i++)
+    free(f->classes[i]);
+  free(f->classes);
+  free(f->root);
+  free(f);
+}

@@ -1,0 +1,224 @@
+/* The loader's reader: many reads at once, each by (fd, offset, length),
+ * straight into the caller's buffers. It uses io_uring when the kernel
+ * allows it and otherwise a small pread thread pool, with the same
+ * semantics for both:
+ *
+ * - A read completes with exactly `length` bytes, or with an error for that
+ *   read alone: -errno from the kernel (-EBADF, -EIO, ...), or
+ *   GF_ETRUNCATED when the file ends first (unless GF_READ_EOF_OK).
+ * - Short counts are continued for the rest transparently; -EAGAIN and
+ *   -EINTR are retried (GF_IO_MAX_RETRIES in a row, then that error is the
+ *   result).
+ * - Backend choice: opts->backend (gf_io_backend in gpufeed.h); when it is
+ *   GF_IO_AUTO, the environment variable GPUFEED_IO=uring|pread|auto
+ *   decides. A forced io_uring that the kernel refuses (seccomp,
+ *   kernel.io_uring_disabled, ENOSYS, RLIMIT_MEMLOCK) fails create with the
+ *   reason; auto falls back to pread, records the reason
+ *   (gf_reader_fallback_reason) and logs it once per process at info level.
+ *
+ * Threads: a reader is NOT thread-safe; use one per thread (create it on
+ * any thread, then call it from one thread at a time). Any number of
+ * readers may exist. uring.c is the only file that includes liburing.h.
+ *
+ * Every read passes through the fault layer (common/fault.h): uring_setup
+ * at ring creation, uring_cqe on each completion's result, pread on each
+ * pread call of the fallback. */
+#ifndef GF_IO_H
+#define GF_IO_H
+
+#include "common/common.h"
+
+#include <sys/uio.h> /* struct iovec */
+
+/* Consecutive -EAGAIN/-EINTR results retried for one read before that error
+ * becomes its result. */
+#define GF_IO_MAX_RETRIES 16
+
+/* gf_read_req.flags: reaching end of file completes the read with the bytes
+ * read so far (result < length) instead of GF_ETRUNCATED. For O_DIRECT
+ * reads rounded up to the alignment past the end of a file. */
+#define GF_READ_EOF_OK 1u
+
+typedef struct gf_read_req {
+  int fd;             /* open for reading (with O_DIRECT when opts.direct) */
+  uint32_t flags;     /* GF_READ_* */
+  uint64_t offset;    /* file offset */
+  uint64_t length;    /* bytes to read into buf (0 completes at once) */
+  void *buf;          /* caller-owned; must stay valid until the read is
+                         returned by gf_reader_wait() or the reader is
+                         destroyed */
+  uint64_t user_data; /* returned with the completion */
+} gf_read_req;
+
+typedef struct gf_read_done {
+  uint64_t user_data;
+  /* bytes read (== length; less only with GF_READ_EOF_OK at end of file),
+   * or a negative code: -errno, GF_ETRUNCATED (end of file first) or
+   * GF_EINTERNAL (the kernel reported more bytes than asked) */
+  int64_t result;
+  /* file offset where the read stopped: offset + bytes read before the
+   * error or the end of file (offset + length on success) */
+  uint64_t stop_offset;
+} gf_read_done;
+
+#define GF_READER_OPTS_VERSION 1
+typedef struct gf_reader_opts {
+  uint32_t struct_size;
+  int32_t backend;        /* gf_io_backend: GF_IO_AUTO (GPUFEED_IO may
+                             choose), GF_IO_URING or GF_IO_PREAD */
+  uint32_t queue_depth;   /* io_uring reads in the kernel at once (0: 64,
+                             at most 4096) */
+  uint32_t max_pending;   /* reads accepted by submit and not yet returned
+                             by wait (0: 4 x queue_depth, at most 1 << 20);
+                             all state is allocated for this many at create */
+  uint32_t pread_threads; /* pread backend threads (0: 4, at most 64) */
+  uint32_t direct;        /* nonzero: reads go to O_DIRECT fds; submit
+                             checks buf, offset and length alignment */
+  uint32_t direct_align;  /* alignment for direct (0: 4096; a power of two
+                             from 512 to 1 MiB) */
+  uint32_t reserved[5];   /* must be zero */
+} gf_reader_opts;
+/* clang-format off */
+#define GF_READER_OPTS_INIT \
+  {sizeof(gf_reader_opts), GF_IO_AUTO, 0, 0, 0, 0, 0, {0}}
+/* clang-format on */
+
+/* Counters since create (for tests, benchmarks and logs). */
+typedef struct gf_reader_stats {
+  uint64_t accepted;     /* reads accepted by gf_reader_submit */
+  uint64_t completed;    /* reads returned by gf_reader_wait */
+  uint64_t failed;       /* of which with a negative result */
+  uint64_t ops;          /* read operations issued to the kernel (SQEs or
+                            pread calls), continuations and retries
+                            included */
+  uint64_t fixed_ops;    /* of which IORING_OP_READ_FIXED */
+  uint64_t submit_calls; /* io_uring_submit calls (0 for pread) */
+  uint64_t continued;    /* short counts continued for the rest */
+  uint64_t retried;      /* -EAGAIN/-EINTR results retried */
+} gf_reader_stats;
+
+typedef struct gf_reader gf_reader;
+
+/* Creates a reader (opts NULL: defaults) and returns it in *out; the caller
+ * destroys it with gf_reader_destroy(). Allocates everything it will use
+ * (max_pending request slots, the ring or the threads). Returns 0, -EINVAL
+ * (bad options, or a GPUFEED_IO value other than uring, io_uring, pread,
+ * auto or empty while backend is GF_IO_AUTO), -ENOMEM, or with a forced
+ * io_uring the error that ring creation gave (-EPERM, -ENOSYS, -ENOMEM,
+ * ...), with context. Any thread. */
+int gf_reader_create(const gf_reader_opts *opts, gf_reader **out);
+
+/* Waits for the reads still in the kernel or in a pread call to finish
+ * (their buffers are no longer written after this returns), drops the rest
+ * and frees the reader. NULL accepted. */
+void gf_reader_destroy(gf_reader *r);
+
+/* Accepts n reads, all or none: returns 0, or -EINVAL (a request with a
+ * NULL buffer, an offset + length past INT64_MAX, or misaligned for
+ * direct) or -EBUSY (more than max_pending would be outstanding), with
+ * context, and then queues nothing. io_uring: fills as many SQEs as the
+ * ring has room for and submits them with one system call; the rest wait
+ * in the reader (bounded by max_pending) and go to the ring as earlier
+ * reads complete, during gf_reader_wait(). pread: queues them for the
+ * threads. A submit error of the ring itself (not of one read) is returned
+ * as -errno; the reader should then be destroyed. */
+int gf_reader_submit(gf_reader *r, const gf_read_req *reqs, unsigned n);
+
+/* Returns up to `max` completed reads in out[], blocking until at least
+ * `min` are there, or fewer when fewer are outstanding (so it never blocks
+ * forever; min 0 polls). Returns the count (>= 0), or -EINVAL (out NULL,
+ * max 0, min > max), or a ring error as -errno. Completions come in any
+ * order; match them by user_data. */
+int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max, unsigned min);
+
+/* Reads accepted and not yet returned by gf_reader_wait(). */
+unsigned gf_reader_inflight(const gf_reader *r);
+
+/* "io_uring" or "pread". */
+const char *gf_reader_backend(const gf_reader *r);
+/* Why auto chose pread ("" when it did not fall back), e.g.
+ * "io_uring_queue_init: Operation not permitted (EPERM): blocked by seccomp
+ * or kernel.io_uring_disabled; using pread". Owned by the reader. */
+const char *gf_reader_fallback_reason(const gf_reader *r);
+
+/* Copies the counters into *out. */
+void gf_reader_get_stats(const gf_reader *r, gf_reader_stats *out);
+
+/* Registers buffer regions with the kernel (io_uring fixed buffers): reads
+ * whose whole [buf, buf + length) lies inside one region then use
+ * IORING_OP_READ_FIXED, which saves pinning the pages on every read. The
+ * regions must stay valid until gf_reader_unregister() or destroy. At most
+ * 1024 regions of at most 1 GiB each. With the pread backend it only checks
+ * the arguments and returns 0, so callers need not care which backend runs.
+ * Returns 0, -EINVAL, -EBUSY (already registered, or reads outstanding),
+ * or the kernel's error (-ENOMEM when RLIMIT_MEMLOCK is too low, ...) with
+ * context; on error the reader works on without fixed buffers. */
+int gf_reader_register(gf_reader *r, const struct iovec *iov, unsigned n);
+/* Forgets the registered regions. Returns 0 or -EBUSY (reads outstanding). */
+int gf_reader_unregister(gf_reader *r);
+
+/* ---- Between the files of lib/io only -------------------------------------
+ * reader.c keeps the request slots and the queues and drives a backend:
+ * uring.c (a ring) or pread.c (a thread pool). */
+
+/* One accepted read and its progress. */
+typedef struct gf_io_slot {
+  gf_read_req req;
+  uint64_t done;         /* bytes read so far */
+  uint64_t hiwater;      /* direct: furthest unaligned end seen (end of file) */
+  int64_t result;        /* final result once complete */
+  uint32_t retries;      /* consecutive -EAGAIN/-EINTR */
+  uint32_t direct_align; /* 0 when not direct */
+  /* counters for gf_reader_stats, summed when the read is returned */
+  uint32_t ops, continued, retried, fixed_ops;
+} gf_io_slot;
+
+/* The next operation a slot needs: the rest of the read, at most 1 GiB. */
+void gf_io_slot_next(const gf_io_slot *s, uint64_t *off, void **buf,
+                     uint32_t *len);
+/* Takes the result `res` of an operation of `asked` bytes for slot s.
+ * Returns true when the read is complete (s->result set), false when it
+ * needs another operation (continue or retry). */
+bool gf_io_slot_step(gf_io_slot *s, int64_t res, uint32_t asked);
+
+/* uring.c */
+typedef struct gf_io_uring gf_io_uring;
+/* Creates a ring of `depth` entries. On failure returns -errno and writes
+ * the reason (function, error name, likely cause) into why. */
+int gf_io_uring_create(unsigned depth, gf_io_uring **out, char *why,
+                       size_t why_len);
+/* Waits for the operations in the kernel, then frees. NULL accepted. */
+void gf_io_uring_destroy(gf_io_uring *u);
+/* Operations that can still be queued before the ring is full. */
+unsigned gf_io_uring_space(const gf_io_uring *u);
+/* Queues the next operation of slot `id` (does not submit). Returns false
+ * when the ring has no free entry. */
+bool gf_io_uring_prep(gf_io_uring *u, uint32_t id, gf_io_slot *s);
+/* Submits everything queued with one system call. Returns 0 or -errno;
+ * -EAGAIN/-EBUSY/-EINTR are not errors (retried at the next call). */
+int gf_io_uring_submit(gf_io_uring *u, uint64_t *submit_calls);
+/* Collects up to max completions (ids[], res[]), waiting for one when
+ * `wait` and none is ready. The uring_cqe fault site applies to each
+ * result. Returns the count or -errno. */
+int gf_io_uring_reap(gf_io_uring *u, bool wait, uint32_t *ids, int64_t *res,
+                     unsigned max);
+int gf_io_uring_register(gf_io_uring *u, const struct iovec *iov, unsigned n);
+int gf_io_uring_unregister(gf_io_uring *u);
+
+/* pread.c */
+typedef struct gf_io_pool gf_io_pool;
+/* Starts `threads` threads that run the slots pushed to them. Queues hold
+ * up to nslots ids. Returns 0, -ENOMEM or -errno from pthread_create. */
+int gf_io_pool_create(gf_io_slot *slots, uint32_t nslots, unsigned threads,
+                      gf_io_pool **out);
+/* Lets each thread finish the read it is running, drops the queued ones,
+ * joins the threads and frees. NULL accepted. */
+void gf_io_pool_destroy(gf_io_pool *p);
+/* Queues slot ids for the threads (the caller keeps the count bounded). */
+void gf_io_pool_push(gf_io_pool *p, const uint32_t *ids, unsigned n);
+/* Takes up to max completed slot ids, blocking until at least min are
+ * there (the caller never asks for more than are outstanding). */
+unsigned gf_io_pool_reap(gf_io_pool *p, uint32_t *ids, unsigned max,
+                         unsigned min);
+
+#endif /* GF_IO_H */
