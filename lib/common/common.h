@@ -36,6 +36,10 @@ int gf_vfail(int code, const char *path, uint64_t sample, uint64_t offset,
 int gf_fail_context(int code, const char *path, uint64_t sample,
                     const char *prefix);
 
+/* Makes *e the calling thread's last error (hands an error recorded on a
+ * worker thread to the caller's thread). Returns nothing. */
+void gf_error_restore(const gf_error_info *e);
+
 /* Logging to stderr, filtered by GPUFEED_LOG=error|warn|info|debug (default
  * warn). Any thread. */
 enum { GF_LOG_ERROR = 0, GF_LOG_WARN = 1, GF_LOG_INFO = 2, GF_LOG_DEBUG = 3 };
@@ -56,6 +60,18 @@ gf_limits gf_limits_resolve(const gf_limits *in);
  * GF_ELIMIT / GF_ESHAPE with context (path/sample may be NULL/GF_NO_INDEX). */
 int gf_limits_check(const gf_limits *lim, const gf_shape *s, const char *path,
                     uint64_t sample);
+
+/* Copies src into dst (capacity cap > 0), cut to fit, always terminated.
+ * Returns dst. */
+static inline char *gf_strlcpy(char *dst, const char *src, size_t cap) {
+  size_t n = 0;
+  while (n + 1 < cap && src[n]) {
+    dst[n] = src[n];
+    n++;
+  }
+  dst[n] = '\0';
+  return dst;
+}
 
 /* Little-endian loads and stores for the on-disk formats. */
 static inline uint16_t gf_le16(const void *p) {

@@ -50,6 +50,8 @@ const char *gf_err_name(int err) {
 
 const gf_error_info *gf_last_error(void) { return &tls_err; }
 
+void gf_error_restore(const gf_error_info *e) { tls_err = *e; }
+
 void gf_error_clear(void) {
   tls_err.code = 0;
   tls_err.sample = GF_NO_INDEX;

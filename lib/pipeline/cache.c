@@ -1,0 +1,219 @@
+/* The host sample cache: a table word per sample published with release
+ * stores, and an arena filled by a compare-and-swap bump. Policy and
+ * memory bounds are explained in cache.h. */
+#include "pipeline/cache.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h> /* mmap: reserve the arena and table as address space */
+#include <unistd.h>   /* sysconf(_SC_PAGESIZE) */
+
+/* Table word values: 0 absent, CLAIMED while a put copies its bytes, else
+ * the record's arena offset + 1 (offsets stay below the budget, far from
+ * UINT64_MAX). */
+#define CLAIMED UINT64_MAX
+
+struct gf_cache {
+  uint64_t budget;
+  uint64_t n;
+  _Atomic uint64_t *table; /* n words, or NULL when disabled */
+  size_t table_map;        /* bytes mapped for the table */
+  uint8_t *arena;          /* budget bytes, or NULL when disabled */
+  size_t arena_map;
+  /* Counters written by many threads sit on their own cache lines, so a
+   * get's increment does not slow down the cursor's compare-and-swap. */
+  alignas(64) _Atomic uint64_t cursor; /* arena bytes reserved */
+  alignas(64) _Atomic uint64_t hits;
+  alignas(64) _Atomic uint64_t misses;
+  alignas(64) _Atomic uint64_t inserted;
+  _Atomic uint64_t rejected;
+  _Atomic uint64_t present;
+  _Atomic uint64_t payload;
+};
+
+static void count(_Atomic uint64_t *c) {
+  atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static int map_bytes(uint64_t bytes, size_t *mapped, void **out) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  if (bytes > (uint64_t)SIZE_MAX - page)
+    return -ENOMEM;
+  size_t len = (size_t)((bytes + page - 1) / page * page);
+  /* MAP_NORESERVE: the memory is committed page by page as records are
+   * written, so an unused budget costs address space only. The mapping
+   * starts zero-filled, which is what the table needs. */
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return -errno;
+  *mapped = len;
+  *out = p;
+  return 0;
+}
+
+int gf_cache_create(uint64_t budget, uint64_t n, gf_cache **out) {
+  if (!out)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: out is NULL");
+  *out = NULL;
+  uint64_t table_bytes;
+  if (!gf_mul_u64(n, sizeof(uint64_t), &table_bytes))
+    return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: a table of %llu samples (8 bytes each) overflows",
+                   (unsigned long long)n);
+  size_t hsize = (sizeof(gf_cache) + 63) / 64 * 64;
+  gf_cache *c = aligned_alloc(64, hsize);
+  if (!c)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: cannot allocate the handle");
+  memset(c, 0, sizeof *c);
+  c->budget = budget;
+  c->n = n;
+  atomic_init(&c->cursor, 0);
+  atomic_init(&c->hits, 0);
+  atomic_init(&c->misses, 0);
+  atomic_init(&c->inserted, 0);
+  atomic_init(&c->rejected, 0);
+  atomic_init(&c->present, 0);
+  atomic_init(&c->payload, 0);
+  if (budget > 0 && n > 0) {
+    void *p;
+    int rc = map_bytes(table_bytes, &c->table_map, &p);
+    if (rc < 0) {
+      gf_cache_destroy(c);
+      return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cache: cannot reserve the table of %llu samples "
+                     "(%llu bytes): %s",
+                     (unsigned long long)n, (unsigned long long)table_bytes,
+                     gf_strerror(rc));
+    }
+    c->table = p;
+    rc = map_bytes(budget, &c->arena_map, &p);
+    if (rc < 0) {
+      gf_cache_destroy(c);
+      return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cache: cannot reserve the budget of %llu bytes: %s",
+                     (unsigned long long)budget, gf_strerror(rc));
+    }
+    c->arena = p;
+  }
+  *out = c;
+  return 0;
+}
+
+void gf_cache_destroy(gf_cache *c) {
+  if (!c)
+    return;
+  if (c->table)
+    munmap((void *)c->table, c->table_map);
+  if (c->arena)
+    munmap(c->arena, c->arena_map);
+  free(c);
+}
+
+static int out_of_range(const gf_cache *c, uint64_t idx, const char *what) {
+  return gf_fail(-ERANGE, NULL, idx, GF_NO_INDEX,
+                 "cache %s: sample index %llu is not below the sample count "
+                 "%llu",
+                 what, (unsigned long long)idx, (unsigned long long)c->n);
+}
+
+int gf_cache_get(gf_cache *c, uint64_t idx, const void **data, size_t *len) {
+  if (GF_UNLIKELY(idx >= c->n))
+    return out_of_range(c, idx, "get");
+  uint64_t w =
+      c->table ? atomic_load_explicit(&c->table[idx], memory_order_acquire) : 0;
+  if (w == 0 || w == CLAIMED) {
+    count(&c->misses);
+    return 0;
+  }
+  /* The acquire load pairs with put's release store: the header and the
+   * payload written before it are visible here. */
+  const uint8_t *rec = c->arena + (w - 1);
+  uint64_t hdr[2];
+  memcpy(hdr, rec, sizeof hdr);
+  if (GF_UNLIKELY(hdr[1] != idx))
+    return gf_fail(GF_EINTERNAL, NULL, idx, w - 1,
+                   "cache: the record at arena offset %llu belongs to "
+                   "sample %llu",
+                   (unsigned long long)(w - 1), (unsigned long long)hdr[1]);
+  *data = rec + GF_CACHE_RECORD_HEADER;
+  *len = (size_t)hdr[0];
+  count(&c->hits);
+  return 1;
+}
+
+int gf_cache_put_parts(gf_cache *c, uint64_t idx, const void *head,
+                       size_t head_len, const void *data, size_t data_len) {
+  size_t len = head_len + data_len;
+  if (len < head_len)
+    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX, "cache put: size overflow");
+  if (GF_UNLIKELY(idx >= c->n))
+    return out_of_range(c, idx, "put");
+  if ((!data && data_len) || (!head && head_len))
+    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
+                   "cache put: data is NULL for %zu bytes", len);
+  uint64_t need = gf_cache_record_bytes(len);
+  if (!c->table || need > c->budget) {
+    count(&c->rejected);
+    return GF_CACHE_FULL;
+  }
+  /* Claim the slot first, so two threads that missed on the same sample
+   * do not both spend budget on it. */
+  uint64_t expect = 0;
+  if (!atomic_compare_exchange_strong_explicit(&c->table[idx], &expect, CLAIMED,
+                                               memory_order_relaxed,
+                                               memory_order_relaxed)) {
+    count(&c->present);
+    return GF_CACHE_PRESENT;
+  }
+  uint64_t cur = atomic_load_explicit(&c->cursor, memory_order_relaxed);
+  do {
+    if (need > c->budget - cur) {
+      atomic_store_explicit(&c->table[idx], 0, memory_order_relaxed);
+      count(&c->rejected);
+      return GF_CACHE_FULL;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(&c->cursor, &cur, cur + need,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed));
+  /* [cur, cur + need) is ours alone: no other thread reads it before the
+   * release store below publishes it. */
+  uint8_t *rec = c->arena + cur;
+  uint64_t hdr[2] = {(uint64_t)len, idx};
+  memcpy(rec, hdr, sizeof hdr);
+  if (head_len)
+    memcpy(rec + GF_CACHE_RECORD_HEADER, head, head_len);
+  if (data_len)
+    memcpy(rec + GF_CACHE_RECORD_HEADER + head_len, data, data_len);
+  atomic_fetch_add_explicit(&c->payload, len, memory_order_relaxed);
+  count(&c->inserted);
+  atomic_store_explicit(&c->table[idx], cur + 1, memory_order_release);
+  return GF_CACHE_INSERTED;
+}
+
+int gf_cache_put(gf_cache *c, uint64_t idx, const void *data, size_t len) {
+  return gf_cache_put_parts(c, idx, NULL, 0, data, len);
+}
+
+void gf_cache_stats(const gf_cache *c, gf_cache_counters *out) {
+  memset(out, 0, sizeof *out);
+  if (!c)
+    return;
+  /* The counters are only read here; casting away const for the atomic
+   * loads is safe (C11's atomic_load takes a non-const pointer). */
+  gf_cache *m = (gf_cache *)c;
+  out->hits = atomic_load_explicit(&m->hits, memory_order_relaxed);
+  out->misses = atomic_load_explicit(&m->misses, memory_order_relaxed);
+  out->inserted = atomic_load_explicit(&m->inserted, memory_order_relaxed);
+  out->rejected = atomic_load_explicit(&m->rejected, memory_order_relaxed);
+  out->present = atomic_load_explicit(&m->present, memory_order_relaxed);
+  out->payload_bytes = atomic_load_explicit(&m->payload, memory_order_relaxed);
+  out->bytes_used = atomic_load_explicit(&m->cursor, memory_order_relaxed);
+  out->budget = c->budget;
+  out->table_bytes = c->table ? c->n * sizeof(uint64_t) : 0;
+  out->n = c->n;
+}

@@ -1,0 +1,1136 @@
+/* The loader: a pool of workers fills batch slots in dispatch order; the
+ * consumer takes them in the same order.
+ *
+ * Batches form one sequence numbered by `seq` across epochs: the
+ * dispatcher (whichever worker finds a free slot) assigns the next batch
+ * of the current dispatch epoch to a free slot, and moves on to the next
+ * epoch by itself, so the first batches of epoch e+1 load while the
+ * consumer finishes epoch e. Workers claim chunks of a filling slot's
+ * samples (oldest slot first), read them with one submission through their
+ * own reader, and decode each straight into its place in the slot. The
+ * consumer waits for the slot holding the next seq.
+ *
+ * Order is decided at dispatch from the sampler alone, so it never depends
+ * on thread count or timing. The skip policy keeps that: when a delivered
+ * batch has bad samples, every later batch already dispatched is
+ * cancelled, the holes are filled on the consumer's thread from the
+ * following positions, and dispatch restarts after them: the sequence is
+ * the epoch's order with the bad samples removed, whatever the timing.
+ *
+ * Locking: one mutex guards slot states, cursors and claims; the sample
+ * work runs outside it. Statistics are relaxed atomics. */
+#include "common/common.h"
+#include "decode/decode.h"
+#include "io/io.h"
+#include "pipeline/cache.h"
+#include "pipeline/sampler.h"
+#include "pipeline/source.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_LENT, SLOT_CANCELLED };
+
+/* The cache keeps a sample as its output shape followed by its pixels. */
+#define CACHE_HEAD ((size_t)sizeof(gf_shape))
+
+typedef struct slot {
+  gf_batch batch; /* the view lent to the caller; first member */
+  uint8_t *data;
+  gf_shape *shapes;
+  uint64_t *offsets;
+  int64_t *labels;
+  uint64_t *indices;
+  int32_t *status; /* per sample: 0 or the error */
+  uint64_t seq, epoch, k, first_pos, end_pos;
+  uint32_t count;
+  uint32_t claimed; /* samples handed to workers */
+  uint32_t busy;    /* workers processing a chunk of this slot */
+  uint32_t done;    /* samples finished */
+  int state;
+  _Atomic int cancel;
+  gf_error_info err; /* the first failed position's error */
+  uint32_t err_pos;  /* UINT32_MAX: none */
+} slot;
+
+typedef struct worker {
+  struct gf_loader *l;
+  pthread_t thread;
+  bool started;
+  gf_reader *reader;
+  uint8_t *rbuf; /* chunk * stored_cap bytes, for reads that decode */
+} worker;
+
+typedef struct stage_atomic {
+  _Atomic uint64_t samples, bytes, busy_ns, wait_ns;
+} stage_atomic;
+
+struct gf_loader {
+  gf_loader_config cfg;
+  char *source_path, *labels_path;
+  gf_source *src;
+  gf_sampler sampler; /* the dispatcher's; under mu */
+  uint64_t share;     /* samples of this rank's epoch share */
+  gf_decode_opts dopts;
+  gf_cache *cache;
+  uint64_t stride;     /* bytes a sample in a slot */
+  uint64_t stored_cap; /* bytes a read buffer entry */
+  uint32_t chunk;
+  uint32_t direct_align; /* 0: buffered reads */
+  int *direct_fds;       /* per shard, O_DIRECT; NULL when not direct */
+  uint32_t nshards;
+
+  uint32_t nslots;
+  slot *slots;
+  uint32_t nworkers;
+  worker *workers;
+
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv;  /* workers: a slot to fill or to dispatch */
+  pthread_cond_t ready_cv; /* consumer: a slot ready or a cancel drained */
+  bool stop;
+  bool paused; /* no dispatch while the cursors are being moved */
+
+  /* dispatch cursor */
+  uint64_t d_epoch, d_pos, d_k, next_seq;
+  /* consumer cursor: the next batch to deliver */
+  uint64_t c_epoch, c_pos, c_k, c_seq;
+
+  stage_atomic st_read, st_decode, st_cache;
+  _Atomic uint64_t batches, consumer_wait_ns, skipped, cache_hits,
+      cache_misses;
+  pthread_mutex_t stat_mu; /* last_skip_reason */
+  char last_skip_reason[512];
+  char io_backend[16];
+  char io_fallback[256];
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void add(_Atomic uint64_t *a, uint64_t v) {
+  atomic_fetch_add_explicit(a, v, memory_order_relaxed);
+}
+
+/* ---- one sample --------------------------------------------------------- */
+
+/* Checks the stored bytes, decodes them into dst (unless they were read
+ * there already as raw pixels: in_place) and offers the result to the
+ * cache. Records context and returns the error on failure. */
+static int finish_sample(gf_loader *l, const gf_src_sample *smp,
+                         const uint8_t *buf, uint64_t len, bool in_place,
+                         uint8_t *dst, gf_shape *shape) {
+  int rc;
+  if (smp->has_crc) {
+    uint32_t crc = gf_crc32c(0, buf, (size_t)len);
+    if (crc != smp->crc) {
+      char name[1100];
+      gf_source_name(l->src, smp->index, name, sizeof name);
+      return gf_fail(GF_ECORRUPT, name, smp->index, smp->offset,
+                     "checksum 0x%08x, expected 0x%08x: the %llu stored "
+                     "bytes are damaged",
+                     crc, smp->crc, (unsigned long long)len);
+    }
+  }
+  uint64_t t0 = now_ns();
+  if (in_place) {
+    *shape = smp->stored;
+    rc = 0;
+  } else {
+    rc = gf_decode(smp->codec, buf, (size_t)len,
+                   smp->codec == GF_CODEC_PNG ? NULL : &smp->stored, &l->dopts,
+                   dst, (size_t)l->stride, shape);
+  }
+  if (rc < 0) {
+    char name[1100];
+    gf_source_name(l->src, smp->index, name, sizeof name);
+    return gf_fail_context(rc, name, smp->index,
+                           rc == GF_ESHAPE ? "decoding (it does not fit the "
+                                             "batch's max_sample_bytes)"
+                                           : "decoding");
+  }
+  uint64_t out = gf_shape_bytes(shape);
+  add(&l->st_decode.busy_ns, now_ns() - t0);
+  add(&l->st_decode.samples, 1);
+  add(&l->st_decode.bytes, out);
+  if (l->cache)
+    gf_cache_put_parts(l->cache, smp->index, shape, CACHE_HEAD, dst,
+                       (size_t)out);
+  return 0;
+}
+
+/* Takes sample idx from the cache into dst. Returns true on a hit. */
+static bool from_cache(gf_loader *l, uint64_t idx, uint8_t *dst,
+                       gf_shape *shape) {
+  if (!l->cache)
+    return false;
+  const void *data;
+  size_t len;
+  if (gf_cache_get(l->cache, idx, &data, &len) != 1) {
+    add(&l->cache_misses, 1);
+    return false;
+  }
+  uint64_t t0 = now_ns();
+  memcpy(shape, data, CACHE_HEAD);
+  memcpy(dst, (const uint8_t *)data + CACHE_HEAD, len - CACHE_HEAD);
+  add(&l->st_cache.busy_ns, now_ns() - t0);
+  add(&l->st_cache.samples, 1);
+  add(&l->st_cache.bytes, len - CACHE_HEAD);
+  add(&l->cache_hits, 1);
+  return true;
+}
+
+/* Raw pixels that need no conversion can be read straight into the slot. */
+static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
+  if (smp->codec != GF_CODEC_RAW || l->direct_fds)
+    return false;
+  gf_shape out = smp->stored;
+  if (l->dopts.channels)
+    out.channels = l->dopts.channels;
+  if (out.dtype == GF_DTYPE_U16 && !l->dopts.keep_16bit)
+    out.dtype = GF_DTYPE_U8;
+  return memcmp(&out, &smp->stored, sizeof out) == 0 &&
+         smp->length <= l->stride;
+}
+
+/* Loads one sample on the calling thread with plain preads (the consumer's
+ * repair path, rare). */
+static int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
+                     int64_t *label) {
+  gf_src_sample smp;
+  int rc = gf_source_sample(l->src, idx, &smp);
+  if (rc < 0)
+    return rc;
+  *label = smp.label;
+  if (from_cache(l, idx, dst, shape))
+    return 0;
+  int fd = smp.fd;
+  bool own_fd = false;
+  if (fd < 0) {
+    if ((rc = gf_source_open_file(l->src, idx, &fd, &smp.length)) < 0)
+      return rc;
+    own_fd = true;
+  }
+  char name[1100];
+  gf_source_name(l->src, idx, name, sizeof name);
+  if (smp.length > l->stored_cap) {
+    rc = gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                 "stored sample of %llu bytes exceeds the read buffer of %llu "
+                 "bytes (raise max_sample_bytes)",
+                 (unsigned long long)smp.length,
+                 (unsigned long long)l->stored_cap);
+  } else {
+    uint8_t *buf = malloc(smp.length ? smp.length : 1);
+    if (!buf) {
+      rc = -ENOMEM;
+    } else {
+      uint64_t got = 0;
+      rc = 0;
+      while (got < smp.length) {
+        ssize_t n = pread(fd, buf + got, smp.length - got,
+                          (off_t)(smp.offset + got));
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0) {
+          rc = gf_fail(n < 0 ? -errno : GF_ETRUNCATED, name, idx,
+                       smp.offset + got, "reading %llu bytes: %s",
+                       (unsigned long long)smp.length,
+                       n < 0 ? strerror(errno) : "end of file");
+          break;
+        }
+        got += (uint64_t)n;
+      }
+      if (rc == 0) {
+        add(&l->st_read.samples, 1);
+        add(&l->st_read.bytes, smp.length);
+        rc = finish_sample(l, &smp, buf, smp.length, false, dst, shape);
+      }
+      free(buf);
+    }
+  }
+  if (own_fd)
+    close(fd);
+  return rc;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+typedef struct pending {
+  uint32_t j;       /* position in the slot */
+  gf_src_sample smp;
+  int fd_owned;     /* folder file to close, or -1 */
+  uint8_t *buf;     /* where the read lands */
+  uint64_t skew;    /* direct: sample start within buf */
+  bool in_place;
+} pending;
+
+static void record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
+                           uint64_t idx) {
+  s->status[j] = rc;
+  const gf_error_info *e = gf_last_error();
+  pthread_mutex_lock(&l->mu);
+  if (s->err_pos == UINT32_MAX || j < s->err_pos) {
+    s->err = *e;
+    if (s->err.code != rc) {
+      s->err.code = rc;
+      snprintf(s->err.message, sizeof s->err.message, "sample %llu: %s",
+               (unsigned long long)idx, gf_strerror(rc));
+    }
+    s->err_pos = j;
+  }
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* Processes positions [j0, j0 + n) of slot s. */
+static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
+  gf_loader *l = w->l;
+  pending pend[64];
+  gf_read_req reqs[64];
+  uint32_t nreq = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = j0 + i;
+    uint64_t idx = s->indices[j];
+    uint8_t *dst = s->data + (uint64_t)j * l->stride;
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+      break;
+    pending *p = &pend[nreq];
+    int rc = gf_source_sample(l->src, idx, &p->smp);
+    if (rc < 0) {
+      gf_fail_context(rc, NULL, idx, NULL);
+      record_failure(l, s, j, rc, idx);
+      continue;
+    }
+    s->labels[j] = p->smp.label;
+    if (from_cache(l, idx, dst, &s->shapes[j])) {
+      s->status[j] = 0;
+      continue;
+    }
+    p->j = j;
+    p->fd_owned = -1;
+    p->skew = 0;
+    int fd = p->smp.fd;
+    if (fd < 0) {
+      rc = gf_source_open_file(l->src, idx, &fd, &p->smp.length);
+      if (rc < 0) {
+        record_failure(l, s, j, rc, idx);
+        continue;
+      }
+      p->fd_owned = fd;
+    }
+    uint64_t off = p->smp.offset, len = p->smp.length;
+    p->in_place = raw_in_place(l, &p->smp);
+    p->buf = p->in_place ? dst : w->rbuf + (uint64_t)nreq * l->stored_cap;
+    uint32_t flags = 0;
+    if (l->direct_fds && p->fd_owned < 0) {
+      fd = l->direct_fds[p->smp.shard];
+      uint64_t a = l->direct_align;
+      uint64_t start = off & ~(a - 1);
+      p->skew = off - start;
+      len = (off + len + a - 1) / a * a - start;
+      off = start;
+      flags = GF_READ_EOF_OK;
+    }
+    if (len > l->stored_cap && !p->in_place) {
+      char name[1100];
+      gf_source_name(l->src, idx, name, sizeof name);
+      rc = gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                   "stored sample of %llu bytes exceeds the read buffer of "
+                   "%llu bytes (raise max_sample_bytes)",
+                   (unsigned long long)p->smp.length,
+                   (unsigned long long)l->stored_cap);
+      if (p->fd_owned >= 0)
+        close(p->fd_owned);
+      record_failure(l, s, j, rc, idx);
+      continue;
+    }
+    reqs[nreq] = (gf_read_req){.fd = fd, .flags = flags, .offset = off,
+                               .length = len, .buf = p->buf,
+                               .user_data = nreq};
+    nreq++;
+  }
+  if (nreq == 0)
+    return;
+  uint64_t t0 = now_ns();
+  int rc = gf_reader_submit(w->reader, reqs, nreq);
+  if (rc < 0) {
+    for (uint32_t i = 0; i < nreq; i++) {
+      if (pend[i].fd_owned >= 0)
+        close(pend[i].fd_owned);
+      gf_fail_context(rc, NULL, pend[i].smp.index, "submitting reads");
+      record_failure(l, s, pend[i].j, rc, pend[i].smp.index);
+    }
+    return;
+  }
+  uint32_t left = nreq;
+  gf_read_done done[64];
+  while (left) {
+    int got = gf_reader_wait(w->reader, done, left, 1);
+    if (got <= 0) {
+      /* A ring error: the reads still out cannot be trusted. */
+      gf_log(GF_LOG_ERROR, "reader wait failed: %s", gf_strerror(got));
+      break;
+    }
+    add(&l->st_read.busy_ns, now_ns() - t0);
+    for (int g = 0; g < got; g++) {
+      pending *p = &pend[done[g].user_data];
+      left--;
+      int64_t res = done[g].result;
+      if (p->fd_owned >= 0) {
+        close(p->fd_owned);
+        p->fd_owned = -1;
+      }
+      uint8_t *dst = s->data + (uint64_t)p->j * l->stride;
+      if (res >= 0 && (uint64_t)res < p->skew + p->smp.length)
+        res = GF_ETRUNCATED;
+      if (res < 0) {
+        char name[1100];
+        gf_source_name(l->src, p->smp.index, name, sizeof name);
+        gf_fail((int)res, name, p->smp.index, done[g].stop_offset,
+                "reading %llu bytes at offset %llu: %s",
+                (unsigned long long)p->smp.length,
+                (unsigned long long)p->smp.offset, gf_strerror((int)res));
+        record_failure(l, s, p->j, (int)res, p->smp.index);
+        continue;
+      }
+      add(&l->st_read.samples, 1);
+      add(&l->st_read.bytes, p->smp.length);
+      rc = finish_sample(l, &p->smp, p->buf + p->skew, p->smp.length,
+                         p->in_place, dst, &s->shapes[p->j]);
+      if (rc < 0)
+        record_failure(l, s, p->j, rc, p->smp.index);
+      else
+        s->status[p->j] = 0;
+    }
+    t0 = now_ns();
+  }
+}
+
+/* Assigns the next batch of the dispatch order to free slot s. Under mu. */
+static void dispatch(gf_loader *l, slot *s) {
+  uint64_t B = l->cfg.batch_size;
+  for (;;) {
+    uint64_t left = l->share - l->d_pos;
+    if (l->d_pos < l->share && !(l->cfg.drop_last && left < B))
+      break;
+    l->d_epoch++;
+    l->d_pos = 0;
+    l->d_k = 0;
+  }
+  if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
+    gf_sampler_set_epoch(&l->sampler, l->d_epoch);
+  uint64_t left = l->share - l->d_pos;
+  uint32_t count = (uint32_t)(left < B ? left : B);
+  s->seq = l->next_seq++;
+  s->epoch = l->d_epoch;
+  s->k = l->d_k++;
+  s->first_pos = l->d_pos;
+  s->end_pos = l->d_pos + count;
+  l->d_pos += count;
+  s->count = count;
+  for (uint32_t j = 0; j < count; j++) {
+    s->indices[j] = gf_sampler_get(&l->sampler, s->first_pos + j);
+    s->status[j] = 1; /* not done */
+  }
+  s->claimed = 0;
+  s->busy = 0;
+  s->done = 0;
+  s->err_pos = UINT32_MAX;
+  atomic_store(&s->cancel, 0);
+  s->state = SLOT_FILLING;
+}
+
+/* Finds a chunk to work on, dispatching a batch when a slot is free. Under
+ * mu. Returns the slot or NULL. */
+static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
+  slot *best = NULL;
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if (s->state == SLOT_FILLING && s->claimed < s->count &&
+        (!best || s->seq < best->seq))
+      best = s;
+  }
+  if (!best && !l->paused) {
+    for (uint32_t i = 0; i < l->nslots; i++)
+      if (l->slots[i].state == SLOT_FREE) {
+        best = &l->slots[i];
+        dispatch(l, best);
+        break;
+      }
+  }
+  if (!best)
+    return NULL;
+  uint32_t left = best->count - best->claimed;
+  *j0 = best->claimed;
+  *n = left < l->chunk ? left : l->chunk;
+  best->claimed += *n;
+  best->busy++;
+  return best;
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  gf_loader *l = w->l;
+  pthread_mutex_lock(&l->mu);
+  while (!l->stop) {
+    uint32_t j0, n;
+    slot *s = claim(l, &j0, &n);
+    if (!s) {
+      uint64_t t0 = now_ns();
+      pthread_cond_wait(&l->work_cv, &l->mu);
+      add(&l->st_read.wait_ns, now_ns() - t0);
+      continue;
+    }
+    pthread_mutex_unlock(&l->mu);
+    run_chunk(w, s, j0, n);
+    pthread_mutex_lock(&l->mu);
+    s->busy--;
+    s->done += n;
+    if (s->state == SLOT_CANCELLED) {
+      if (s->busy == 0)
+        pthread_cond_broadcast(&l->ready_cv);
+    } else if (s->done == s->count) {
+      s->state = SLOT_READY;
+      pthread_cond_broadcast(&l->ready_cv);
+    }
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+/* Cancels every slot that is filling or ready (not lent) and waits until no
+ * worker touches them. Under mu. */
+static void cancel_all(gf_loader *l) {
+  /* Waiting below releases mu: without the pause a worker could dispatch
+   * a batch from the old cursor meanwhile. restart_at() lifts it. */
+  l->paused = true;
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if (s->state == SLOT_FILLING || s->state == SLOT_READY) {
+      s->state = SLOT_CANCELLED;
+      atomic_store(&s->cancel, 1);
+    }
+  }
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    while (s->state == SLOT_CANCELLED && s->busy > 0)
+      pthread_cond_wait(&l->ready_cv, &l->mu);
+    if (s->state == SLOT_CANCELLED)
+      s->state = SLOT_FREE;
+  }
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+static int cfg_fail(const char *field, const char *why) {
+  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "loader config: %s %s", field, why);
+}
+
+static int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
+  gf_loader_config def = GF_LOADER_CONFIG_INIT;
+  *c = def;
+  if (!in)
+    return cfg_fail("source", "is not set: pass a config");
+  int rc = gf_check_struct_size(in->struct_size, sizeof *in, "gf_loader_config");
+  if (rc < 0)
+    return rc;
+  memcpy(c, in, in->struct_size);
+  c->struct_size = sizeof *c;
+  for (size_t i = 0; i < sizeof c->reserved / sizeof c->reserved[0]; i++)
+    if (c->reserved[i])
+      return cfg_fail("reserved", "fields must be zero");
+  if (!c->batch_size)
+    c->batch_size = 256;
+  if (c->batch_size > (1u << 24))
+    return cfg_fail("batch_size", "is above 16M samples");
+  if (!c->world)
+    c->world = 1;
+  if (c->rank >= c->world)
+    return cfg_fail("rank", "must be below world");
+  if (!c->threads) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads = n > 0 ? (uint32_t)n : 1;
+  }
+  if (c->threads > 1024)
+    return cfg_fail("threads", "is above 1024");
+  if (!c->prefetch)
+    c->prefetch = 2;
+  if (c->prefetch > 64)
+    return cfg_fail("prefetch", "is above 64 slots");
+  if (c->order > GF_ORDER_BLOCK)
+    return cfg_fail("order", "is not a gf_order value");
+  if (c->partition > GF_PARTITION_DROP)
+    return cfg_fail("partition", "is not a gf_partition value");
+  if (c->error_policy > GF_ON_ERROR_SKIP)
+    return cfg_fail("error_policy", "is not a gf_error_policy value");
+  if (c->io_backend > GF_IO_PREAD)
+    return cfg_fail("io_backend", "is not a gf_io_backend value");
+  if (c->channels == 2 || c->channels > 4)
+    return cfg_fail("channels", "must be 0 (native), 1, 3 or 4");
+  if (!c->io_queue_depth)
+    c->io_queue_depth = 16;
+  if (c->io_queue_depth > 64)
+    c->io_queue_depth = 64;
+  return 0;
+}
+
+static int alloc_slot(gf_loader *l, slot *s) {
+  uint64_t B = l->cfg.batch_size, bytes;
+  if (!gf_mul_u64(B, l->stride, &bytes))
+    return -ENOMEM;
+  s->data = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  s->shapes = calloc(B, sizeof *s->shapes);
+  s->offsets = calloc(B, sizeof *s->offsets);
+  s->labels = calloc(B, sizeof *s->labels);
+  s->indices = calloc(B, sizeof *s->indices);
+  s->status = calloc(B, sizeof *s->status);
+  if (!s->data || !s->shapes || !s->offsets || !s->labels || !s->indices ||
+      !s->status)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot allocate a batch slot of %llu bytes",
+                   (unsigned long long)bytes);
+  s->state = SLOT_FREE;
+  s->err_pos = UINT32_MAX;
+  return 0;
+}
+
+static void free_slot(slot *s) {
+  free(s->data);
+  free(s->shapes);
+  free(s->offsets);
+  free(s->labels);
+  free(s->indices);
+  free(s->status);
+}
+
+/* O_DIRECT: a second set of shard descriptors opened with O_DIRECT; reads
+ * are widened to the alignment and land in the aligned read buffers. A
+ * filesystem that refuses O_DIRECT (tmpfs) keeps buffered reads, said in
+ * the log. */
+static int open_direct(gf_loader *l) {
+  uint32_t align = gf_source_alignment(l->src);
+  const char *why = NULL;
+  if (!gf_source_is_dataset(l->src))
+    why = "the source is a PNG folder";
+  else if (align < 512)
+    why = "the dataset was built without --align 4096";
+  if (why) {
+    gf_log(GF_LOG_WARN, "io_direct ignored: %s", why);
+    return 0;
+  }
+  l->nshards = gf_source_num_shards(l->src);
+  l->direct_fds = malloc(l->nshards * sizeof *l->direct_fds);
+  if (!l->direct_fds)
+    return -ENOMEM;
+  for (uint32_t i = 0; i < l->nshards; i++)
+    l->direct_fds[i] = -1;
+  for (uint32_t i = 0; i < l->nshards; i++) {
+    const char *path = gf_source_shard_path(l->src, i);
+    l->direct_fds[i] = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (l->direct_fds[i] < 0) {
+      int e = errno;
+      gf_log(GF_LOG_WARN, "io_direct ignored: %s: %s", path, strerror(e));
+      for (uint32_t k = 0; k < i; k++)
+        close(l->direct_fds[k]);
+      free(l->direct_fds);
+      l->direct_fds = NULL;
+      return 0;
+    }
+  }
+  l->direct_align = align;
+  /* The widened read can start up to align - 1 bytes early and end up to
+   * align - 1 bytes late. */
+  l->stored_cap = (l->stored_cap + 2ull * align + align - 1) / align * align;
+  return 0;
+}
+
+int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
+  if (!out)
+    return cfg_fail("out", "is NULL");
+  *out = NULL;
+  gf_loader *l = calloc(1, sizeof *l);
+  if (!l)
+    return -ENOMEM;
+  int rc = resolve_config(cfg, &l->cfg);
+  if (rc < 0) {
+    free(l);
+    return rc;
+  }
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_mutex_init(&l->stat_mu, NULL);
+  pthread_cond_init(&l->work_cv, NULL);
+  pthread_cond_init(&l->ready_cv, NULL);
+  l->source_path = strdup(cfg->source ? cfg->source : "");
+  l->labels_path = cfg->labels_file ? strdup(cfg->labels_file) : NULL;
+  l->cfg.source = l->source_path;
+  l->cfg.labels_file = l->labels_path;
+  gf_decode_opts d = GF_DECODE_OPTS_INIT;
+  d.channels = l->cfg.channels;
+  d.keep_16bit = l->cfg.keep_16bit;
+  d.limits = l->cfg.limits;
+  l->dopts = d;
+
+  if ((rc = gf_source_open(l->source_path, l->labels_path, &l->src)) < 0)
+    goto fail;
+  uint64_t n = gf_source_count(l->src);
+  gf_sampler_config sc = GF_SAMPLER_CONFIG_INIT;
+  sc.n = n;
+  sc.seed = l->cfg.seed;
+  sc.order = l->cfg.order;
+  sc.partition = l->cfg.partition;
+  sc.rank = l->cfg.rank;
+  sc.world = l->cfg.world;
+  sc.batch_size = l->cfg.batch_size;
+  sc.drop_last = l->cfg.drop_last;
+  sc.block_size = l->cfg.block_size;
+  if ((rc = gf_sampler_init(&l->sampler, &sc)) < 0)
+    goto fail;
+  l->share = gf_sampler_samples_per_epoch(&l->sampler);
+  if (l->share == 0 || gf_sampler_batches_per_epoch(&l->sampler) == 0) {
+    rc = gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
+                 "rank %u of %u gets no batch of %u from %llu samples",
+                 l->cfg.rank, l->cfg.world, l->cfg.batch_size,
+                 (unsigned long long)n);
+    goto fail;
+  }
+
+  uint64_t max_dec, max_stored;
+  if ((rc = gf_source_max_sizes(l->src, &l->dopts, &max_dec, &max_stored)) < 0)
+    goto fail;
+  l->stride = l->cfg.max_sample_bytes ? l->cfg.max_sample_bytes : max_dec;
+  if (l->stride < max_dec && gf_source_is_dataset(l->src)) {
+    rc = gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
+                 "max_sample_bytes %llu is below the largest sample (%llu "
+                 "bytes decoded)",
+                 (unsigned long long)l->stride, (unsigned long long)max_dec);
+    goto fail;
+  }
+  /* A PNG file is smaller than its pixels but for tiny or noisy images;
+   * the margin bounds the read buffer without a scan of every file. */
+  l->stored_cap = max_stored ? max_stored : l->stride + l->stride / 4 + 65536;
+  l->chunk = l->cfg.io_queue_depth;
+  {
+    uint32_t per = l->cfg.batch_size / (2 * l->cfg.threads);
+    if (per < l->chunk)
+      l->chunk = per ? per : 1;
+  }
+  if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
+    goto fail;
+
+  if (l->cfg.cache_bytes &&
+      (rc = gf_cache_create(l->cfg.cache_bytes, n, &l->cache)) < 0)
+    goto fail;
+
+  l->nslots = l->cfg.prefetch;
+  l->slots = calloc(l->nslots, sizeof *l->slots);
+  if (!l->slots) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if ((rc = alloc_slot(l, &l->slots[i])) < 0)
+      goto fail;
+
+  l->nworkers = l->cfg.threads;
+  l->workers = calloc(l->nworkers, sizeof *l->workers);
+  if (!l->workers) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  gf_reader_opts ro = GF_READER_OPTS_INIT;
+  ro.backend = (int32_t)l->cfg.io_backend;
+  ro.queue_depth = l->chunk;
+  ro.max_pending = l->chunk;
+  ro.pread_threads = 2;
+  ro.direct = l->direct_fds != NULL;
+  ro.direct_align = l->direct_align;
+  for (uint32_t i = 0; i < l->nworkers; i++) {
+    worker *w = &l->workers[i];
+    w->l = l;
+    uint64_t rb;
+    if (!gf_mul_u64(l->chunk, l->stored_cap, &rb) ||
+        !(w->rbuf = aligned_alloc(4096, (rb + 4095) / 4096 * 4096))) {
+      rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot allocate a read buffer of %llu bytes",
+                   (unsigned long long)rb);
+      goto fail;
+    }
+    if ((rc = gf_reader_create(&ro, &w->reader)) < 0)
+      goto fail;
+  }
+  gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
+             sizeof l->io_backend);
+  gf_strlcpy(l->io_fallback, gf_reader_fallback_reason(l->workers[0].reader),
+             sizeof l->io_fallback);
+  for (uint32_t i = 0; i < l->nworkers; i++) {
+    if ((rc = -pthread_create(&l->workers[i].thread, NULL, worker_main,
+                              &l->workers[i])) < 0) {
+      gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+              "cannot start worker thread %u", i);
+      goto fail;
+    }
+    l->workers[i].started = true;
+  }
+  *out = l;
+  return 0;
+fail:
+  {
+    gf_error_info saved = *gf_last_error();
+    gf_loader_destroy(l);
+    if (saved.code == rc)
+      gf_fail(rc, saved.path[0] ? saved.path : NULL, saved.sample,
+              saved.offset, "%s", saved.message);
+  }
+  return rc;
+}
+
+void gf_loader_destroy(gf_loader *l) {
+  if (!l)
+    return;
+  pthread_mutex_lock(&l->mu);
+  l->stop = true;
+  for (uint32_t i = 0; i < l->nslots && l->slots; i++)
+    atomic_store(&l->slots[i].cancel, 1);
+  pthread_cond_broadcast(&l->work_cv);
+  pthread_mutex_unlock(&l->mu);
+  for (uint32_t i = 0; i < l->nworkers && l->workers; i++) {
+    worker *w = &l->workers[i];
+    if (w->started)
+      pthread_join(w->thread, NULL);
+    gf_reader_destroy(w->reader);
+    free(w->rbuf);
+  }
+  free(l->workers);
+  for (uint32_t i = 0; i < l->nslots && l->slots; i++)
+    free_slot(&l->slots[i]);
+  free(l->slots);
+  if (l->direct_fds) {
+    for (uint32_t i = 0; i < l->nshards; i++)
+      if (l->direct_fds[i] >= 0)
+        close(l->direct_fds[i]);
+    free(l->direct_fds);
+  }
+  gf_cache_destroy(l->cache);
+  gf_source_close(l->src);
+  free(l->source_path);
+  free(l->labels_path);
+  pthread_cond_destroy(&l->work_cv);
+  pthread_cond_destroy(&l->ready_cv);
+  pthread_mutex_destroy(&l->mu);
+  pthread_mutex_destroy(&l->stat_mu);
+  free(l);
+}
+
+/* ---- the consumer ------------------------------------------------------- */
+
+static slot *find_seq(gf_loader *l, uint64_t seq) {
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if ((s->state == SLOT_FILLING || s->state == SLOT_READY) && s->seq == seq)
+      return s;
+  }
+  return NULL;
+}
+
+static uint32_t lent_count(const gf_loader *l) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    n += l->slots[i].state == SLOT_LENT;
+  return n;
+}
+
+/* Restarts dispatch at (epoch, pos, k) with the next seq the consumer
+ * expects. Under mu, after cancel_all. */
+static void restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
+                       uint64_t k) {
+  l->d_epoch = epoch;
+  l->d_pos = pos;
+  l->d_k = k;
+  l->next_seq = l->c_seq;
+  l->paused = false;
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* Skip policy: fills the holes of ready slot s from the positions after
+ * it, on this thread, after cancelling everything dispatched later. Under
+ * mu. */
+static void repair(gf_loader *l, slot *s) {
+  s->state = SLOT_LENT; /* keep cancel_all off it */
+  cancel_all(l);
+  if (gf_sampler_epoch(&l->sampler) != s->epoch)
+    gf_sampler_set_epoch(&l->sampler, s->epoch);
+  uint64_t pos = s->end_pos;
+  uint32_t out = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    while (s->status[j] != 0) {
+      pthread_mutex_lock(&l->stat_mu);
+      gf_strlcpy(l->last_skip_reason,
+                 s->err_pos == j ? s->err.message : gf_last_error()->message,
+                 sizeof l->last_skip_reason);
+      pthread_mutex_unlock(&l->stat_mu);
+      add(&l->skipped, 1);
+      s->batch.skipped++;
+      if (pos >= l->share)
+        break;
+      uint64_t idx = gf_sampler_get(&l->sampler, pos++);
+      uint8_t *dst = s->data + (uint64_t)j * l->stride;
+      s->indices[j] = idx;
+      s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->labels[j]);
+      if (s->status[j] != 0) {
+        s->err_pos = j;
+        s->err = *gf_last_error();
+      }
+    }
+    if (s->status[j] != 0)
+      continue; /* the epoch ran out: compact below */
+    if (out != j) {
+      memmove(s->data + (uint64_t)out * l->stride,
+              s->data + (uint64_t)j * l->stride, l->stride);
+      s->shapes[out] = s->shapes[j];
+      s->labels[out] = s->labels[j];
+      s->indices[out] = s->indices[j];
+      s->status[out] = 0;
+    }
+    out++;
+  }
+  s->count = out;
+  s->end_pos = pos;
+  s->state = SLOT_READY;
+  restart_at(l, s->epoch, pos, s->k + 1);
+  /* c_seq is s->seq: the next dispatched batch must follow it. */
+  l->next_seq = s->seq + 1;
+}
+
+/* Fills s->batch for the caller. */
+static void present(gf_loader *l, slot *s) {
+  gf_batch *b = &s->batch;
+  uint32_t skipped = b->skipped;
+  memset(b, 0, sizeof *b);
+  b->skipped = skipped;
+  b->epoch = s->epoch;
+  b->index = s->k;
+  b->count = s->count;
+  b->data = s->data;
+  b->shapes = s->shapes;
+  b->offsets = s->offsets;
+  b->labels = s->labels;
+  b->indices = s->indices;
+  b->stride = l->stride;
+  bool same = s->count > 0;
+  for (uint32_t j = 1; j < s->count && same; j++)
+    same = memcmp(&s->shapes[j], &s->shapes[0], sizeof(gf_shape)) == 0;
+  if (same) {
+    uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
+    if (bytes < l->stride) /* make it one dense array */
+      for (uint32_t j = 1; j < s->count; j++)
+        memmove(s->data + j * bytes, s->data + (uint64_t)j * l->stride, bytes);
+    b->uniform = 1;
+    b->shape = s->shapes[0];
+    b->stride = bytes;
+  }
+  for (uint32_t j = 0; j < s->count; j++)
+    s->offsets[j] = (uint64_t)j * b->stride;
+  b->data_bytes = (uint64_t)s->count * b->stride;
+}
+
+int gf_loader_next(gf_loader *l, gf_batch **out) {
+  if (!l || !out)
+    return cfg_fail("next", "needs a loader and an output pointer");
+  *out = NULL;
+  uint64_t t0 = now_ns();
+  pthread_mutex_lock(&l->mu);
+  slot *s;
+  for (;;) {
+    s = find_seq(l, l->c_seq);
+    if (s && s->state == SLOT_READY)
+      break;
+    if (!s && lent_count(l) == l->nslots) {
+      pthread_mutex_unlock(&l->mu);
+      return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "the caller holds all %u batches (prefetch); release "
+                     "one before taking the next",
+                     l->nslots);
+    }
+    pthread_cond_broadcast(&l->work_cv);
+    pthread_cond_wait(&l->ready_cv, &l->mu);
+  }
+  add(&l->consumer_wait_ns, now_ns() - t0);
+  if (s->epoch != l->c_epoch) {
+    /* The current epoch is over; the next call delivers s. */
+    l->c_epoch = s->epoch;
+    l->c_pos = 0;
+    l->c_k = 0;
+    pthread_mutex_unlock(&l->mu);
+    return GF_EEPOCHEND;
+  }
+  s->batch.skipped = 0;
+  bool failed = false;
+  for (uint32_t j = 0; j < s->count && !failed; j++)
+    failed = s->status[j] != 0;
+  if (failed && l->cfg.error_policy == GF_ON_ERROR_FAIL) {
+    gf_error_info e = s->err;
+    s->state = SLOT_FREE;
+    l->c_seq++;
+    l->c_pos = s->end_pos;
+    l->c_k++;
+    pthread_cond_broadcast(&l->work_cv);
+    pthread_mutex_unlock(&l->mu);
+    gf_error_restore(&e);
+    return e.code;
+  }
+  if (failed) {
+    repair(l, s);
+    if (s->count == 0 || (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
+      /* Nothing left of the epoch for this batch. */
+      s->state = SLOT_FREE;
+      l->c_seq++;
+      l->c_pos = s->end_pos;
+      restart_at(l, s->epoch, l->share, s->k + 1);
+      l->next_seq = l->c_seq;
+      pthread_mutex_unlock(&l->mu);
+      return gf_loader_next(l, out);
+    }
+  }
+  present(l, s);
+  s->state = SLOT_LENT;
+  l->c_seq++;
+  l->c_pos = s->end_pos;
+  l->c_k = s->k + 1;
+  pthread_mutex_unlock(&l->mu);
+  add(&l->batches, 1);
+  *out = &s->batch;
+  return 0;
+}
+
+int gf_loader_release(gf_loader *l, gf_batch *b) {
+  if (!l || !b)
+    return cfg_fail("release", "needs a loader and a batch");
+  pthread_mutex_lock(&l->mu);
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if (&s->batch == b && s->state == SLOT_LENT) {
+      s->state = SLOT_FREE;
+      pthread_cond_broadcast(&l->work_cv);
+      pthread_mutex_unlock(&l->mu);
+      return 0;
+    }
+  }
+  pthread_mutex_unlock(&l->mu);
+  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "release: not a batch this loader has lent");
+}
+
+/* Moves both cursors to (epoch, pos, k). Under mu. */
+static void seek(gf_loader *l, uint64_t epoch, uint64_t pos, uint64_t k) {
+  cancel_all(l);
+  l->c_epoch = epoch;
+  l->c_pos = pos;
+  l->c_k = k;
+  restart_at(l, epoch, pos, k);
+}
+
+int gf_loader_set_epoch(gf_loader *l, uint64_t epoch) {
+  if (!l)
+    return cfg_fail("set_epoch", "needs a loader");
+  pthread_mutex_lock(&l->mu);
+  /* Already there (the usual call right after GF_EEPOCHEND): keep what the
+   * workers prefetched. */
+  if (!(l->c_epoch == epoch && l->c_pos == 0 && l->c_k == 0))
+    seek(l, epoch, 0, 0);
+  pthread_mutex_unlock(&l->mu);
+  return 0;
+}
+
+int gf_loader_state_export(gf_loader *l, gf_loader_state *st) {
+  if (!l || !st)
+    return cfg_fail("state_export", "needs a loader and a state");
+  pthread_mutex_lock(&l->mu);
+  memset(st, 0, sizeof *st);
+  st->version = GF_LOADER_STATE_VERSION;
+  st->world = l->cfg.world;
+  st->seed = l->cfg.seed;
+  st->epoch = l->c_epoch;
+  st->position = l->c_pos;
+  st->batch = l->c_k;
+  st->config_check = gf_sampler_config_check(&l->sampler);
+  pthread_mutex_unlock(&l->mu);
+  return 0;
+}
+
+int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
+  if (!l || !st)
+    return cfg_fail("state_import", "needs a loader and a state");
+  const char *bad = NULL;
+  if (st->version != GF_LOADER_STATE_VERSION)
+    bad = "version";
+  else if (st->world != l->cfg.world)
+    bad = "world";
+  else if (st->seed != l->cfg.seed)
+    bad = "seed";
+  else if (st->config_check != gf_sampler_config_check(&l->sampler))
+    bad = "config_check (dataset size, order, batch size, partition or "
+          "drop_last differ)";
+  else if (st->position > l->share)
+    bad = "position";
+  if (bad)
+    return gf_fail(GF_ESTATE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "resume state does not match this loader: %s differs", bad);
+  pthread_mutex_lock(&l->mu);
+  if (lent_count(l)) {
+    pthread_mutex_unlock(&l->mu);
+    return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "release every batch before importing a state");
+  }
+  seek(l, st->epoch, st->position, st->batch);
+  pthread_mutex_unlock(&l->mu);
+  return 0;
+}
+
+static void stage_get(const stage_atomic *a, gf_stage_stats *o) {
+  o->samples = atomic_load_explicit(&a->samples, memory_order_relaxed);
+  o->bytes = atomic_load_explicit(&a->bytes, memory_order_relaxed);
+  o->busy_ns = atomic_load_explicit(&a->busy_ns, memory_order_relaxed);
+  o->wait_ns = atomic_load_explicit(&a->wait_ns, memory_order_relaxed);
+}
+
+int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
+  if (!l || !st)
+    return cfg_fail("stats", "needs a loader and a stats struct");
+  int rc = gf_check_struct_size(st->struct_size, sizeof *st, "gf_loader_stats");
+  if (rc < 0)
+    return rc;
+  gf_loader_stats o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = st->struct_size;
+  o.threads = l->nworkers;
+  stage_get(&l->st_read, &o.read);
+  stage_get(&l->st_decode, &o.decode);
+  stage_get(&l->st_cache, &o.cache);
+  o.cache_hits = atomic_load(&l->cache_hits);
+  o.cache_misses = atomic_load(&l->cache_misses);
+  if (l->cache) {
+    gf_cache_counters cc;
+    gf_cache_stats(l->cache, &cc);
+    o.cache_bytes = cc.bytes_used;
+    o.cache_budget = cc.budget;
+  }
+  o.batches = atomic_load(&l->batches);
+  o.consumer_wait_ns = atomic_load(&l->consumer_wait_ns);
+  o.skipped = atomic_load(&l->skipped);
+  pthread_mutex_lock(&l->stat_mu);
+  memcpy(o.last_skip_reason, l->last_skip_reason, sizeof o.last_skip_reason);
+  pthread_mutex_unlock(&l->stat_mu);
+  memcpy(o.io_backend, l->io_backend, sizeof o.io_backend);
+  memcpy(o.io_fallback_reason, l->io_fallback, sizeof o.io_fallback_reason);
+  memcpy(st, &o, st->struct_size);
+  return 0;
+}

@@ -1,0 +1,222 @@
+/* The loader's two sources: a built dataset or a folder of PNG files. */
+#include "pipeline/source.h"
+
+#include "decode/decode.h"
+#include "format/format.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct gf_source {
+  gf_dataset *ds;
+  gf_folder *folder;
+  int root_fd; /* folder: files are opened relative to it */
+  uint64_t count;
+};
+
+int gf_source_open(const char *path, const char *labels_file,
+                   gf_source **out) {
+  *out = NULL;
+  if (!path || !path[0])
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loader config: source is not set (a dataset folder or a "
+                   "folder of PNG files)");
+  gf_source *s = calloc(1, sizeof *s);
+  if (!s)
+    return -ENOMEM;
+  s->root_fd = -1;
+  char index[4096];
+  snprintf(index, sizeof index, "%s/%s", path, GF_INDEX_NAME);
+  struct stat st;
+  int rc;
+  if (stat(index, &st) == 0 && !labels_file) {
+    rc = gf_dataset_open(path, &s->ds);
+    if (rc < 0)
+      goto fail;
+    s->count = gf_dataset_count(s->ds);
+  } else {
+    rc = gf_folder_scan(path, labels_file, &s->folder);
+    if (rc < 0)
+      goto fail;
+    s->root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->root_fd < 0) {
+      rc = gf_fail(-errno, path, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot open the source folder: %s", strerror(errno));
+      goto fail;
+    }
+    s->count = s->folder->count;
+  }
+  if (s->count == 0) {
+    rc = gf_fail(GF_EBADSOURCE, path, GF_NO_INDEX, GF_NO_INDEX,
+                 "the source holds no samples");
+    goto fail;
+  }
+  *out = s;
+  return 0;
+fail:
+  gf_source_close(s);
+  return rc;
+}
+
+void gf_source_close(gf_source *s) {
+  if (!s)
+    return;
+  gf_dataset_close(s->ds);
+  gf_folder_free(s->folder);
+  if (s->root_fd >= 0)
+    close(s->root_fd);
+  free(s);
+}
+
+uint64_t gf_source_count(const gf_source *s) { return s->count; }
+bool gf_source_is_dataset(const gf_source *s) { return s->ds != NULL; }
+uint32_t gf_source_alignment(const gf_source *s) {
+  return s->ds ? gf_dataset_alignment(s->ds) : 1;
+}
+
+uint32_t gf_source_num_shards(const gf_source *s) {
+  return s->ds ? gf_dataset_num_shards(s->ds) : 0;
+}
+const char *gf_source_shard_path(const gf_source *s, uint32_t i) {
+  return s->ds ? gf_dataset_shard_path(s->ds, i) : NULL;
+}
+
+int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out) {
+  memset(out, 0, sizeof *out);
+  out->index = idx;
+  if (idx >= s->count)
+    return gf_fail(-ERANGE, NULL, idx, GF_NO_INDEX,
+                   "sample index beyond the %llu samples of the source",
+                   (unsigned long long)s->count);
+  if (s->folder) {
+    out->fd = -1;
+    out->codec = GF_CODEC_PNG;
+    out->label = s->folder->entries[idx].label;
+    return 0;
+  }
+  gf_sample_info info;
+  int rc = gf_dataset_sample_info(s->ds, idx, &info);
+  if (rc < 0)
+    return rc;
+  out->fd = gf_dataset_shard_fd(s->ds, info.shard);
+  out->shard = info.shard;
+  out->offset = info.offset;
+  out->length = info.length;
+  out->codec = (int)info.codec;
+  out->stored = info.shape;
+  out->label = info.label;
+  out->crc = info.checksum;
+  out->has_crc = 1;
+  return 0;
+}
+
+void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap) {
+  if (s->folder && idx < s->count) {
+    snprintf(buf, cap, "%s/%s", s->folder->root, s->folder->entries[idx].path);
+    return;
+  }
+  gf_sample_info info;
+  if (s->ds && gf_dataset_sample_info(s->ds, idx, &info) == 0) {
+    const char *shard = gf_dataset_shard_path(s->ds, info.shard);
+    snprintf(buf, cap, "%s", shard ? shard : "");
+    return;
+  }
+  snprintf(buf, cap, "%s", "");
+}
+
+int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
+                        uint64_t *size) {
+  *fd = -1;
+  *size = 0;
+  if (!s->folder || idx >= s->count)
+    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
+                   "not a file of a PNG folder source");
+  const char *rel = s->folder->entries[idx].path;
+  int f = openat(s->root_fd, rel, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (f < 0 || fstat(f, &st) != 0) {
+    int e = errno;
+    if (f >= 0)
+      close(f);
+    char name[4200];
+    snprintf(name, sizeof name, "%s/%s", s->folder->root, rel);
+    return gf_fail(-e, name, idx, GF_NO_INDEX, "cannot open: %s",
+                   strerror(e));
+  }
+  *fd = f;
+  *size = (uint64_t)st.st_size;
+  return 0;
+}
+
+/* Decoded bytes of a record's output under opts: the conversion rules of
+ * gf_decode (channels as requested, 16-bit kept only when asked). A png
+ * record's shape was taken with 16-bit reduced, so keep_16bit may double
+ * it. */
+static uint64_t out_bytes(int codec, const gf_shape *stored,
+                          const gf_decode_opts *o) {
+  gf_shape s = *stored;
+  if (o->channels)
+    s.channels = o->channels;
+  if (codec == GF_CODEC_PNG && o->keep_16bit)
+    s.dtype = GF_DTYPE_U16;
+  else if (s.dtype == GF_DTYPE_U16 && !o->keep_16bit)
+    s.dtype = GF_DTYPE_U8;
+  return gf_shape_bytes(&s);
+}
+
+int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
+                        uint64_t *max_decoded, uint64_t *max_stored) {
+  *max_decoded = 0;
+  *max_stored = 0;
+  if (s->ds) {
+    for (uint64_t i = 0; i < s->count; i++) {
+      gf_sample_info info;
+      int rc = gf_dataset_sample_info(s->ds, i, &info);
+      if (rc < 0)
+        return rc;
+      uint64_t d = out_bytes((int)info.codec, &info.shape, opts);
+      if (d > *max_decoded)
+        *max_decoded = d;
+      if (info.length > *max_stored)
+        *max_stored = info.length;
+    }
+    return 0;
+  }
+  /* A folder: the first file's header stands for all. */
+  int fd;
+  uint64_t size;
+  int rc = gf_source_open_file(s, 0, &fd, &size);
+  if (rc < 0)
+    return rc;
+  gf_limits lim = gf_limits_resolve(&opts->limits);
+  char name[4200];
+  gf_source_name(s, 0, name, sizeof name);
+  if (size > lim.max_bytes) {
+    close(fd);
+    return gf_fail(GF_ELIMIT, name, 0, GF_NO_INDEX,
+                   "file of %llu bytes exceeds the limit of %llu bytes",
+                   (unsigned long long)size, (unsigned long long)lim.max_bytes);
+  }
+  void *buf = malloc(size ? size : 1);
+  if (!buf) {
+    close(fd);
+    return -ENOMEM;
+  }
+  ssize_t got = pread(fd, buf, size, 0);
+  close(fd);
+  gf_shape shape;
+  if (got != (ssize_t)size)
+    rc = gf_fail(got < 0 ? -errno : GF_ETRUNCATED, name, 0, GF_NO_INDEX,
+                 "cannot read the file");
+  else
+    rc = gf_decode_shape(GF_CODEC_PNG, buf, size, NULL, opts, &shape);
+  free(buf);
+  if (rc < 0)
+    return gf_fail_context(rc, name, 0, NULL);
+  *max_decoded = gf_shape_bytes(&shape);
+  return 0;
+}

@@ -1,0 +1,64 @@
+/* The loader's sources behind one interface: a dataset made by `gpufeed
+ * build` (records from its index, data from its shards) or a folder of PNG
+ * files opened directly (listed at open with the same label rule as the
+ * builder; each sample is a whole file). */
+#ifndef GF_PIPELINE_SOURCE_H
+#define GF_PIPELINE_SOURCE_H
+
+#include "common/common.h"
+
+typedef struct gf_source gf_source;
+
+/* Where one sample's stored bytes are and how to decode them. */
+typedef struct gf_src_sample {
+  uint64_t index;
+  int fd;          /* dataset: the shard's fd (owned by the source);
+                      folder: -1 (open with gf_source_open_file) */
+  uint32_t shard;
+  uint64_t offset; /* dataset: in the shard; folder: 0 */
+  uint64_t length; /* dataset: stored bytes; folder: 0 until opened */
+  int codec;
+  gf_shape stored; /* dataset: the record's shape; folder: zeros */
+  int64_t label;
+  uint32_t crc;    /* dataset: CRC32C of the stored bytes */
+  uint32_t has_crc;
+} gf_src_sample;
+
+/* Opens `path`: a dataset when it holds an index, else a PNG folder
+ * (ImageFolder, or flat with labels_file). Returns 0 or the error of the
+ * dataset/folder open with context. */
+int gf_source_open(const char *path, const char *labels_file,
+                   gf_source **out);
+void gf_source_close(gf_source *s);
+
+uint64_t gf_source_count(const gf_source *s);
+bool gf_source_is_dataset(const gf_source *s);
+/* Dataset alignment of data extents (1 for a folder). */
+uint32_t gf_source_alignment(const gf_source *s);
+
+/* Dataset shards (0 and NULL for a folder). */
+uint32_t gf_source_num_shards(const gf_source *s);
+const char *gf_source_shard_path(const gf_source *s, uint32_t i);
+
+/* Fills *out for sample idx (dataset: the record, validated). Returns 0,
+ * -ERANGE or GF_ECORRUPT. Any thread. */
+int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out);
+
+/* A name for errors about sample idx: the source file (folder) or the
+ * shard path (dataset). Writes into buf. */
+void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap);
+
+/* Folder source: opens sample idx's file (O_RDONLY|O_CLOEXEC) and returns
+ * its fd and size. The caller closes the fd. Returns 0 or -errno with the
+ * file named. */
+int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
+                        uint64_t *size);
+
+/* The largest decoded size of any sample under opts (dataset: a scan of the
+ * index; folder: the first file's header, since reading every header would
+ * make opening a large folder slow) and the largest stored size (dataset:
+ * from the index; folder: 0, unknown). */
+int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
+                        uint64_t *max_decoded, uint64_t *max_stored);
+
+#endif

@@ -1,0 +1,21 @@
+# The loader (lib/pipeline/loader.c): exactly once, determinism, resume,
+# cache, bad samples, injected I/O faults, lifetime. All are threaded.
+add_library(gpufeed_loader_fixture STATIC ${CMAKE_CURRENT_LIST_DIR}/loader_fixture.c)
+target_link_libraries(gpufeed_loader_fixture PUBLIC gpufeed_testutil)
+foreach(t once order errors lifetime)
+  gpufeed_add_test(test_loader_${t}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_${t}.c
+    LABELS threaded loader TIMEOUT 600)
+  target_link_libraries(test_loader_${t} PRIVATE gpufeed_loader_fixture)
+endforeach()
+# The same exactly-once suite with io_uring refused: forced off by the
+# environment override, and refused by a simulated setup failure (EPERM,
+# as a container's seccomp profile answers).
+add_test(NAME test_loader_once_pread COMMAND test_loader_once)
+gpufeed_test_props(test_loader_once_pread 600 "threaded;loader")
+set_property(TEST test_loader_once_pread APPEND PROPERTY ENVIRONMENT
+  "GPUFEED_IO=pread;GPUFEED_TEST_CONFIGS=60")
+add_test(NAME test_loader_once_uring_refused COMMAND test_loader_once)
+gpufeed_test_props(test_loader_once_uring_refused 600 "threaded;loader")
+set_property(TEST test_loader_once_uring_refused APPEND PROPERTY ENVIRONMENT
+  "GPUFEED_FAULT=uring_setup:1:EPERM:sticky;GPUFEED_TEST_CONFIGS=60")
