@@ -1,7 +1,473 @@
-/* Placeholder: the CLI lands with the tools work. */
-#include "gpufeed.h"
-#include <stdio.h>
-int main(void) {
-  printf("gpufeed %s\n", gf_version_string());
-  return 0;
+/* gpufeed: the command-line tool. This file parses arguments and nothing
+ * else; each command's work lives in its own file (synth.c, build.c,
+ * inspect.c, verify.c). Exit status: 0 ok, 1 failure, 2 usage error, 130
+ * interrupted by SIGINT. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char main_usage[] =
+    "Usage: gpufeed COMMAND [ARGS...]\n"
+    "       gpufeed --help | --version\n"
+    "\n"
+    "Keeps GPUs fed with training data. Commands:\n"
+    "  synth    write a folder of synthetic (or photo-crop) PNG images\n"
+    "  build    build a dataset (index + shards) from a folder of PNG images\n"
+    "  inspect  show what a dataset holds\n"
+    "  verify   read, checksum and decode every sample of a dataset\n"
+    "\n"
+    "'gpufeed COMMAND --help' describes a command and its options.\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.\n";
+
+static const char synth_usage[] =
+    "Usage: gpufeed synth OUT --count N [OPTIONS]\n"
+    "\n"
+    "Writes an ImageFolder tree OUT/class_000/img_000000.png ... of N RGB\n"
+    "PNG images that compress like photos (smooth fields plus noise).\n"
+    "Image i goes to class i mod K. The output depends only on the options,\n"
+    "not on the thread count.\n"
+    "\n"
+    "Options:\n"
+    "  --count N        number of images (required)\n"
+    "  --size HxW       image size (default 64x64; 'N' means NxN)\n"
+    "  --classes K      number of classes (default 10, or one per photo\n"
+    "                   with --from)\n"
+    "  --seed S         seed of the generator (default 1)\n"
+    "  --from DIR       take random HxW crops of the PNG photos in DIR\n"
+    "                   (image i crops photo i mod P; class = photo index\n"
+    "                   mod K); every photo must be at least HxW\n"
+    "  --threads N      worker threads (default: online cores)\n"
+    "  --force          write into an existing non-empty OUT (files of the\n"
+    "                   same name are replaced, nothing is deleted)\n"
+    "  --quiet          no progress and no summary\n"
+    "  -h, --help       this text\n";
+
+static const char build_usage[] =
+    "Usage: gpufeed build SRC OUT [OPTIONS]\n"
+    "\n"
+    "Builds a dataset (index.gfi + shard-NNNNNN.gfs) in OUT from the PNG\n"
+    "images under SRC: an ImageFolder tree SRC/<class>/.../*.png (classes\n"
+    "sorted by name, label = class index), or a flat folder with --labels.\n"
+    "Samples are written in source order, so the output is byte-identical\n"
+    "whatever the thread count. The dataset is written to a temporary folder\n"
+    "next to OUT and moved into place only when complete: a failed or\n"
+    "interrupted build leaves OUT absent, or untouched when it existed.\n"
+    "\n"
+    "Options:\n"
+    "  --labels FILE    flat-folder labels: lines 'relative/path.png LABEL'\n"
+    "  --codec C        png (source files as they are), raw (pixels),\n"
+    "                   zstd (pixels + zstd) or gradzstd (gradient filter +\n"
+    "                   zstd; the default)\n"
+    "  --level N        zstd level 1-22 for zstd and gradzstd (default: the\n"
+    "                   codec's own)\n"
+    "  --channels C     0 (native, default), 1, 3 or 4: convert the decoded\n"
+    "                   pixels (not for png)\n"
+    "  --keep-16bit     keep 16-bit images 16-bit (default: reduce to 8)\n"
+    "  --threads N      worker threads (default: online cores)\n"
+    "  --shard-size S   start a new shard past S bytes (default 1G;\n"
+    "                   suffixes K, M, G, T are powers of 1024)\n"
+    "  --align N        align each sample's extent to N bytes, a power of two\n"
+    "                   up to 1M (default 1; 4096 for O_DIRECT reads)\n"
+    "  --force          replace an existing dataset OUT\n"
+    "  --skip-bad       skip unreadable or corrupt sources (counted and "
+    "listed\n"
+    "                   in the summary) instead of stopping\n"
+    "  --quiet          no progress and no summary\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Exit status: 0 built, 1 failed, 2 usage error, 130 interrupted by\n"
+    "SIGINT (SIGTERM gives 1); OUT is left as it was in every failing case.\n"
+    "A second SIGINT stops at once, leaving the temporary folder\n"
+    "(.OUT.gftmp-XXXXXX next to OUT) for you to remove.\n";
+
+static const char inspect_usage[] =
+    "Usage: gpufeed inspect DATASET [OPTIONS]\n"
+    "\n"
+    "Shows what a dataset holds: samples, classes, shards, alignment, codecs,\n"
+    "stored and decoded bytes, shapes and labels. Reads the index only.\n"
+    "\n"
+    "Options:\n"
+    "  --json           print one JSON object instead of text\n"
+    "  --samples N      also list the first N sample records (shard, offset,\n"
+    "                   length, codec, shape, label, source)\n"
+    "  -h, --help       this text\n";
+
+static const char verify_usage[] =
+    "Usage: gpufeed verify DATASET [OPTIONS]\n"
+    "\n"
+    "Checks the index checksum, then reads every sample (checking its\n"
+    "checksum) and decodes it, checking the decoded shape against the\n"
+    "index. Prints 'all N samples OK', or each bad sample and a count.\n"
+    "\n"
+    "Options:\n"
+    "  --threads N      worker threads (default: online cores)\n"
+    "  --quiet          print nothing when every sample is good\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Exit status: 0 all good, 1 a problem was found, 2 usage error.\n";
+
+/* The arguments of one command being parsed. */
+typedef struct args {
+  int argc;
+  char **argv;
+  int i;
+  const char *cmd;
+  bool bad;     /* a usage error was printed */
+  bool no_more; /* after "--": the rest is positional */
+} args;
+
+static void usage_error(args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void usage_error(args *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("gpufeed: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (a && a->cmd)
+    fprintf(stderr, "; see 'gpufeed %s --help'\n", a->cmd);
+  else
+    fputs("; see 'gpufeed --help'\n", stderr);
+  if (a)
+    a->bad = true;
+}
+
+static bool is_option(const args *a) {
+  const char *s = a->argv[a->i];
+  return !a->no_more && s[0] == '-' && s[1] != '\0';
+}
+
+/* True when the current argument is option `name`. With val, the option
+ * takes a value ("--name V" or "--name=V"); *val is NULL after a usage
+ * error. Without val, "--name=V" is a usage error. */
+static bool opt(args *a, const char *name, const char **val) {
+  const char *s = a->argv[a->i];
+  size_t n = strlen(name);
+  if (strncmp(s, name, n) != 0 || (s[n] != '\0' && s[n] != '='))
+    return false;
+  if (!val) {
+    if (s[n] == '=')
+      usage_error(a, "option '%s' takes no value", name);
+    return true;
+  }
+  *val = NULL;
+  if (s[n] == '=') {
+    *val = s + n + 1;
+  } else if (a->i + 1 < a->argc) {
+    *val = a->argv[++a->i];
+  } else {
+    usage_error(a, "option '%s' needs a value", name);
+  }
+  return true;
+}
+
+static void bad_value(args *a, const char *name, const char *v,
+                      const char *expected) {
+  usage_error(a, "invalid value '%s' for %s (expected %s)", v, name, expected);
+}
+
+static uint64_t parse_u64(args *a, const char *name, const char *v,
+                          uint64_t min, uint64_t max) {
+  if (!v)
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (v[0] < '0' || v[0] > '9' || *end || errno || x < min || x > max) {
+    char want[96];
+    snprintf(want, sizeof want, "an integer from %llu to %llu",
+             (unsigned long long)min, (unsigned long long)max);
+    bad_value(a, name, v, want);
+    return 0;
+  }
+  return x;
+}
+
+/* Byte sizes: digits with an optional K, M, G or T suffix (powers of 1024),
+ * optionally followed by "iB" or "B". */
+static uint64_t parse_size(args *a, const char *name, const char *v,
+                           uint64_t min, uint64_t max) {
+  if (!v)
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  unsigned shift = 0;
+  bool ok = v[0] >= '0' && v[0] <= '9' && !errno;
+  if (ok && *end) {
+    static const char units[] = "KMGT";
+    const char *u = strchr(units, toupper((unsigned char)*end));
+    ok = u != NULL;
+    if (ok) {
+      shift = 10u * (unsigned)(u - units + 1);
+      end++;
+      ok = !*end || !strcmp(end, "B") || !strcmp(end, "iB");
+    }
+  }
+  if (ok && shift && x > (UINT64_MAX >> shift))
+    ok = false;
+  uint64_t r = ok ? (uint64_t)x << shift : 0;
+  if (!ok || r < min || r > max) {
+    char want[128];
+    snprintf(want, sizeof want,
+             "a size from %llu to %llu bytes, with an optional K, M, G or T "
+             "suffix",
+             (unsigned long long)min, (unsigned long long)max);
+    bad_value(a, name, v, want);
+    return 0;
+  }
+  return r;
+}
+
+static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
+  if (!v)
+    return;
+  char *end;
+  errno = 0;
+  unsigned long hh = strtoul(v, &end, 10), ww = hh;
+  bool ok = v[0] >= '1' && v[0] <= '9' && !errno;
+  if (ok && (*end == 'x' || *end == 'X')) {
+    const char *p = end + 1;
+    ww = strtoul(p, &end, 10);
+    ok = p[0] >= '1' && p[0] <= '9' && !errno;
+  }
+  if (!ok || *end || hh < 1 || ww < 1 || hh > GF_LIMIT_DEFAULT_DIM ||
+      ww > GF_LIMIT_DEFAULT_DIM) {
+    bad_value(a, "--size", v, "HxW with sides from 1 to 65535");
+    return;
+  }
+  *h = (uint32_t)hh;
+  *w = (uint32_t)ww;
+}
+
+/* Handles what every command shares: -h/--help, "--", unknown options and
+ * too many positionals. Returns true when the argument was consumed. */
+static bool common_arg(args *a, const char **pos, int max_pos, int *npos,
+                       bool *help) {
+  const char *s = a->argv[a->i];
+  if (!a->no_more && strcmp(s, "--") == 0) {
+    a->no_more = true;
+    return true;
+  }
+  if (is_option(a)) {
+    if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+      *help = true;
+      return true;
+    }
+    return false;
+  }
+  if (*npos >= max_pos) {
+    usage_error(a, "unexpected argument '%s' for %s", s, a->cmd);
+    return true;
+  }
+  pos[(*npos)++] = s;
+  return true;
+}
+
+static void unknown_option(args *a) {
+  usage_error(a, "unknown option '%s' for %s", a->argv[a->i], a->cmd);
+}
+
+static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
+  const char *pos[1] = {NULL};
+  int npos = 0;
+  const char *v;
+  bool have_count = false;
+  *o = (gfc_synth_opts){.height = 64, .width = 64, .seed = 1};
+  for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
+    if (common_arg(a, pos, 1, &npos, help))
+      continue;
+    if (opt(a, "--count", &v)) {
+      o->count = parse_u64(a, "--count", v, 1, UINT32_MAX);
+      have_count = true;
+    } else if (opt(a, "--size", &v)) {
+      parse_hw(a, v, &o->height, &o->width);
+    } else if (opt(a, "--classes", &v)) {
+      o->classes = (uint32_t)parse_u64(a, "--classes", v, 1, 1000);
+    } else if (opt(a, "--seed", &v)) {
+      o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
+    } else if (opt(a, "--from", &v)) {
+      o->from = v;
+    } else if (opt(a, "--threads", &v)) {
+      o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
+    } else if (opt(a, "--force", NULL)) {
+      o->force = true;
+    } else if (opt(a, "--quiet", NULL)) {
+      o->quiet = true;
+    } else {
+      unknown_option(a);
+    }
+  }
+  if (a->bad || *help)
+    return;
+  if (npos < 1)
+    usage_error(a, "synth needs the output folder OUT");
+  else if (!have_count)
+    usage_error(a, "synth needs --count N");
+  o->out = pos[0];
+}
+
+static void parse_build(args *a, gfc_build_opts *o, bool *help) {
+  const char *pos[2] = {NULL, NULL};
+  int npos = 0;
+  const char *v;
+  bool level_set = false, channels_set = false;
+  *o = (gfc_build_opts){
+      .codec = GF_CODEC_GRADZSTD, .alignment = 1, .shard_size = 1ull << 30};
+  for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
+    if (common_arg(a, pos, 2, &npos, help))
+      continue;
+    if (opt(a, "--labels", &v)) {
+      o->labels = v;
+    } else if (opt(a, "--codec", &v)) {
+      if (v && (o->codec = gf_codec_parse(v)) < 0)
+        bad_value(a, "--codec", v, "png, raw, zstd or gradzstd");
+    } else if (opt(a, "--level", &v)) {
+      o->level = (int)parse_u64(a, "--level", v, 1, 22);
+      level_set = true;
+    } else if (opt(a, "--channels", &v)) {
+      o->channels = (uint32_t)parse_u64(a, "--channels", v, 0, 4);
+      if (!a->bad && o->channels == 2)
+        bad_value(a, "--channels", v, "0, 1, 3 or 4");
+      channels_set = true;
+    } else if (opt(a, "--keep-16bit", NULL)) {
+      o->keep_16bit = true;
+    } else if (opt(a, "--threads", &v)) {
+      o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
+    } else if (opt(a, "--shard-size", &v)) {
+      o->shard_size = parse_size(a, "--shard-size", v, 1, 1ull << 50);
+    } else if (opt(a, "--align", &v)) {
+      o->alignment = (uint32_t)parse_size(a, "--align", v, 1, 1u << 20);
+      if (!a->bad && (o->alignment & (o->alignment - 1)))
+        bad_value(a, "--align", v, "a power of two up to 1M");
+    } else if (opt(a, "--force", NULL)) {
+      o->force = true;
+    } else if (opt(a, "--skip-bad", NULL)) {
+      o->skip_bad = true;
+    } else if (opt(a, "--quiet", NULL)) {
+      o->quiet = true;
+    } else {
+      unknown_option(a);
+    }
+  }
+  if (a->bad || *help)
+    return;
+  if (npos < 2) {
+    usage_error(a, "build needs SRC and OUT");
+    return;
+  }
+  o->src = pos[0];
+  o->out = pos[1];
+  bool pixels = o->codec != GF_CODEC_PNG;
+  if (level_set && (o->codec == GF_CODEC_PNG || o->codec == GF_CODEC_RAW))
+    usage_error(a, "--level applies to the zstd and gradzstd codecs only");
+  else if (channels_set && o->channels && !pixels)
+    usage_error(a, "--channels cannot convert png samples (stored as they "
+                   "are); use --codec raw, zstd or gradzstd");
+}
+
+static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
+  const char *pos[1] = {NULL};
+  int npos = 0;
+  const char *v;
+  *o = (gfc_inspect_opts){0};
+  for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
+    if (common_arg(a, pos, 1, &npos, help))
+      continue;
+    if (opt(a, "--json", NULL))
+      o->json = true;
+    else if (opt(a, "--samples", &v))
+      o->samples = parse_u64(a, "--samples", v, 0, UINT64_MAX);
+    else
+      unknown_option(a);
+  }
+  if (!a->bad && !*help && npos < 1)
+    usage_error(a, "inspect needs the DATASET folder");
+  o->dataset = pos[0];
+}
+
+static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
+  const char *pos[1] = {NULL};
+  int npos = 0;
+  const char *v;
+  *o = (gfc_verify_opts){0};
+  for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
+    if (common_arg(a, pos, 1, &npos, help))
+      continue;
+    if (opt(a, "--threads", &v))
+      o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
+    else if (opt(a, "--quiet", NULL))
+      o->quiet = true;
+    else
+      unknown_option(a);
+  }
+  if (!a->bad && !*help && npos < 1)
+    usage_error(a, "verify needs the DATASET folder");
+  o->dataset = pos[0];
+}
+
+/* Each command: parse, then either print its help, report a usage error,
+ * or run it. Returns the exit status. */
+#define RUN_COMMAND(kind, usage)                                               \
+  static int run_##kind(args *a) {                                             \
+    gfc_##kind##_opts o;                                                       \
+    bool help = false;                                                         \
+    parse_##kind(a, &o, &help);                                                \
+    if (help) {                                                                \
+      fputs(usage, stdout);                                                    \
+      return GFC_EXIT_OK;                                                      \
+    }                                                                          \
+    return a->bad ? GFC_EXIT_USAGE : gfc_##kind(&o);                           \
+  }
+RUN_COMMAND(synth, synth_usage)
+RUN_COMMAND(build, build_usage)
+RUN_COMMAND(inspect, inspect_usage)
+RUN_COMMAND(verify, verify_usage)
+
+static const struct command {
+  const char *name;
+  int (*run)(args *a);
+} commands[] = {
+    {"synth", run_synth},
+    {"build", run_build},
+    {"inspect", run_inspect},
+    {"verify", run_verify},
+};
+
+int main(int argc, char **argv) {
+  int status = GFC_EXIT_USAGE;
+  const char *cmd = argc >= 2 ? argv[1] : NULL;
+  const struct command *c = NULL;
+  for (size_t k = 0; cmd && k < sizeof commands / sizeof commands[0]; k++)
+    if (strcmp(cmd, commands[k].name) == 0)
+      c = &commands[k];
+  if (!cmd) {
+    usage_error(NULL, "missing command");
+  } else if (c) {
+    args a = {argc - 2, argv + 2, 0, c->name, false, false};
+    status = c->run(&a);
+  } else if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
+             strcmp(cmd, "help") == 0) {
+    fputs(main_usage, stdout);
+    status = GFC_EXIT_OK;
+  } else if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("gpufeed %s\n", gf_version_string());
+    status = GFC_EXIT_OK;
+  } else if (cmd[0] == '-') {
+    usage_error(NULL, "unknown option '%s'", cmd);
+  } else {
+    usage_error(NULL, "unknown command '%s'", cmd);
+  }
+  /* Output that could not be written (a full disk, a closed pipe) is a
+   * failure, not a success. */
+  if (fflush(stdout) != 0 && status == GFC_EXIT_OK) {
+    fprintf(stderr, "gpufeed: cannot write the output\n");
+    status = GFC_EXIT_FAIL;
+  }
+  return status;
 }

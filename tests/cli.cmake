@@ -1,0 +1,17 @@
+# The gpufeed CLI (tools/): usage, build round trips, corrupt datasets,
+# atomic builds, PngSuite sources and labels files. The scripts get
+# $GPUFEED, $GPUFEED_TEST_DATA and $GPUFEED_TEST_TMP from ctest.
+gpufeed_add_script_test(cli_usage SCRIPT cli_usage.sh TIMEOUT 60 LABELS cli)
+gpufeed_add_test(test_build_roundtrip
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_build_roundtrip.c
+  TIMEOUT 120 LABELS cli)
+gpufeed_add_test(test_build_verify
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_build_verify.c
+  TIMEOUT 60 LABELS cli)
+# They run the CLI: make sure building them builds it.
+add_dependencies(test_build_roundtrip gpufeed_cli)
+add_dependencies(test_build_verify gpufeed_cli)
+gpufeed_add_script_test(cli_corrupt SCRIPT cli_corrupt.sh TIMEOUT 60 LABELS cli)
+gpufeed_add_script_test(cli_atomic SCRIPT cli_atomic.sh TIMEOUT 60 LABELS cli)
+gpufeed_add_script_test(cli_pngsuite SCRIPT cli_pngsuite.sh TIMEOUT 60 LABELS cli)
+gpufeed_add_script_test(cli_labels SCRIPT cli_labels.sh TIMEOUT 60 LABELS cli)

@@ -1,0 +1,464 @@
+/* gpufeed build: turns a folder of PNG images into a dataset.
+ *
+ * Worker threads claim source indices in order, read and decode each file
+ * (also for the png codec: that validates it and gives the shape the index
+ * records) and encode it. Results go into a reorder window of a few entries
+ * a thread, so memory stays bounded; the main thread alone writes, strictly
+ * in source order, which makes the output byte-identical for any thread
+ * count. Everything is written into a temporary folder next to OUT that is
+ * moved into place by gf_dir_commit only when complete. */
+#include "cli.h"
+
+#include "common/common.h"
+#include "decode/decode.h"
+#include "format/format.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CMD "build"
+#define WINDOW_PER_THREAD 4
+#define SKIPPED_LISTED 10
+
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+/* One entry of the reorder window. */
+typedef struct slot {
+  bool ready;
+  int rc;     /* 0, or why the source could not be used */
+  void *data; /* stored bytes (malloc'd) */
+  size_t len;
+  gf_shape shape;
+  uint64_t src_bytes;
+  char *err; /* message when rc != 0 (malloc'd) */
+} slot;
+
+typedef struct build_job {
+  const gfc_build_opts *o;
+  const gf_folder *folder;
+  gf_decode_opts dopts;
+  slot *win;
+  uint64_t wsize;
+  pthread_mutex_t lock;
+  pthread_cond_t can_claim; /* workers: the window has room */
+  pthread_cond_t ready;     /* main: the next slot may be ready */
+  uint64_t next_claim;      /* under lock */
+  uint64_t next_write;      /* under lock */
+  bool stop;                /* under lock */
+} build_job;
+
+/* Reads, decodes and encodes source i into *s (not yet published). */
+static int process(build_job *j, uint64_t i, slot *s) {
+  const gfc_build_opts *o = j->o;
+  char *path = gfc_path_join(o->src, j->folder->entries[i].path);
+  void *src = NULL, *px = NULL;
+  size_t len = 0;
+  int rc = path ? 0 : -ENOMEM;
+  gf_error_clear();
+  if (rc == 0)
+    rc = gfc_read_file(path, GF_LIMIT_DEFAULT_BYTES, &src, &len);
+  if (rc == 0)
+    rc = gf_png_shape(src, len, &j->dopts, &s->shape);
+  uint64_t bytes = rc == 0 ? gf_shape_bytes(&s->shape) : 0;
+  if (rc == 0 && !(px = malloc(bytes ? bytes : 1)))
+    rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "cannot allocate %llu bytes to decode it",
+                 (unsigned long long)bytes);
+  if (rc == 0)
+    rc = gf_png_decode(src, len, &j->dopts, px, bytes, &s->shape);
+  if (rc == 0 && o->codec == GF_CODEC_PNG) {
+    s->data = src;
+    s->len = len;
+    src = NULL;
+  } else if (rc == 0) {
+    rc = gf_encode(o->codec, px, &s->shape, o->level, &s->data, &s->len);
+  }
+  s->src_bytes = len;
+  if (rc != 0) {
+    rc = gf_fail_context(rc, path ? path : j->folder->entries[i].path,
+                         GF_NO_INDEX, NULL);
+    s->err = strdup(gf_last_error()->message);
+    free(s->data);
+    s->data = NULL;
+  }
+  s->rc = rc;
+  free(px);
+  free(src);
+  free(path);
+  return rc;
+}
+
+static void *build_worker(void *arg) {
+  build_job *j = arg;
+  uint64_t count = j->folder->count;
+  pthread_mutex_lock(&j->lock);
+  for (;;) {
+    while (!j->stop && j->next_claim < count &&
+           j->next_claim >= j->next_write + j->wsize)
+      pthread_cond_wait(&j->can_claim, &j->lock);
+    if (j->stop || j->next_claim >= count)
+      break;
+    uint64_t i = j->next_claim++;
+    pthread_mutex_unlock(&j->lock);
+    slot s = {0};
+    process(j, i, &s);
+    s.ready = true;
+    pthread_mutex_lock(&j->lock);
+    /* The window guarantees this entry was taken by the writer already. */
+    j->win[i % j->wsize] = s;
+    if (i == j->next_write)
+      pthread_cond_signal(&j->ready);
+  }
+  pthread_mutex_unlock(&j->lock);
+  return NULL;
+}
+
+static void stop_workers(build_job *j) {
+  pthread_mutex_lock(&j->lock);
+  j->stop = true;
+  pthread_cond_broadcast(&j->can_claim);
+  pthread_mutex_unlock(&j->lock);
+}
+
+/* Waits for source i's result and takes it out of the window. Returns false
+ * when a signal arrived first. */
+static bool take(build_job *j, uint64_t i, slot *out, gfc_progress *prog) {
+  slot *s = &j->win[i % j->wsize];
+  pthread_mutex_lock(&j->lock);
+  while (!s->ready && !g_signal) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 100000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&j->ready, &j->lock, &ts);
+    if (!s->ready) {
+      pthread_mutex_unlock(&j->lock);
+      gfc_progress_update(prog, i);
+      pthread_mutex_lock(&j->lock);
+    }
+  }
+  bool ok = s->ready;
+  if (ok) {
+    *out = *s;
+    *s = (slot){0};
+    j->next_write = i + 1;
+    pthread_cond_broadcast(&j->can_claim);
+  }
+  pthread_mutex_unlock(&j->lock);
+  return ok;
+}
+
+/* ".NAME.gftmp-XXXXXX" in OUT's parent folder, so the final rename stays on
+ * one filesystem. */
+static char *make_tmp_dir(const char *out) {
+  char *a = strdup(out), *b = strdup(out);
+  char *tmp = NULL;
+  if (a && b) {
+    size_t l = strlen(a);
+    while (l > 1 && a[l - 1] == '/') {
+      a[--l] = '\0';
+      b[l] = '\0';
+    }
+    const char *parent = dirname(a), *base = basename(b);
+    size_t n = strlen(parent) + strlen(base) + 32;
+    if ((tmp = malloc(n)) != NULL) {
+      snprintf(tmp, n, "%s/.%s.gftmp-XXXXXX", parent, base);
+      if (!mkdtemp(tmp)) {
+        int e = errno;
+        gf_fail(-e, out, GF_NO_INDEX, GF_NO_INDEX,
+                "cannot create a temporary folder in %s: %s", parent,
+                strerror(e));
+        free(tmp);
+        tmp = NULL;
+      }
+    }
+  } else {
+    gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  }
+  free(a);
+  free(b);
+  return tmp;
+}
+
+/* Refuses early (before any work) what gf_dir_commit would refuse at the
+ * end. */
+static bool out_ok(const gfc_build_opts *o) {
+  int st = gfc_path_state(o->out);
+  if (st < 0) {
+    gfc_error(CMD, "%s: %s", o->out, strerror(-st));
+    return false;
+  }
+  if (st == 3) {
+    gfc_error(CMD, "%s exists and is not a folder; refusing to replace it",
+              o->out);
+    return false;
+  }
+  if (st != 0 && !o->force) {
+    gfc_error(CMD, "%s already exists; use --force to replace it", o->out);
+    return false;
+  }
+  if (st == 2) {
+    char *idx = gfc_path_join(o->out, GF_INDEX_NAME);
+    struct stat sb;
+    bool is_ds = idx && stat(idx, &sb) == 0;
+    free(idx);
+    if (!is_ds) {
+      gfc_error(CMD,
+                "%s is a non-empty folder but not a gpufeed dataset; "
+                "refusing to replace it",
+                o->out);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* What a build did, for its summary. */
+typedef struct totals {
+  uint64_t written, skipped;
+  uint64_t src_bytes, stored, shard_bytes, decoded;
+  char *skipped_msg[SKIPPED_LISTED]; /* the first ones */
+} totals;
+
+static void print_summary(const gfc_build_opts *o, const gf_folder *f,
+                          const totals *t, double el, unsigned nt) {
+  char b1[32], b2[32], b3[32], b4[32];
+  uint64_t written = t->written, skipped = t->skipped;
+  uint64_t src_bytes = t->src_bytes, stored = t->stored;
+  printf("build: wrote %llu samples to %s\n", (unsigned long long)written,
+         o->out);
+  printf("  skipped       %llu\n", (unsigned long long)skipped);
+  for (uint64_t k = 0; k < skipped && k < SKIPPED_LISTED; k++)
+    printf("    %s\n", t->skipped_msg[k]);
+  if (skipped > SKIPPED_LISTED)
+    printf("    ... and %llu more\n",
+           (unsigned long long)(skipped - SKIPPED_LISTED));
+  if (f->class_count) {
+    printf("  classes       %u (", f->class_count);
+    for (uint32_t c = 0; c < f->class_count && c < 5; c++)
+      printf("%s%s", c ? ", " : "", f->classes[c]);
+    printf("%s)\n", f->class_count > 5 ? ", ..." : "");
+  } else {
+    printf("  classes       none (labels from %s)\n", o->labels);
+  }
+  if (o->level)
+    printf("  codec         %s (level %d)\n", gf_codec_name(o->codec),
+           o->level);
+  else
+    printf("  codec         %s\n", gf_codec_name(o->codec));
+  printf("  source bytes  %s\n", gfc_fmt_bytes(src_bytes, b1, sizeof b1));
+  printf("  stored bytes  %s (%.1f%% of source; shards %s with alignment "
+         "%u)\n",
+         gfc_fmt_bytes(stored, b2, sizeof b2),
+         src_bytes ? 100.0 * (double)stored / (double)src_bytes : 0.0,
+         gfc_fmt_bytes(t->shard_bytes, b3, sizeof b3), o->alignment);
+  printf("  decoded bytes %s (%.2fx the stored bytes)\n",
+         gfc_fmt_bytes(t->decoded, b4, sizeof b4),
+         stored ? (double)t->decoded / (double)stored : 0.0);
+  printf("  time          %.2f s, %.0f images/s, %u threads\n", el,
+         el > 0 ? (double)(written + skipped) / el : 0.0, nt);
+}
+
+/* The main thread's part: takes each source's result in source order and
+ * writes it (or skips it, with --skip-bad). Returns false on a failure,
+ * reported; an interruption returns true with g_signal set. */
+static bool write_in_order(build_job *j, gf_writer *w, totals *tot) {
+  gfc_progress prog;
+  gfc_progress_start(&prog, CMD, "img", j->folder->count, j->o->quiet);
+  bool failed = false;
+  for (uint64_t i = 0; i < j->folder->count && !failed && !g_signal; i++) {
+    slot s;
+    if (!take(j, i, &s, &prog))
+      break; /* interrupted */
+    if (s.rc != 0) {
+      if (j->o->skip_bad) {
+        const char *m = s.err ? s.err : gf_strerror(s.rc);
+        /* Listed in the summary; with --quiet there is none: warn now. */
+        if (j->o->quiet)
+          gfc_error(CMD, "skipped %s", m);
+        if (tot->skipped < SKIPPED_LISTED &&
+            !(tot->skipped_msg[tot->skipped] = strdup(m))) {
+          gfc_error(CMD, "out of memory");
+          failed = true;
+        }
+        tot->skipped++;
+      } else {
+        gfc_progress_end(&prog);
+        gfc_error(CMD, "%s", s.err ? s.err : gf_strerror(s.rc));
+        failed = true;
+      }
+    } else {
+      int rc = gf_writer_add(w, s.data, s.len, j->o->codec, &s.shape,
+                             j->folder->entries[i].label,
+                             j->folder->entries[i].path);
+      if (rc != 0) {
+        gfc_progress_end(&prog);
+        gfc_error_last(CMD, rc);
+        failed = true;
+      }
+      tot->src_bytes += s.src_bytes;
+      tot->stored += s.len;
+      tot->decoded += gf_shape_bytes(&s.shape);
+    }
+    free(s.data);
+    free(s.err);
+    gfc_progress_update(&prog, i + 1);
+  }
+  gfc_progress_end(&prog);
+  return !failed;
+}
+
+int gfc_build(const gfc_build_opts *o) {
+  int status = GFC_EXIT_FAIL;
+  gf_folder *folder = NULL;
+  gf_writer *w = NULL;
+  char *tmp = NULL;
+  pthread_t *tids = NULL;
+  unsigned started = 0;
+  build_job j = {.o = o};
+  totals tot;
+  memset(&tot, 0, sizeof tot);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&j.lock, NULL);
+  pthread_cond_init(&j.can_claim, NULL);
+  pthread_cond_init(&j.ready, &ca);
+  pthread_condattr_destroy(&ca);
+  int rc;
+
+  /* A file-size limit then fails a write with EFBIG, which we clean up
+   * after, instead of killing the process mid-build. */
+  signal(SIGXFSZ, SIG_IGN);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_RESETHAND; /* a second ^C kills at once */
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  if (!out_ok(o))
+    goto out;
+  if ((rc = gf_folder_scan(o->src, o->labels, &folder)) != 0) {
+    gfc_error_last(CMD, rc);
+    goto out;
+  }
+  j.folder = folder;
+  j.dopts = (gf_decode_opts)GF_DECODE_OPTS_INIT;
+  j.dopts.channels = o->codec == GF_CODEC_PNG ? 0 : o->channels;
+  j.dopts.keep_16bit = o->keep_16bit;
+
+  if (!(tmp = make_tmp_dir(o->out))) {
+    gfc_error_last(CMD, gf_last_error()->code);
+    goto out;
+  }
+  gf_writer_opts wo = {o->shard_size, o->alignment};
+  if ((rc = gf_writer_create(tmp, &wo, &w)) != 0) {
+    gfc_error_last(CMD, rc);
+    goto out;
+  }
+  for (uint32_t c = 0; c < folder->class_count; c++) {
+    if ((rc = gf_writer_add_class(w, folder->classes[c])) != 0) {
+      gfc_error_last(CMD, rc);
+      goto out;
+    }
+  }
+
+  unsigned nt = o->threads ? o->threads : gfc_cores();
+  if (nt > folder->count)
+    nt = (unsigned)folder->count;
+  j.wsize = (uint64_t)nt * WINDOW_PER_THREAD;
+  j.win = calloc(j.wsize, sizeof *j.win);
+  tids = calloc(nt, sizeof *tids);
+  if (!j.win || !tids) {
+    gfc_error(CMD, "out of memory");
+    goto out;
+  }
+  double t0 = gfc_now();
+  for (; started < nt; started++) {
+    int e = pthread_create(&tids[started], NULL, build_worker, &j);
+    if (e) {
+      gfc_error(CMD, "cannot start a thread: %s", strerror(e));
+      goto out;
+    }
+  }
+
+  bool ok = write_in_order(&j, w, &tot);
+  stop_workers(&j);
+  for (unsigned i = 0; i < started; i++)
+    pthread_join(tids[i], NULL);
+  started = 0;
+  if (!ok)
+    goto out;
+  tot.written = gf_writer_count(w);
+  if (!g_signal && tot.written == 0) {
+    gfc_error(CMD, "all %llu sources were skipped; nothing to write",
+              (unsigned long long)folder->count);
+    goto out;
+  }
+  tot.shard_bytes = gf_writer_bytes(w);
+  if (!g_signal && (rc = gf_writer_finish(w)) != 0) {
+    gfc_error_last(CMD, rc);
+    goto out;
+  }
+  if (g_signal)
+    goto out;
+  gf_writer_destroy(w);
+  w = NULL;
+  if ((rc = gf_dir_commit(tmp, o->out, o->force)) != 0) {
+    if (rc == -EEXIST)
+      gfc_error(CMD, "%s already exists; use --force to replace it", o->out);
+    else
+      gfc_error_last(CMD, rc);
+    goto out;
+  }
+  free(tmp);
+  tmp = NULL;
+  double el = gfc_now() - t0;
+  if (!o->quiet)
+    print_summary(o, folder, &tot, el, nt);
+  status = GFC_EXIT_OK;
+
+out:
+  if (started) {
+    stop_workers(&j);
+    for (unsigned i = 0; i < started; i++)
+      pthread_join(tids[i], NULL);
+  }
+  for (uint64_t i = 0; j.win && i < j.wsize; i++) {
+    free(j.win[i].data);
+    free(j.win[i].err);
+  }
+  free(j.win);
+  free(tids);
+  for (int k = 0; k < SKIPPED_LISTED; k++)
+    free(tot.skipped_msg[k]);
+  gf_writer_destroy(w);
+  if (tmp) {
+    gf_dir_remove(tmp);
+    free(tmp);
+  }
+  gf_folder_free(folder);
+  pthread_cond_destroy(&j.can_claim);
+  pthread_cond_destroy(&j.ready);
+  pthread_mutex_destroy(&j.lock);
+  if (status != GFC_EXIT_OK && g_signal) {
+    gfc_error(CMD, "interrupted by %s; %s left as it was",
+              g_signal == SIGINT ? "SIGINT" : "SIGTERM", o->out);
+    status = g_signal == SIGINT ? GFC_EXIT_INTERRUPTED : GFC_EXIT_FAIL;
+  }
+  return status;
+}

@@ -1,0 +1,121 @@
+/* The gpufeed CLI: the option structs main.c fills, one entry point per
+ * subcommand (synth.c, build.c, inspect.c, verify.c) and the helpers they
+ * share (util.c). Every entry point returns the process exit status. */
+#ifndef GF_CLI_H
+#define GF_CLI_H
+
+#include "gpufeed.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses of every command. */
+enum {
+  GFC_EXIT_OK = 0,
+  GFC_EXIT_FAIL = 1,
+  GFC_EXIT_USAGE = 2,
+  GFC_EXIT_INTERRUPTED = 130 /* 128 + SIGINT, as shells report it */
+};
+
+typedef struct gfc_synth_opts {
+  const char *out;
+  const char *from; /* folder of PNG photos to crop, or NULL */
+  uint64_t count;
+  uint32_t height;
+  uint32_t width;
+  uint32_t classes; /* 0: default (10, or one class per photo) */
+  uint64_t seed;
+  unsigned threads; /* 0: online cores */
+  bool force;
+  bool quiet;
+} gfc_synth_opts;
+
+typedef struct gfc_build_opts {
+  const char *src;
+  const char *out;
+  const char *labels; /* labels file or NULL (ImageFolder) */
+  int codec;          /* gf_codec */
+  int level;          /* 0: the codec's default */
+  uint32_t channels;  /* 0: native */
+  bool keep_16bit;
+  unsigned threads; /* 0: online cores */
+  uint64_t shard_size;
+  uint32_t alignment;
+  bool force;
+  bool skip_bad;
+  bool quiet;
+} gfc_build_opts;
+
+typedef struct gfc_inspect_opts {
+  const char *dataset;
+  bool json;
+  uint64_t samples; /* list the first N records */
+} gfc_inspect_opts;
+
+typedef struct gfc_verify_opts {
+  const char *dataset;
+  unsigned threads; /* 0: online cores */
+  bool quiet;
+} gfc_verify_opts;
+
+int gfc_synth(const gfc_synth_opts *o);
+int gfc_build(const gfc_build_opts *o);
+int gfc_inspect(const gfc_inspect_opts *o);
+int gfc_verify(const gfc_verify_opts *o);
+
+/* ---- helpers (util.c) --------------------------------------------------- */
+
+/* Prints "gpufeed CMD: " + message + newline on stderr. */
+void gfc_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prints "gpufeed CMD: " + the calling thread's gf_last_error() message (or
+ * the code's description when none was recorded). */
+void gfc_error_last(const char *cmd, int code);
+
+/* Number of online cores (at least 1). */
+unsigned gfc_cores(void);
+/* Monotonic clock in seconds. */
+double gfc_now(void);
+
+/* "1.5 GiB", "320 KiB", "17 B" into buf. Returns buf. */
+const char *gfc_fmt_bytes(uint64_t n, char *buf, size_t cap);
+
+/* Joins dir and name with one '/' into a malloc'd string (NULL: -ENOMEM). */
+char *gfc_path_join(const char *dir, const char *name);
+
+/* Reads a whole regular file of at most max_len bytes into a malloc'd
+ * buffer (*data, owned by the caller, freed with free()). Returns 0, -errno
+ * or GF_ELIMIT, with context naming the file. */
+int gfc_read_file(const char *path, uint64_t max_len, void **data, size_t *len);
+/* Writes a whole file through `path`.tmp-like name in the same folder and
+ * renames it, so a reader never sees half a file. Returns 0 or -errno with
+ * context. */
+int gfc_write_file_atomic(const char *dir, const char *name, const void *data,
+                          size_t len);
+
+/* 0 when path does not exist, 1 when it is an empty folder, 2 when it is a
+ * non-empty folder, 3 when it is something else; -errno on error. */
+int gfc_path_state(const char *path);
+
+/* Progress on stderr, drawn only when stderr is a terminal and not quiet:
+ * "\r<what> done/total pct rate/s ETA". Redrawn at most every 0.1 s. */
+typedef struct gfc_progress {
+  bool enabled;
+  const char *what;
+  const char *unit; /* "img" */
+  uint64_t total;
+  double start;
+  double last;
+} gfc_progress;
+void gfc_progress_start(gfc_progress *p, const char *what, const char *unit,
+                        uint64_t total, bool quiet);
+void gfc_progress_update(gfc_progress *p, uint64_t done);
+/* Clears the line and stops drawing. */
+void gfc_progress_end(gfc_progress *p);
+
+/* Escapes s (len bytes) as the body of a JSON string onto f. */
+void gfc_json_str(FILE *f, const char *s, size_t len);
+
+#endif
