@@ -314,6 +314,40 @@ typedef enum gf_io_backend {
 } gf_io_backend;
 /* The environment variable GPUFEED_IO=uring|pread overrides GF_IO_AUTO. */
 
+/* What the GPU stage (or, in host mode, its CPU reference) makes of a
+ * batch's uint8 HWC samples: an optional crop/pad to a fixed size (center,
+ * or random with zero padding), an optional random horizontal flip, then a
+ * conversion to the output type and layout with per-channel normalisation
+ * out = (x - mean[c]) / std[c] (x in 0..255). Random choices are a pure
+ * function of (seed, epoch, dataset sample index): the same sample gets
+ * the same crop and flip in the same epoch on every run and machine. */
+typedef enum gf_out_dtype {
+  GF_OUT_U8 = 0,   /* no conversion: the pixels (crop/flip still apply) */
+  GF_OUT_F32 = 1,
+  GF_OUT_F16 = 2,  /* IEEE half, round to nearest even */
+  GF_OUT_BF16 = 3, /* bfloat16, round to nearest even */
+} gf_out_dtype;
+
+typedef enum gf_layout {
+  GF_LAYOUT_NHWC = 0,
+  GF_LAYOUT_NCHW = 1,
+} gf_layout;
+
+typedef struct gf_transform {
+  uint32_t out_dtype;   /* gf_out_dtype */
+  uint32_t layout;      /* gf_layout */
+  uint32_t height;      /* output height and width; 0: the samples' own */
+  uint32_t width;       /*   (uniform batches only) */
+  uint32_t random_crop; /* 1: random crop window; 0: centered */
+  uint32_t pad;         /* zero border added on each side before cropping */
+  uint32_t hflip;       /* 1: flip horizontally with probability 1/2 */
+  uint32_t reserved0;
+  float mean[4];        /* per channel, in pixel units (0..255) */
+  float std[4];         /* per channel; 0 means 1 */
+  uint64_t seed;
+  uint64_t reserved[4];
+} gf_transform;
+
 #define GF_LOADER_CONFIG_VERSION 1
 typedef struct gf_loader_config {
   uint32_t struct_size;   /* sizeof(gf_loader_config) */
@@ -345,11 +379,20 @@ typedef struct gf_loader_config {
                              this many bytes, so a batch buffer is
                              batch_size * max_sample_bytes */
   gf_limits limits;       /* size limits for every sample (0: defaults) */
+  int32_t device;         /* GF_DEVICE_AUTO (the INIT default): CUDA device
+                             0 when there is one, else host mode;
+                             GF_DEVICE_CPU: host mode; 0..N-1: that GPU */
+  uint32_t staging_slots; /* pinned staging slots (0: 2, double buffering) */
+  uint64_t device_pool_bytes; /* device pool reservation (0: what the
+                             memory plan needs, see gf_loader_plan) */
+  gf_transform transform; /* what each delivered batch is made into */
   uint64_t reserved[8];   /* must be zero */
 } gf_loader_config;
+#define GF_DEVICE_AUTO (-2)
+#define GF_DEVICE_CPU (-1)
 #define GF_LOADER_CONFIG_INIT \
   {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
-   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, {0}}
+   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, {0}}
 
 /* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
  * and have shape shapes[i] (HWC); when `uniform` is set every sample has
@@ -368,6 +411,16 @@ typedef struct gf_batch {
   const int64_t *labels;   /* [count] */
   const uint64_t *indices; /* [count] dataset sample indices */
   uint32_t skipped;        /* bad samples skipped while making this batch */
+  uint32_t on_device;      /* 1: `output` is device memory */
+  /* The transformed batch (see gf_transform): [count, C, H, W] (NCHW) or
+   * [count, H, W, C] (NHWC) of out_dtype, dense. Device memory from the
+   * loader's pool on a GPU (valid on the stream passed to next until
+   * release), host memory in host mode. */
+  void *output;
+  uint64_t output_bytes;
+  uint32_t out_dtype;      /* gf_out_dtype */
+  uint32_t out_layout;     /* gf_layout */
+  uint32_t out_height, out_width, out_channels;
   uint32_t reserved0;
   uint64_t reserved[4];
 } gf_batch;
@@ -433,6 +486,11 @@ typedef struct gf_loader_stats {
   uint64_t cache_hits, cache_misses, cache_bytes, cache_budget;
   uint64_t batches;       /* delivered */
   uint64_t consumer_wait_ns; /* time next() waited for data */
+  uint64_t next_calls;    /* calls of next() */
+  uint64_t ready_sum;     /* batches ready at each next() call, summed:
+                             ready_sum / next_calls is the mean queue
+                             occupancy the consumer found */
+  uint64_t slots;         /* batch slots (prefetch) */
   uint64_t skipped;       /* bad samples skipped (skip policy) */
   char last_skip_reason[512];
   char io_backend[16];    /* "io_uring" or "pread" */

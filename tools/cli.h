@@ -60,10 +60,34 @@ typedef struct gfc_verify_opts {
   bool quiet;
 } gfc_verify_opts;
 
+typedef struct gfc_bench_opts {
+  const char *source;
+  const char *labels;
+  uint32_t batch;       /* default 256 */
+  uint32_t threads;     /* 0: the loader's default (online cores) */
+  uint32_t epochs;      /* default 3 */
+  int32_t device;       /* GF_DEVICE_AUTO, GF_DEVICE_CPU or an index */
+  uint32_t dtype;       /* gf_out_dtype */
+  uint32_t layout;      /* gf_layout */
+  uint32_t out_h, out_w;
+  uint32_t channels;
+  uint32_t order;       /* gf_order */
+  uint32_t io;          /* gf_io_backend */
+  uint32_t prefetch;
+  uint64_t cache_bytes;
+  uint64_t max_sample_bytes;
+  uint64_t seed;
+  double step_ms;
+  const char *trace;
+  bool json;
+  bool quiet;
+} gfc_bench_opts;
+
 int gfc_synth(const gfc_synth_opts *o);
 int gfc_build(const gfc_build_opts *o);
 int gfc_inspect(const gfc_inspect_opts *o);
 int gfc_verify(const gfc_verify_opts *o);
+int gfc_bench(const gfc_bench_opts *o);
 
 /* ---- helpers (util.c) --------------------------------------------------- */
 

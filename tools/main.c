@@ -19,6 +19,7 @@ static const char main_usage[] =
     "  build    build a dataset (index + shards) from a folder of PNG images\n"
     "  inspect  show what a dataset holds\n"
     "  verify   read, checksum and decode every sample of a dataset\n"
+    "  bench    measure the loader on a dataset or a PNG folder\n"
     "\n"
     "'gpufeed COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.\n";
@@ -109,6 +110,40 @@ static const char verify_usage[] =
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 all good, 1 a problem was found, 2 usage error.\n";
+
+static const char bench_usage[] =
+    "Usage: gpufeed bench SOURCE [OPTIONS]\n"
+    "\n"
+    "Runs the loader over SOURCE (a dataset made by 'gpufeed build', or a\n"
+    "folder of PNG files) for a few epochs as a training loop would, and\n"
+    "reports images/s, GB/s delivered, per-stage busy time, queue occupancy,\n"
+    "consumer stall, CPU cores used, memory and the limiting stage. The\n"
+    "throughput counts the epochs after the first (which warms the page\n"
+    "cache and fills the cache budget), or the only one.\n"
+    "\n"
+    "Options:\n"
+    "  --batch N        samples a batch (default 256)\n"
+    "  --threads N      decode workers (default: online cores)\n"
+    "  --epochs N       epochs to run (default 3)\n"
+    "  --device D       auto (default: GPU 0 when there is one), cpu, or a\n"
+    "                   GPU index\n"
+    "  --dtype T        output type: u8 (default), f32, f16, bf16\n"
+    "  --layout L       nhwc (default) or nchw\n"
+    "  --size HxW       crop/pad every sample to HxW (default: as stored)\n"
+    "  --channels C     0 (native, default), 1, 3 or 4\n"
+    "  --cache SIZE     host cache budget for decoded samples (default 0;\n"
+    "                   K, M, G suffixes)\n"
+    "  --order O        shuffle (default), sequential or block\n"
+    "  --io B           auto (default), uring or pread\n"
+    "  --prefetch N     batch slots in flight (default 2)\n"
+    "  --max-sample SIZE  bytes a decoded sample may take (PNG folders whose\n"
+    "                   images are larger than the first one)\n"
+    "  --labels FILE    a flat PNG folder's labels file\n"
+    "  --step-ms X      simulate a training step of X ms a batch\n"
+    "  --seed S         shuffle seed (default 0)\n"
+    "  --json           one JSON object on stdout instead of the table\n"
+    "  --quiet          no progress lines\n"
+    "  -h, --help       this text\n";
 
 /* The arguments of one command being parsed. */
 typedef struct args {
@@ -411,6 +446,86 @@ static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
   o->dataset = pos[0];
 }
 
+static int pick(args *a, const char *name, const char *v,
+                const char *const *names, int n, const char *expected) {
+  if (!v)
+    return 0;
+  for (int k = 0; k < n; k++)
+    if (strcmp(v, names[k]) == 0)
+      return k;
+  bad_value(a, name, v, expected);
+  return 0;
+}
+
+static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
+  const char *pos[1] = {NULL};
+  int npos = 0;
+  const char *v;
+  static const char *const dtypes[] = {"u8", "f32", "f16", "bf16"};
+  static const char *const layouts[] = {"nhwc", "nchw"};
+  static const char *const orders[] = {"shuffle", "sequential", "block"};
+  static const char *const ios[] = {"auto", "uring", "pread"};
+  *o = (gfc_bench_opts){.batch = 256, .epochs = 3, .device = GF_DEVICE_AUTO,
+                        .prefetch = 2};
+  for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
+    if (common_arg(a, pos, 1, &npos, help))
+      continue;
+    if (opt(a, "--batch", &v)) {
+      o->batch = (uint32_t)parse_u64(a, "--batch", v, 1, 1u << 20);
+    } else if (opt(a, "--threads", &v)) {
+      o->threads = (uint32_t)parse_u64(a, "--threads", v, 1, 1024);
+    } else if (opt(a, "--epochs", &v)) {
+      o->epochs = (uint32_t)parse_u64(a, "--epochs", v, 1, 1000000);
+    } else if (opt(a, "--device", &v)) {
+      if (v && strcmp(v, "auto") == 0)
+        o->device = GF_DEVICE_AUTO;
+      else if (v && strcmp(v, "cpu") == 0)
+        o->device = GF_DEVICE_CPU;
+      else
+        o->device = (int32_t)parse_u64(a, "--device", v, 0, 1023);
+    } else if (opt(a, "--dtype", &v)) {
+      o->dtype = (uint32_t)pick(a, "--dtype", v, dtypes, 4, "u8, f32, f16 or bf16");
+    } else if (opt(a, "--layout", &v)) {
+      o->layout = (uint32_t)pick(a, "--layout", v, layouts, 2, "nhwc or nchw");
+    } else if (opt(a, "--size", &v)) {
+      parse_hw(a, v, &o->out_h, &o->out_w);
+    } else if (opt(a, "--channels", &v)) {
+      o->channels = (uint32_t)parse_u64(a, "--channels", v, 0, 4);
+      if (!a->bad && o->channels == 2)
+        bad_value(a, "--channels", v, "0, 1, 3 or 4");
+    } else if (opt(a, "--cache", &v)) {
+      o->cache_bytes = parse_size(a, "--cache", v, 0, 1ull << 50);
+    } else if (opt(a, "--order", &v)) {
+      o->order = (uint32_t)pick(a, "--order", v, orders, 3,
+                                "shuffle, sequential or block");
+    } else if (opt(a, "--io", &v)) {
+      o->io = (uint32_t)pick(a, "--io", v, ios, 3, "auto, uring or pread");
+    } else if (opt(a, "--prefetch", &v)) {
+      o->prefetch = (uint32_t)parse_u64(a, "--prefetch", v, 1, 64);
+    } else if (opt(a, "--max-sample", &v)) {
+      o->max_sample_bytes = parse_size(a, "--max-sample", v, 1, 1ull << 32);
+    } else if (opt(a, "--labels", &v)) {
+      o->labels = v;
+    } else if (opt(a, "--step-ms", &v)) {
+      char *end = NULL;
+      o->step_ms = v ? strtod(v, &end) : 0;
+      if (v && (end == v || *end || o->step_ms < 0 || o->step_ms > 1e6))
+        bad_value(a, "--step-ms", v, "milliseconds from 0 to 1000000");
+    } else if (opt(a, "--seed", &v)) {
+      o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
+    } else if (opt(a, "--json", NULL)) {
+      o->json = true;
+    } else if (opt(a, "--quiet", NULL)) {
+      o->quiet = true;
+    } else {
+      unknown_option(a);
+    }
+  }
+  if (!a->bad && !*help && npos < 1)
+    usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNGs)");
+  o->source = pos[0];
+}
+
 /* Each command: parse, then either print its help, report a usage error,
  * or run it. Returns the exit status. */
 #define RUN_COMMAND(kind, usage)                                               \
@@ -428,6 +543,7 @@ RUN_COMMAND(synth, synth_usage)
 RUN_COMMAND(build, build_usage)
 RUN_COMMAND(inspect, inspect_usage)
 RUN_COMMAND(verify, verify_usage)
+RUN_COMMAND(bench, bench_usage)
 
 static const struct command {
   const char *name;
@@ -437,6 +553,7 @@ static const struct command {
     {"build", run_build},
     {"inspect", run_inspect},
     {"verify", run_verify},
+    {"bench", run_bench},
 };
 
 int main(int argc, char **argv) {

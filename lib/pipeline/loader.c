@@ -104,7 +104,7 @@ struct gf_loader {
 
   stage_atomic st_read, st_decode, st_cache;
   _Atomic uint64_t batches, consumer_wait_ns, skipped, cache_hits,
-      cache_misses;
+      cache_misses, next_calls, ready_sum;
   pthread_mutex_t stat_mu; /* last_skip_reason */
   char last_skip_reason[512];
   char io_backend[16];
@@ -766,6 +766,12 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     }
     if ((rc = gf_reader_create(&ro, &w->reader)) < 0)
       goto fail;
+    /* Fixed buffers save pinning the read buffer's pages on every read;
+     * a kernel that refuses (RLIMIT_MEMLOCK) only costs that saving. */
+    struct iovec iov = {w->rbuf, (size_t)((rb + 4095) / 4096 * 4096)};
+    if (iov.iov_len <= (1ull << 30) && gf_reader_register(w->reader, &iov, 1) < 0)
+      gf_log(GF_LOG_INFO, "read buffers not registered: %s",
+             gf_last_error()->message);
   }
   gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
              sizeof l->io_backend);
@@ -948,6 +954,11 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
   *out = NULL;
   uint64_t t0 = now_ns();
   pthread_mutex_lock(&l->mu);
+  uint64_t ready = 0;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    ready += l->slots[i].state == SLOT_READY;
+  add(&l->next_calls, 1);
+  add(&l->ready_sum, ready);
   slot *s;
   for (;;) {
     s = find_seq(l, l->c_seq);
@@ -1125,6 +1136,9 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   }
   o.batches = atomic_load(&l->batches);
   o.consumer_wait_ns = atomic_load(&l->consumer_wait_ns);
+  o.next_calls = atomic_load(&l->next_calls);
+  o.ready_sum = atomic_load(&l->ready_sum);
+  o.slots = l->nslots;
   o.skipped = atomic_load(&l->skipped);
   pthread_mutex_lock(&l->stat_mu);
   memcpy(o.last_skip_reason, l->last_skip_reason, sizeof o.last_skip_reason);

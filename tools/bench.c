@@ -1,0 +1,268 @@
+/* gpufeed bench: runs the loader over a source for a few epochs as a
+ * training loop would (next, optional simulated step, release) and reports
+ * what users decide on: images/s, bytes delivered, where the time goes and
+ * which stage limits the rate. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct epoch_rec {
+  uint64_t images, bytes;
+  double seconds;
+} epoch_rec;
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static uint64_t rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long long size = 0, res = 0;
+  if (f) {
+    if (fscanf(f, "%llu %llu", &size, &res) != 2)
+      res = 0;
+    fclose(f);
+  }
+  return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t peak_rss_bytes(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (uint64_t)ru.ru_maxrss * 1024u;
+}
+
+/* The simulated training step: the consumer is away for ms milliseconds.
+ * In host mode it sleeps, as a GPU training step leaves the CPU to the
+ * loader. */
+static void step(double ms) {
+  if (ms <= 0)
+    return;
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ms / 1000.0);
+  ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
+  while (nanosleep(&ts, &ts) != 0)
+    ;
+}
+
+/* A JSON string: quotes around gfc_json_str's escaped body. */
+static void json_str(const char *s) {
+  putchar('"');
+  gfc_json_str(stdout, s, strlen(s));
+  putchar('"');
+}
+
+static double pct(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+/* Names the stage that limits the rate, in plain words. */
+static void bottleneck(const gf_loader_stats *st, double wall, double stall,
+                       double step_ms, char *buf, size_t cap) {
+  double thread_s = wall * st->threads;
+  double decode = pct((double)st->decode.busy_ns * 1e-9, thread_s);
+  double read = pct((double)st->read.busy_ns * 1e-9, thread_s);
+  double cache = pct((double)st->cache.busy_ns * 1e-9, thread_s);
+  double idle = pct((double)st->read.wait_ns * 1e-9, thread_s);
+  if (stall < 5.0) {
+    snprintf(buf, cap,
+             "consumer-bound: the %s waited for data %.1f%% of the time; "
+             "the loader keeps up",
+             step_ms > 0 ? "simulated training step" : "consumer", stall);
+  } else if (decode >= read && decode >= cache && decode + read > 60.0) {
+    snprintf(buf, cap, "decode-bound: %u threads %.0f%% busy decoding "
+             "(%.0f%% reading)", st->threads, decode, read);
+  } else if (read > decode && read + decode > 60.0) {
+    snprintf(buf, cap, "read-bound: %u threads %.0f%% busy waiting for reads "
+             "(%.0f%% decoding)", st->threads, read, decode);
+  } else if (cache > 40.0) {
+    snprintf(buf, cap, "copy-bound: %u threads %.0f%% busy copying from the "
+             "cache (memory bandwidth)", st->threads, cache);
+  } else {
+    snprintf(buf, cap, "underfed: workers idle %.0f%% of the time while the "
+             "consumer waited %.1f%%: raise --prefetch or --threads, or the "
+             "consumer thread is the limit", idle, stall);
+  }
+}
+
+int gfc_bench(const gfc_bench_opts *o) {
+  gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+  cfg.source = o->source;
+  cfg.labels_file = o->labels;
+  cfg.batch_size = o->batch;
+  cfg.threads = o->threads;
+  cfg.seed = o->seed;
+  cfg.order = o->order;
+  cfg.cache_bytes = o->cache_bytes;
+  cfg.prefetch = o->prefetch;
+  cfg.channels = o->channels;
+  cfg.io_backend = o->io;
+  cfg.max_sample_bytes = o->max_sample_bytes;
+  cfg.device = o->device;
+  cfg.drop_last = 1;
+  cfg.transform.out_dtype = o->dtype;
+  cfg.transform.layout = o->layout;
+  cfg.transform.height = o->out_h;
+  cfg.transform.width = o->out_w;
+
+  double t_create = gfc_now();
+  double cpu0 = cpu_seconds();
+  gf_loader *l;
+  int rc = gf_loader_create(&cfg, &l);
+  if (rc < 0) {
+    gfc_error_last("bench", rc);
+    return GFC_EXIT_FAIL;
+  }
+  double t0 = gfc_now();
+  double create_s = t0 - t_create;
+  epoch_rec *ep = calloc(o->epochs, sizeof *ep);
+  if (!ep) {
+    gf_loader_destroy(l);
+    return GFC_EXIT_FAIL;
+  }
+  double first_batch_s = -1;
+  int status = GFC_EXIT_OK;
+  gfc_progress prog;
+  for (uint32_t e = 0; e < o->epochs && status == GFC_EXIT_OK; e++) {
+    double te = gfc_now();
+    char what[64];
+    snprintf(what, sizeof what, "epoch %u/%u", e + 1, o->epochs);
+    gfc_progress_start(&prog, what, "img", 0, o->quiet || o->json);
+    gf_batch *b;
+    for (;;) {
+      rc = gf_loader_next(l, &b);
+      if (rc == GF_EEPOCHEND)
+        break;
+      if (rc < 0) {
+        gfc_progress_end(&prog);
+        gfc_error_last("bench", rc);
+        status = GFC_EXIT_FAIL;
+        break;
+      }
+      if (first_batch_s < 0)
+        first_batch_s = gfc_now() - t_create;
+      ep[e].images += b->count;
+      ep[e].bytes += b->output ? b->output_bytes : b->data_bytes;
+      step(o->step_ms);
+      gf_loader_release(l, b);
+      gfc_progress_update(&prog, ep[e].images);
+    }
+    gfc_progress_end(&prog);
+    ep[e].seconds = gfc_now() - te;
+    if (!o->quiet && !o->json && status == GFC_EXIT_OK)
+      fprintf(stderr, "epoch %u: %llu images in %.2f s: %.0f images/s\n", e + 1,
+              (unsigned long long)ep[e].images, ep[e].seconds,
+              ep[e].seconds > 0 ? (double)ep[e].images / ep[e].seconds : 0.0);
+  }
+  double wall = gfc_now() - t0;
+  double cpu = cpu_seconds() - cpu0;
+  gf_loader_stats st = {.struct_size = sizeof st};
+  gf_loader_stats_get(l, &st);
+  uint64_t rss = rss_bytes(); /* before destroy: what the loader holds */
+  gf_loader_destroy(l);
+  if (status != GFC_EXIT_OK) {
+    free(ep);
+    return status;
+  }
+
+  /* Steady state: the epochs after the first (which pays for a cold page
+   * cache and, with a cache budget, fills it), or the only one. */
+  uint32_t from = o->epochs > 1 ? 1 : 0;
+  uint64_t images = 0, bytes = 0;
+  double secs = 0;
+  for (uint32_t e = from; e < o->epochs; e++) {
+    images += ep[e].images;
+    bytes += ep[e].bytes;
+    secs += ep[e].seconds;
+  }
+  double ips = secs > 0 ? (double)images / secs : 0;
+  double gbs = secs > 0 ? (double)bytes / secs / 1e9 : 0;
+  double stall = pct((double)st.consumer_wait_ns * 1e-9, wall);
+  double thread_s = wall * st.threads;
+  double occ = st.next_calls ? (double)st.ready_sum / (double)st.next_calls : 0;
+  char neck[256];
+  bottleneck(&st, wall, stall, o->step_ms, neck, sizeof neck);
+  const char *mode = "host";
+
+  if (o->json) {
+    printf("{\"source\":");
+    json_str(o->source);
+    printf(",\"mode\":\"%s\",\"threads\":%u,\"batch\":%u,\"epochs\":%u,"
+           "\"images\":%llu,\"seconds\":%.4f,\"images_per_s\":%.1f,"
+           "\"gb_per_s\":%.4f,\"first_batch_ms\":%.2f,\"create_ms\":%.2f,"
+           "\"busy_pct\":{\"read\":%.1f,\"decode\":%.1f,\"cache\":%.1f,"
+           "\"idle\":%.1f},\"queue_occupancy\":%.2f,\"slots\":%llu,"
+           "\"consumer_stall_pct\":%.2f,\"step_ms\":%.3f,\"cpu_cores_used\":%.2f,"
+           "\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,\"device_pool_peak_bytes\":0,"
+           "\"cache_hits\":%llu,\"cache_misses\":%llu,\"skipped\":%llu,"
+           "\"io_backend\":",
+           mode, st.threads, o->batch, o->epochs, (unsigned long long)images,
+           secs, ips, gbs, first_batch_s * 1e3, create_s * 1e3,
+           pct((double)st.read.busy_ns * 1e-9, thread_s),
+           pct((double)st.decode.busy_ns * 1e-9, thread_s),
+           pct((double)st.cache.busy_ns * 1e-9, thread_s),
+           pct((double)st.read.wait_ns * 1e-9, thread_s), occ,
+           (unsigned long long)st.slots, stall, o->step_ms, cpu / wall,
+           (unsigned long long)rss, (unsigned long long)peak_rss_bytes(),
+           (unsigned long long)st.cache_hits,
+           (unsigned long long)st.cache_misses, (unsigned long long)st.skipped);
+    json_str(st.io_backend);
+    printf(",\"io_fallback_reason\":");
+    json_str(st.io_fallback_reason);
+    printf(",\"bottleneck\":");
+    json_str(neck);
+    printf(",\"epoch_images_per_s\":[");
+    for (uint32_t e = 0; e < o->epochs; e++)
+      printf("%s%.1f", e ? "," : "",
+             ep[e].seconds > 0 ? (double)ep[e].images / ep[e].seconds : 0.0);
+    printf("]}\n");
+  } else {
+    char b1[32], b2[32];
+    printf("gpufeed bench: %s\n", o->source);
+    printf("  mode              %s, %u threads, batch %u, io %s%s%s\n", mode,
+           st.threads, o->batch, st.io_backend,
+           st.io_fallback_reason[0] ? " (" : "", st.io_fallback_reason[0]
+                                                    ? st.io_fallback_reason
+                                                    : "");
+    if (st.io_fallback_reason[0])
+      printf(")\n");
+    printf("  throughput        %.0f images/s, %.3f GB/s delivered (epochs "
+           "%u-%u)\n",
+           ips, gbs, from + 1, o->epochs);
+    printf("  first batch       %.1f ms after create (create %.1f ms)\n",
+           first_batch_s * 1e3, create_s * 1e3);
+    printf("  stage busy        read %.0f%%, decode %.0f%%, cache copy %.0f%%, "
+           "idle %.0f%% (of %u threads x %.2f s)\n",
+           pct((double)st.read.busy_ns * 1e-9, thread_s),
+           pct((double)st.decode.busy_ns * 1e-9, thread_s),
+           pct((double)st.cache.busy_ns * 1e-9, thread_s),
+           pct((double)st.read.wait_ns * 1e-9, thread_s), st.threads, wall);
+    printf("  queue occupancy   %.2f of %llu slots ready at each next()\n", occ,
+           (unsigned long long)st.slots);
+    printf("  consumer stall    %.2f%% of wall time waiting for data%s\n",
+           stall, o->step_ms > 0 ? "" : " (no simulated step)");
+    printf("  CPU cores used    %.2f\n", cpu / wall);
+    printf("  host memory       RSS %s, peak %s\n",
+           gfc_fmt_bytes(rss, b1, sizeof b1),
+           gfc_fmt_bytes(peak_rss_bytes(), b2, sizeof b2));
+    if (st.cache_budget)
+      printf("  cache             %llu hits, %llu misses, %s of %s used\n",
+             (unsigned long long)st.cache_hits,
+             (unsigned long long)st.cache_misses,
+             gfc_fmt_bytes(st.cache_bytes, b1, sizeof b1),
+             gfc_fmt_bytes(st.cache_budget, b2, sizeof b2));
+    if (st.skipped)
+      printf("  skipped           %llu bad samples (last: %s)\n",
+             (unsigned long long)st.skipped, st.last_skip_reason);
+    printf("  bottleneck        %s\n", neck);
+  }
+  free(ep);
+  return GFC_EXIT_OK;
+}
