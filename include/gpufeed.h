@@ -506,6 +506,139 @@ GF_API int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st);
  * lent become invalid. NULL accepted. Consumer thread, once. */
 GF_API void gf_loader_destroy(gf_loader *l);
 
+/* ------------------------------------------------------------------------ */
+/* Device memory pool                                                       */
+/* ------------------------------------------------------------------------ */
+/*
+ * A pool of device memory reserved up front and sub-allocated best-fit with
+ * coalescing: one cudaMalloc of exactly the configured bytes (or a fraction
+ * of the device's free memory), or, in growth mode, chunks added on demand
+ * up to a hard limit. It never reserves more than it was told, and destroy
+ * gives every byte back.
+ *
+ * Stream-ordered reuse. A block freed with a stream S is not handed out
+ * again until S has passed the free: the pool records an event on S. An
+ * allocation takes free memory first, then blocks whose free the device
+ * has passed; only when nothing else fits does it reuse a block whose
+ * event is still pending, and then:
+ *   - with a stream T, T is made to wait for that event
+ *     (cudaStreamWaitEvent; the call itself does not block, as with
+ *     cudaMallocAsync): the block is safe to use on T, and on other streams
+ *     only after T's work;
+ *   - with a NULL stream, the call blocks until the event has completed
+ *     (cudaEventSynchronize): the block is safe everywhere.
+ * In growth mode a new chunk is reserved only after that. Every stream
+ * passed must belong to the pool's device; the NULL stream is never used
+ * for device work.
+ *
+ * Without CUDA (or on a machine without a usable device) create returns
+ * GF_ENODEVICE.
+ *
+ * Threading contract: every function may be called from any thread at any
+ * time, except destroy, which must be the last call on the pool (a mutex
+ * serialises the others; a NULL-stream alloc that must wait for the device
+ * holds it meanwhile).
+ */
+
+typedef struct gf_device_pool gf_device_pool;
+
+#define GF_DEVICE_POOL_CONFIG_VERSION 1
+typedef struct gf_device_pool_config {
+  uint32_t struct_size;   /* sizeof(gf_device_pool_config) */
+  int32_t device;         /* CUDA device ordinal (>= 0) */
+  uint64_t bytes;         /* the reservation made at create; 0: `fraction`
+                             of the device's free memory at create */
+  float fraction;         /* in (0, 1], used when bytes is 0 */
+  uint32_t alignment;     /* every block's address and size are multiples
+                             of it: a power of two; 0: 256 */
+  uint32_t growth;        /* 0: the reservation made at create is all there
+                             is; 1: grow in chunks, up to limit */
+  uint32_t reserved0;     /* must be zero */
+  uint64_t growth_chunk;  /* growth: reserve multiples of this (a request
+                             larger than one chunk gets a chunk of its own,
+                             rounded up); 0: 64 MiB */
+  uint64_t limit;         /* hard cap on the bytes reserved, in both modes;
+                             0: the reservation made at create. A fraction
+                             that gives more is cut to it; explicit bytes
+                             above it are refused. */
+  uint64_t reserved[4];   /* must be zero */
+} gf_device_pool_config;
+#define GF_DEVICE_POOL_CONFIG_INIT \
+  {sizeof(gf_device_pool_config), 0, 0, 0.0f, 0, 0, 0, 0, 0, {0, 0, 0, 0}}
+
+/* Creates a pool on cfg->device and reserves its memory: *out is owned by
+ * the caller and freed with gf_device_pool_destroy(). cfg may not be NULL
+ * (a pool needs a size): set bytes, or fraction, or growth with a limit.
+ * Returns 0; -EINVAL (a bad field, named); GF_ENODEVICE (built without
+ * CUDA, no device, or no such device); GF_EDEVOOM (bytes beyond the
+ * device's free memory, both named, or cudaMalloc out of memory); GF_ECUDA
+ * (another CUDA error, its string in the message); -ENOMEM. Any thread. */
+GF_API int gf_device_pool_create(const gf_device_pool_config *cfg,
+                                 gf_device_pool **out);
+
+/* Allocates `bytes` (> 0, rounded up to the alignment) and writes the
+ * device pointer to *ptr; the block stays the caller's until
+ * gf_device_pool_free. cuda_stream (a cudaStream_t, or NULL) is the stream
+ * that will use the block; it only matters when the block must be a
+ * recently freed one (see "Stream-ordered reuse" above). Returns 0;
+ * GF_EDEVOOM when nothing fits, the message giving the bytes asked (after
+ * alignment), the free bytes in total, the largest free block, the
+ * reserved bytes and the limit, and whether fragmentation (enough free, but
+ * no block fits) or the limit (not enough free, and no chunk can be added)
+ * is to blame; GF_ECUDA; -EINVAL. Any thread. */
+GF_API int gf_device_pool_alloc(gf_device_pool *pool, uint64_t bytes,
+                                void *cuda_stream, void **ptr);
+
+/* Gives back the block at ptr. With a stream (a cudaStream_t), the block
+ * is reused only once that stream has passed this point: work queued on it
+ * may still use the block. With NULL, the caller guarantees that no device
+ * work still uses it, and it is free at once. Returns 0; -EINVAL (ptr is
+ * not a block of this pool, or was already freed: the message says which);
+ * GF_ECUDA (the event could not be recorded: the block stays allocated, so
+ * the caller may synchronise and free it with NULL). Any thread. */
+GF_API int gf_device_pool_free(gf_device_pool *pool, void *ptr,
+                               void *cuda_stream);
+
+typedef struct gf_device_pool_stats {
+  uint32_t struct_size;   /* set by the caller: sizeof(gf_device_pool_stats) */
+  int32_t device;
+  uint64_t in_use;        /* bytes of live blocks (after alignment); a block
+                             freed on a stream counts until the pool has
+                             seen the stream pass the free */
+  uint64_t peak_in_use;   /* most in_use since create or reset_peak */
+  uint64_t reserved_bytes;/* device memory held (cudaMalloc'd) */
+  uint64_t limit;         /* the cap on reserved_bytes */
+  uint64_t free_bytes;    /* usable bytes not in use */
+  uint64_t largest_free;  /* the largest block one request can get */
+  double fragmentation;   /* 1 - largest_free / free_bytes (0 when nothing
+                             is free): the share of free memory that one
+                             request cannot use */
+  uint64_t live_allocs;   /* live blocks (as in_use counts them) */
+  uint64_t total_allocs;  /* successful allocs since create */
+  uint64_t total_frees;   /* blocks returned to the free memory */
+  uint64_t pending_frees; /* freed on a stream, not yet passed */
+  uint64_t stream_waits;  /* allocs that reused a pending block (a
+                             stream wait or a host wait) */
+  uint64_t regions;       /* cudaMalloc'd chunks held */
+  uint32_t alignment;
+  uint32_t growth;
+  uint64_t reserved[8];
+} gf_device_pool_stats;
+
+/* Fills *st (set st->struct_size first; a smaller size from an older header
+ * gets the fields it has). Also takes back blocks whose stream has passed
+ * their free. Returns 0, -EINVAL, GF_ECUDA. Any thread. */
+GF_API int gf_device_pool_stats_get(gf_device_pool *pool,
+                                    gf_device_pool_stats *st);
+/* Makes peak_in_use equal to in_use now. Returns 0 or -EINVAL. Any
+ * thread. */
+GF_API int gf_device_pool_reset_peak(gf_device_pool *pool);
+
+/* Waits for the streams of pending frees, frees every chunk (cudaFree) and
+ * the pool. Blocks still allocated become invalid. NULL accepted. The last
+ * call on the pool. */
+GF_API void gf_device_pool_destroy(gf_device_pool *pool);
+
 #ifdef __cplusplus
 }
 #endif

@@ -152,7 +152,7 @@ static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
     rel[rel_len] = '/';
     memcpy(rel + rel_len + 1, e->d_name, nlen + 1);
     size_t sub_len = rel_len + 1 + nlen;
-    mode_t mode;
+    mode_t mode = 0;
     if ((rc = entry_type(dirfd(d), e, &mode)) < 0) {
       rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "stat %s: %s", rel,
                    gf_strerror(rc));
@@ -222,7 +222,7 @@ static int scan_image_folder(scan *s) {
   while (rc == 0 && (e = readdir(d))) {
     if (e->d_name[0] == '.')
       continue;
-    mode_t mode;
+    mode_t mode = 0;
     if ((rc = entry_type(dfd, e, &mode)) < 0) {
       rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "stat %s: %s",
                    e->d_name, gf_strerror(rc));

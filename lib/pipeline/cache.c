@@ -80,7 +80,7 @@ int gf_cache_create(uint64_t budget, uint64_t n, gf_cache **out) {
   atomic_init(&c->present, 0);
   atomic_init(&c->payload, 0);
   if (budget > 0 && n > 0) {
-    void *p;
+    void *p = NULL;
     int rc = map_bytes(table_bytes, &c->table_map, &p);
     if (rc < 0) {
       gf_cache_destroy(c);
