@@ -410,6 +410,10 @@ typedef struct gf_batch {
   const uint64_t *offsets; /* [count] byte offsets into data */
   const int64_t *labels;   /* [count] */
   const uint64_t *indices; /* [count] dataset sample indices */
+  const uint8_t *filtered; /* [count] 1: that sample's bytes in `data` are
+                              still gradient-filtered (a gradzstd sample in
+                              GPU mode: the GPU undoes the filter while it
+                              makes `output`); 0 everywhere in host mode */
   uint32_t skipped;        /* bad samples skipped while making this batch */
   uint32_t on_device;      /* 1: `output` is device memory */
   /* The transformed batch (see gf_transform): [count, C, H, W] (NCHW) or
@@ -445,6 +449,26 @@ GF_API int gf_loader_next(gf_loader *l, gf_batch **out);
 /* Gives a batch back; its buffer is reused for a later batch. Returns 0 or
  * -EINVAL (not a batch lent by this loader). Consumer thread. */
 GF_API int gf_loader_release(gf_loader *l, gf_batch *b);
+
+/* GPU mode, stream-ordered: as gf_loader_next, but instead of waiting on
+ * the host for the batch's device output, makes `cuda_stream` (a
+ * cudaStream_t of the loader's device) wait for it: work queued on that
+ * stream after this call sees the batch. gf_loader_next is this call with
+ * a NULL stream (the host waits for the output). In host mode the stream
+ * is ignored. Consumer thread. */
+GF_API int gf_loader_next_on(gf_loader *l, void *cuda_stream, gf_batch **out);
+/* As gf_loader_release, stream-ordered: the batch's device blocks are
+ * reused only after `cuda_stream` has reached this point (an event is
+ * recorded; the host never waits). With NULL the caller promises no device
+ * work still reads the batch. Consumer thread. */
+GF_API int gf_loader_release_on(gf_loader *l, gf_batch *b, void *cuda_stream);
+
+/* The loader's device pool (GPU mode; NULL in host mode): its batches live
+ * in it, and the caller may allocate its own buffers from what the
+ * reservation has beyond them (gf_device_pool_alloc, below). Owned by the
+ * loader: valid until gf_loader_destroy. Any thread. */
+typedef struct gf_device_pool gf_device_pool;
+GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
 
 /* Starts epoch `epoch` from its beginning (work under way is cancelled).
  * Batches still held stay valid until released. Returns 0 or -EBUSY when
@@ -495,6 +519,10 @@ typedef struct gf_loader_stats {
   char last_skip_reason[512];
   char io_backend[16];    /* "io_uring" or "pread" */
   char io_fallback_reason[256]; /* why io_uring was not used, or "" */
+  int32_t device;         /* the GPU in use, or GF_DEVICE_CPU (host mode) */
+  uint32_t reserved1;
+  char host_mode_reason[256]; /* why GF_DEVICE_AUTO chose host mode */
+  uint64_t device_pool_in_use, device_pool_peak, device_pool_reserved;
   uint64_t reserved[8];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any

@@ -11,8 +11,15 @@ test -f "$prefix/lib/cmake/gpufeed/gpufeedConfig.cmake"
 test -f "$prefix/lib/pkgconfig/gpufeed.pc"
 test -x "$prefix/bin/gpufeed"
 
+# A sanitized gpufeed needs its consumer linked with the same runtime.
+san=()
+sanflags=""
+if [ -n "${GPUFEED_SANITIZE:-}" ]; then
+  sanflags="-fsanitize=$GPUFEED_SANITIZE"
+  san=(-DCMAKE_C_FLAGS="$sanflags" -DCMAKE_EXE_LINKER_FLAGS="$sanflags")
+fi
 cmake -S "$GPUFEED_SOURCE_DIR/tests/consumer" -B "$tmp/build" \
-  -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log"
+  -DCMAKE_PREFIX_PATH="$prefix" "${san[@]}" >"$tmp/configure.log"
 cmake --build "$tmp/build" >"$tmp/build.log"
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/build/consumer" | grep -q "consumer linked gpufeed"
 "$tmp/build/consumer_static" | grep -q "consumer linked gpufeed"
@@ -21,6 +28,7 @@ LD_LIBRARY_PATH="$prefix/lib" ldd "$tmp/build/consumer" | grep -q "$prefix/lib/l
 
 cflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags gpufeed)
 libs=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --libs gpufeed)
-cc $cflags "$GPUFEED_SOURCE_DIR/tests/consumer/consumer.c" -o "$tmp/consumer_pc" $libs
+# shellcheck disable=SC2086 # word splitting of the flags is intended
+cc $sanflags $cflags "$GPUFEED_SOURCE_DIR/tests/consumer/consumer.c" -o "$tmp/consumer_pc" $libs
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/consumer_pc" | grep -q "consumer linked gpufeed"
 echo "install consumer: cmake package, static and pkg-config builds all run"

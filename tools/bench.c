@@ -4,6 +4,8 @@
  * which stage limits the rate. */
 #include "cli.h"
 
+#include "gpu/stage.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -11,7 +13,7 @@
 #include <unistd.h>
 
 typedef struct epoch_rec {
-  uint64_t images, bytes;
+  uint64_t images, bytes, batches;
   double seconds;
 } epoch_rec;
 
@@ -57,6 +59,11 @@ static void json_str(const char *s) {
   putchar('"');
   gfc_json_str(stdout, s, strlen(s));
   putchar('"');
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
 static double pct(double part, double whole) {
@@ -120,8 +127,32 @@ int gfc_bench(const gfc_bench_opts *o) {
     gfc_error_last("bench", rc);
     return GFC_EXIT_FAIL;
   }
+  gf_loader_stats st0 = {.struct_size = sizeof st0};
+  gf_loader_stats_get(l, &st0);
+  bool gpu = st0.device >= 0;
+  void *stream = NULL;
+  double h2d_gbps = 0;
+  if (gpu) {
+    if (o->h2d_probe &&
+        (rc = gf_gpu_h2d_probe(st0.device, 256ull << 20, 20, &h2d_gbps)) < 0) {
+      gfc_error_last("bench", rc);
+      gf_loader_destroy(l);
+      return GFC_EXIT_FAIL;
+    }
+    if ((rc = gf_gpu_stream_create(st0.device, &stream)) < 0) {
+      gfc_error_last("bench", rc);
+      gf_loader_destroy(l);
+      return GFC_EXIT_FAIL;
+    }
+  }
   double t0 = gfc_now();
   double create_s = t0 - t_create;
+  uint64_t steps = 0;
+  /* The host cost of next + release when the batch is already there:
+   * calls that did not wait (the consumer wait counter did not move). */
+  size_t ov_cap = 1 << 16, ov_n = 0;
+  double *ov = malloc(ov_cap * sizeof *ov);
+  bool stop = false;
   epoch_rec *ep = calloc(o->epochs, sizeof *ep);
   if (!ep) {
     gf_loader_destroy(l);
@@ -130,14 +161,22 @@ int gfc_bench(const gfc_bench_opts *o) {
   double first_batch_s = -1;
   int status = GFC_EXIT_OK;
   gfc_progress prog;
-  for (uint32_t e = 0; e < o->epochs && status == GFC_EXIT_OK; e++) {
+  for (uint32_t e = 0; e < o->epochs && status == GFC_EXIT_OK && !stop; e++) {
     double te = gfc_now();
     char what[64];
     snprintf(what, sizeof what, "epoch %u/%u", e + 1, o->epochs);
     gfc_progress_start(&prog, what, "img", 0, o->quiet || o->json);
     gf_batch *b;
     for (;;) {
-      rc = gf_loader_next(l, &b);
+      if (o->max_batches && steps >= o->max_batches) {
+        stop = true;
+        break;
+      }
+      gf_loader_stats w0 = {.struct_size = sizeof w0};
+      gf_loader_stats_get(l, &w0);
+      double c0 = gfc_now();
+      rc = gf_loader_next_on(l, stream, &b);
+      double c1 = gfc_now();
       if (rc == GF_EEPOCHEND)
         break;
       if (rc < 0) {
@@ -150,8 +189,29 @@ int gfc_bench(const gfc_bench_opts *o) {
         first_batch_s = gfc_now() - t_create;
       ep[e].images += b->count;
       ep[e].bytes += b->output ? b->output_bytes : b->data_bytes;
-      step(o->step_ms);
-      gf_loader_release(l, b);
+      double r0, r1;
+      if (gpu) {
+        /* The step runs on the GPU after the batch arrives; the host keeps
+         * at most one step queued, as a training loop that reads its loss
+         * does. */
+        if (o->step_ms > 0)
+          gf_gpu_spin(stream, o->step_ms);
+        r0 = gfc_now();
+        gf_loader_release_on(l, b, stream);
+        r1 = gfc_now();
+        gf_gpu_stream_sync(stream);
+      } else {
+        step(o->step_ms);
+        r0 = gfc_now();
+        gf_loader_release(l, b);
+        r1 = gfc_now();
+      }
+      steps++;
+      ep[e].batches++;
+      gf_loader_stats w1 = {.struct_size = sizeof w1};
+      gf_loader_stats_get(l, &w1);
+      if (w1.consumer_wait_ns - w0.consumer_wait_ns < 2000 && ov && ov_n < ov_cap)
+        ov[ov_n++] = (c1 - c0) + (r1 - r0);
       gfc_progress_update(&prog, ep[e].images);
     }
     gfc_progress_end(&prog);
@@ -161,12 +221,15 @@ int gfc_bench(const gfc_bench_opts *o) {
               (unsigned long long)ep[e].images, ep[e].seconds,
               ep[e].seconds > 0 ? (double)ep[e].images / ep[e].seconds : 0.0);
   }
+  if (gpu)
+    gf_gpu_stream_sync(stream);
   double wall = gfc_now() - t0;
   double cpu = cpu_seconds() - cpu0;
   gf_loader_stats st = {.struct_size = sizeof st};
   gf_loader_stats_get(l, &st);
   uint64_t rss = rss_bytes(); /* before destroy: what the loader holds */
   gf_loader_destroy(l);
+  gf_gpu_stream_destroy(stream);
   if (status != GFC_EXIT_OK) {
     free(ep);
     return status;
@@ -175,21 +238,40 @@ int gfc_bench(const gfc_bench_opts *o) {
   /* Steady state: the epochs after the first (which pays for a cold page
    * cache and, with a cache budget, fills it), or the only one. */
   uint32_t from = o->epochs > 1 ? 1 : 0;
-  uint64_t images = 0, bytes = 0;
+  uint64_t images = 0, bytes = 0, batches = 0;
   double secs = 0;
   for (uint32_t e = from; e < o->epochs; e++) {
+    batches += ep[e].batches;
     images += ep[e].images;
     bytes += ep[e].bytes;
     secs += ep[e].seconds;
   }
   double ips = secs > 0 ? (double)images / secs : 0;
   double gbs = secs > 0 ? (double)bytes / secs / 1e9 : 0;
-  double stall = pct((double)st.consumer_wait_ns * 1e-9, wall);
+  /* With a simulated step, the stall is the share of the wall time that
+   * was not spent in steps: what the training loop lost waiting for data
+   * (on the GPU too, not only in next()). Without one, next()'s waits. */
+  double stall = o->step_ms > 0 && secs > 0
+                     ? 100.0 * (1.0 - (double)batches * o->step_ms * 1e-3 / secs)
+                     : pct((double)st.consumer_wait_ns * 1e-9, wall);
+  if (stall < 0)
+    stall = 0;
   double thread_s = wall * st.threads;
   double occ = st.next_calls ? (double)st.ready_sum / (double)st.next_calls : 0;
+  double ov_p50 = -1, ov_min = -1;
+  if (ov && ov_n) {
+    qsort(ov, ov_n, sizeof *ov, cmp_double);
+    ov_p50 = ov[ov_n / 2] * 1e6;
+    ov_min = ov[0] * 1e6;
+  }
+  free(ov);
   char neck[256];
   bottleneck(&st, wall, stall, o->step_ms, neck, sizeof neck);
-  const char *mode = "host";
+  char mode[32];
+  if (gpu)
+    snprintf(mode, sizeof mode, "gpu%d", st.device);
+  else
+    snprintf(mode, sizeof mode, "host");
 
   if (o->json) {
     printf("{\"source\":");
@@ -200,7 +282,9 @@ int gfc_bench(const gfc_bench_opts *o) {
            "\"busy_pct\":{\"read\":%.1f,\"decode\":%.1f,\"cache\":%.1f,"
            "\"idle\":%.1f},\"queue_occupancy\":%.2f,\"slots\":%llu,"
            "\"consumer_stall_pct\":%.2f,\"step_ms\":%.3f,\"cpu_cores_used\":%.2f,"
-           "\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,\"device_pool_peak_bytes\":0,"
+           "\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,\"device_pool_peak_bytes\":%llu,"
+           "\"h2d_probe_gb_per_s\":%.3f,\"next_release_us_p50\":%.2f,"
+           "\"next_release_us_min\":%.2f,\"next_release_samples\":%zu,"
            "\"cache_hits\":%llu,\"cache_misses\":%llu,\"skipped\":%llu,"
            "\"io_backend\":",
            mode, st.threads, o->batch, o->epochs, (unsigned long long)images,
@@ -211,11 +295,15 @@ int gfc_bench(const gfc_bench_opts *o) {
            pct((double)st.read.wait_ns * 1e-9, thread_s), occ,
            (unsigned long long)st.slots, stall, o->step_ms, cpu / wall,
            (unsigned long long)rss, (unsigned long long)peak_rss_bytes(),
+           (unsigned long long)st.device_pool_peak, h2d_gbps, ov_p50, ov_min,
+           ov_n,
            (unsigned long long)st.cache_hits,
            (unsigned long long)st.cache_misses, (unsigned long long)st.skipped);
     json_str(st.io_backend);
     printf(",\"io_fallback_reason\":");
     json_str(st.io_fallback_reason);
+    printf(",\"host_mode_reason\":");
+    json_str(st.host_mode_reason);
     printf(",\"bottleneck\":");
     json_str(neck);
     printf(",\"epoch_images_per_s\":[");
@@ -247,8 +335,22 @@ int gfc_bench(const gfc_bench_opts *o) {
     printf("  queue occupancy   %.2f of %llu slots ready at each next()\n", occ,
            (unsigned long long)st.slots);
     printf("  consumer stall    %.2f%% of wall time waiting for data%s\n",
-           stall, o->step_ms > 0 ? "" : " (no simulated step)");
+           stall, o->step_ms > 0 ? " (steady epochs: time not in steps)"
+                                 : " (no simulated step)");
     printf("  CPU cores used    %.2f\n", cpu / wall);
+    if (ov_p50 >= 0)
+      printf("  next+release      %.1f us median, %.1f us min (%zu calls that "
+             "found the batch ready)\n",
+             ov_p50, ov_min, ov_n);
+    if (gpu)
+      printf("  device pool       peak %s in use, %s reserved\n",
+             gfc_fmt_bytes(st.device_pool_peak, b1, sizeof b1),
+             gfc_fmt_bytes(st.device_pool_reserved, b2, sizeof b2));
+    if (h2d_gbps > 0)
+      printf("  pinned H2D probe  %.2f GB/s; delivered %.2f GB/s = %.2fx\n",
+             h2d_gbps, gbs, gbs / h2d_gbps);
+    if (!gpu && st.host_mode_reason[0])
+      printf("  host mode         %s\n", st.host_mode_reason);
     printf("  host memory       RSS %s, peak %s\n",
            gfc_fmt_bytes(rss, b1, sizeof b1),
            gfc_fmt_bytes(peak_rss_bytes(), b2, sizeof b2));

@@ -66,6 +66,7 @@ typedef struct gfc_bench_opts {
   uint32_t batch;       /* default 256 */
   uint32_t threads;     /* 0: the loader's default (online cores) */
   uint32_t epochs;      /* default 3 */
+  uint64_t max_batches; /* stop after this many batches (0: no limit) */
   int32_t device;       /* GF_DEVICE_AUTO, GF_DEVICE_CPU or an index */
   uint32_t dtype;       /* gf_out_dtype */
   uint32_t layout;      /* gf_layout */
@@ -79,6 +80,7 @@ typedef struct gfc_bench_opts {
   uint64_t seed;
   double step_ms;
   const char *trace;
+  bool h2d_probe;
   bool json;
   bool quiet;
 } gfc_bench_opts;

@@ -125,6 +125,7 @@ static const char bench_usage[] =
     "  --batch N        samples a batch (default 256)\n"
     "  --threads N      decode workers (default: online cores)\n"
     "  --epochs N       epochs to run (default 3)\n"
+    "  --batches N      stop after N batches in all\n"
     "  --device D       auto (default: GPU 0 when there is one), cpu, or a\n"
     "                   GPU index\n"
     "  --dtype T        output type: u8 (default), f32, f16, bf16\n"
@@ -139,7 +140,12 @@ static const char bench_usage[] =
     "  --max-sample SIZE  bytes a decoded sample may take (PNG folders whose\n"
     "                   images are larger than the first one)\n"
     "  --labels FILE    a flat PNG folder's labels file\n"
-    "  --step-ms X      simulate a training step of X ms a batch\n"
+    "  --step-ms X      simulate a training step of X ms a batch (a kernel\n"
+    "                   on the consumer's stream on a GPU, a sleep in host\n"
+    "                   mode); the stall is then the share of wall time not\n"
+    "                   spent in steps\n"
+    "  --h2d-probe      first measure pinned host-to-device bandwidth and\n"
+    "                   report the delivered rate against it (GPU mode)\n"
     "  --seed S         shuffle seed (default 0)\n"
     "  --json           one JSON object on stdout instead of the table\n"
     "  --quiet          no progress lines\n"
@@ -476,6 +482,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       o->threads = (uint32_t)parse_u64(a, "--threads", v, 1, 1024);
     } else if (opt(a, "--epochs", &v)) {
       o->epochs = (uint32_t)parse_u64(a, "--epochs", v, 1, 1000000);
+    } else if (opt(a, "--batches", &v)) {
+      o->max_batches = parse_u64(a, "--batches", v, 1, UINT64_MAX);
     } else if (opt(a, "--device", &v)) {
       if (v && strcmp(v, "auto") == 0)
         o->device = GF_DEVICE_AUTO;
@@ -513,6 +521,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
         bad_value(a, "--step-ms", v, "milliseconds from 0 to 1000000");
     } else if (opt(a, "--seed", &v)) {
       o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
+    } else if (opt(a, "--h2d-probe", NULL)) {
+      o->h2d_probe = true;
     } else if (opt(a, "--json", NULL)) {
       o->json = true;
     } else if (opt(a, "--quiet", NULL)) {

@@ -6,7 +6,12 @@
 
 #ifndef GPUFEED_HAVE_CUDA
 
-static int no_cuda(const char *call) {
+/* A NULL pool is a caller's mistake in every build; anything else cannot be
+ * a pool here. */
+static int no_cuda(const void *pool, const char *call) {
+  if (!pool)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX, "%s needs a pool",
+                   call);
   return gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "%s: this gpufeed was built without CUDA, so it has no "
                  "device memory pool",
@@ -23,35 +28,31 @@ int gf_device_pool_create(const gf_device_pool_config *cfg,
   int rc = gf_devpool_params_check(cfg, &pp);
   if (rc < 0)
     return rc;
-  return no_cuda("gf_device_pool_create");
+  return no_cuda(out, "gf_device_pool_create");
 }
 
 int gf_device_pool_alloc(gf_device_pool *pool, uint64_t bytes,
                          void *cuda_stream, void **ptr) {
-  (void)pool;
   (void)bytes;
   (void)cuda_stream;
   if (ptr)
     *ptr = NULL;
-  return no_cuda("gf_device_pool_alloc");
+  return no_cuda(pool, "gf_device_pool_alloc");
 }
 
 int gf_device_pool_free(gf_device_pool *pool, void *ptr, void *cuda_stream) {
-  (void)pool;
   (void)ptr;
   (void)cuda_stream;
-  return no_cuda("gf_device_pool_free");
+  return no_cuda(pool, "gf_device_pool_free");
 }
 
 int gf_device_pool_stats_get(gf_device_pool *pool, gf_device_pool_stats *st) {
-  (void)pool;
   (void)st;
-  return no_cuda("gf_device_pool_stats_get");
+  return no_cuda(pool, "gf_device_pool_stats_get");
 }
 
 int gf_device_pool_reset_peak(gf_device_pool *pool) {
-  (void)pool;
-  return no_cuda("gf_device_pool_reset_peak");
+  return no_cuda(pool, "gf_device_pool_reset_peak");
 }
 
 void gf_device_pool_destroy(gf_device_pool *pool) { (void)pool; }

@@ -377,7 +377,9 @@ int gf_pool_add_region(gf_pool *p, uint64_t base, uint64_t bytes) {
 int gf_pool_region(const gf_pool *p, size_t i, uint64_t *base, uint64_t *bytes,
                    uint64_t *usable_base, uint64_t *usable_bytes) {
   if (!p || i >= p->nregions)
-    return -ERANGE;
+    return gf_fail(-ERANGE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_pool_region: no region %zu (the pool has %zu)", i,
+                   p ? p->nregions : 0);
   const region *r = &p->regions[i];
   if (base)
     *base = r->raw_base;
@@ -440,7 +442,9 @@ static uint64_t grow_size(const gf_pool *p, uint64_t want) {
                       ? (p->cfg.limit > p->reserved ? p->cfg.limit - p->reserved
                                                     : 0)
                       : UINT64_MAX - p->reserved;
-  if (!align_up(want, chunk, &size))
+  /* The chunk is a multiple of the alignment, not always a power of two. */
+  uint64_t n = want / chunk + (want % chunk != 0);
+  if (!gf_mul_u64(n, chunk, &size))
     size = UINT64_MAX;
   if (size > room)
     size = align_down(room, p->cfg.alignment);
@@ -681,7 +685,7 @@ static int check_tree(const gf_pool *p, int tree, uint32_t i, uint32_t *last,
                   p->ncap);
   if (*count > p->ncap)
     return BROKEN("%s: tree %d has a cycle", p->name, tree);
-  int hl, hr, rc;
+  int hl = 0, hr = 0, rc;
   const node *n = &p->nodes[i];
   if ((rc = check_tree(p, tree, n->left, last, count, bytes, &hl)) < 0)
     return rc;
@@ -706,6 +710,9 @@ static int check_tree(const gf_pool *p, int tree, uint32_t i, uint32_t *last,
 }
 
 int gf_pool_check(const gf_pool *p) {
+  if (!p)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_pool_check needs a pool");
   uint64_t a = p->cfg.alignment;
   uint64_t used_bytes = 0, free_bytes = 0, nused = 0, nfree = 0, usable = 0;
   uint64_t reserved = 0;
@@ -1048,8 +1055,8 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
   uint64_t pool = p->device_pool_bytes ? p->device_pool_bytes : need;
 
   sbuf s = {buf, cap, 0};
-  put(&s, "%-7s %-26s %6s %15s %17s  %10s\n", "memory", "item", "count",
-      "bytes each", "bytes total", "");
+  put(&s, "%-7s %-26s %6s %15s %17s\n", "memory", "item", "count",
+      "bytes each", "bytes total");
   if (p->pinned_slots)
     row(&s, "host", "pinned staging slots", p->pinned_slots,
         p->pinned_slot_bytes, pinned, true);

@@ -128,15 +128,16 @@ void gf_pool_get_stats(const gf_pool *p, gf_pool_stats *st);
 void gf_pool_reset_peak(gf_pool *p);
 
 /* Region i (in the order added): the base and size handed over, and the
- * usable range after trimming. Returns 0 or -ERANGE. Any pointer may be
- * NULL. */
+ * usable range after trimming. Returns 0 or -ERANGE (no region i). Any
+ * output pointer may be NULL. */
 int gf_pool_region(const gf_pool *p, size_t i, uint64_t *base, uint64_t *bytes,
                    uint64_t *usable_base, uint64_t *usable_bytes);
 
 /* Checks every invariant (regions tiled exactly by their blocks, no two
  * adjacent free blocks, alignment, both trees ordered and balanced and
  * holding exactly the free / live blocks, counters agreeing). O(n); for
- * tests. Returns 0 or GF_EINTERNAL naming the first violation. */
+ * tests. Returns 0, GF_EINTERNAL naming the first violation, or -EINVAL
+ * (p NULL). */
 int gf_pool_check(const gf_pool *p);
 
 /* ------------------------------------------------------------------------ */

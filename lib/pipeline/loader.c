@@ -21,10 +21,12 @@
  * work runs outside it. Statistics are relaxed atomics. */
 #include "common/common.h"
 #include "decode/decode.h"
+#include "gpu/stage.h"
 #include "io/io.h"
 #include "pipeline/cache.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
+#include "pipeline/transform.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,10 +37,26 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_LENT, SLOT_CANCELLED };
+/* A slot's life: FREE -> FILLING (workers) -> READY (finalised: output
+ * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE, or
+ * DRAINING while the GPU still copies out of its staging memory.
+ * CANCELLED: dropped by a seek or a repair while workers still touch it. */
+enum {
+  SLOT_FREE,
+  SLOT_FILLING,
+  SLOT_READY,
+  SLOT_LENT,
+  SLOT_CANCELLED,
+  SLOT_DRAINING
+};
 
-/* The cache keeps a sample as its output shape followed by its pixels. */
-#define CACHE_HEAD ((size_t)sizeof(gf_shape))
+/* The cache keeps a sample as this head followed by its bytes. */
+typedef struct cache_head {
+  gf_shape shape;
+  uint32_t filtered; /* the bytes are still gradient-filtered (GPU mode) */
+  uint32_t pad[3];
+} cache_head;
+#define CACHE_HEAD ((size_t)sizeof(cache_head))
 
 typedef struct slot {
   gf_batch batch; /* the view lent to the caller; first member */
@@ -48,6 +66,12 @@ typedef struct slot {
   int64_t *labels;
   uint64_t *indices;
   int32_t *status; /* per sample: 0 or the error */
+  uint8_t *filtered;        /* per sample: bytes still gradient-filtered */
+  gf_xform_sample *params;  /* per sample: the transform's view */
+  uint8_t *out_host;        /* host mode: the transform's output */
+  uint32_t index;           /* the slot's number (its staging slot) */
+  int fin_rc;               /* finalising failed (output shape, GPU) */
+  gf_error_info fin_err;
   uint64_t seq, epoch, k, first_pos, end_pos;
   uint32_t count;
   uint32_t claimed; /* samples handed to workers */
@@ -85,6 +109,12 @@ struct gf_loader {
   uint32_t direct_align; /* 0: buffered reads */
   int *direct_fds;       /* per shard, O_DIRECT; NULL when not direct */
   uint32_t nshards;
+
+  gf_stage *stage;      /* NULL: host mode */
+  int32_t device;       /* the GPU in use, or GF_DEVICE_CPU */
+  char host_reason[256];/* why host mode under GF_DEVICE_AUTO */
+  bool identity;        /* the transform changes nothing */
+  uint64_t out_cap;     /* output bytes a slot */
 
   uint32_t nslots;
   slot *slots;
@@ -126,10 +156,29 @@ static void add(_Atomic uint64_t *a, uint64_t v) {
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
  * cache. Records context and returns the error on failure. */
+/* GPU mode leaves a gradzstd sample gradient-filtered: the transform
+ * kernel undoes the filter in the same pass as the conversion, so the CPU
+ * only runs zstd. Only when nothing else changes the pixels (no channel or
+ * bit-depth conversion) and a row fits the kernel's shared memory. */
+static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
+  if (!l->stage || smp->codec != GF_CODEC_GRADZSTD ||
+      smp->stored.dtype != GF_DTYPE_U8)
+    return false;
+  if (l->dopts.channels && l->dopts.channels != smp->stored.channels)
+    return false;
+  return (uint64_t)smp->stored.width * smp->stored.channels <=
+             GF_XFORM_GPU_FILTERED_ROW &&
+         gf_shape_bytes(&smp->stored) <= l->stride;
+}
+
+/* Checks the stored bytes, decodes them into dst (unless they were read
+ * there already as raw pixels: in_place) and offers the result to the
+ * cache. Records context and returns the error on failure. */
 static int finish_sample(gf_loader *l, const gf_src_sample *smp,
                          const uint8_t *buf, uint64_t len, bool in_place,
-                         uint8_t *dst, gf_shape *shape) {
+                         uint8_t *dst, gf_shape *shape, uint8_t *filtered) {
   int rc;
+  *filtered = 0;
   if (smp->has_crc) {
     uint32_t crc = gf_crc32c(0, buf, (size_t)len);
     if (crc != smp->crc) {
@@ -145,6 +194,11 @@ static int finish_sample(gf_loader *l, const gf_src_sample *smp,
   if (in_place) {
     *shape = smp->stored;
     rc = 0;
+  } else if (gpu_unfilters(l, smp)) {
+    rc = gf_zstd_decompress(buf, (size_t)len, dst,
+                            (size_t)gf_shape_bytes(&smp->stored));
+    *shape = smp->stored;
+    *filtered = 1;
   } else {
     rc = gf_decode(smp->codec, buf, (size_t)len,
                    smp->codec == GF_CODEC_PNG ? NULL : &smp->stored, &l->dopts,
@@ -162,15 +216,19 @@ static int finish_sample(gf_loader *l, const gf_src_sample *smp,
   add(&l->st_decode.busy_ns, now_ns() - t0);
   add(&l->st_decode.samples, 1);
   add(&l->st_decode.bytes, out);
-  if (l->cache)
-    gf_cache_put_parts(l->cache, smp->index, shape, CACHE_HEAD, dst,
-                       (size_t)out);
+  if (l->cache) {
+    cache_head h;
+    memset(&h, 0, sizeof h);
+    h.shape = *shape;
+    h.filtered = *filtered;
+    gf_cache_put_parts(l->cache, smp->index, &h, CACHE_HEAD, dst, (size_t)out);
+  }
   return 0;
 }
 
 /* Takes sample idx from the cache into dst. Returns true on a hit. */
 static bool from_cache(gf_loader *l, uint64_t idx, uint8_t *dst,
-                       gf_shape *shape) {
+                       gf_shape *shape, uint8_t *filtered) {
   if (!l->cache)
     return false;
   const void *data;
@@ -180,7 +238,10 @@ static bool from_cache(gf_loader *l, uint64_t idx, uint8_t *dst,
     return false;
   }
   uint64_t t0 = now_ns();
-  memcpy(shape, data, CACHE_HEAD);
+  cache_head h;
+  memcpy(&h, data, CACHE_HEAD);
+  *shape = h.shape;
+  *filtered = (uint8_t)h.filtered;
   memcpy(dst, (const uint8_t *)data + CACHE_HEAD, len - CACHE_HEAD);
   add(&l->st_cache.busy_ns, now_ns() - t0);
   add(&l->st_cache.samples, 1);
@@ -205,13 +266,13 @@ static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
 /* Loads one sample on the calling thread with plain preads (the consumer's
  * repair path, rare). */
 static int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
-                     int64_t *label) {
+                     uint8_t *filtered, int64_t *label) {
   gf_src_sample smp;
   int rc = gf_source_sample(l->src, idx, &smp);
   if (rc < 0)
     return rc;
   *label = smp.label;
-  if (from_cache(l, idx, dst, shape))
+  if (from_cache(l, idx, dst, shape, filtered))
     return 0;
   int fd = smp.fd;
   bool own_fd = false;
@@ -252,7 +313,8 @@ static int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
       if (rc == 0) {
         add(&l->st_read.samples, 1);
         add(&l->st_read.bytes, smp.length);
-        rc = finish_sample(l, &smp, buf, smp.length, false, dst, shape);
+        rc = finish_sample(l, &smp, buf, smp.length, false, dst, shape,
+                           filtered);
       }
       free(buf);
     }
@@ -310,7 +372,7 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       continue;
     }
     s->labels[j] = p->smp.label;
-    if (from_cache(l, idx, dst, &s->shapes[j])) {
+    if (from_cache(l, idx, dst, &s->shapes[j], &s->filtered[j])) {
       s->status[j] = 0;
       continue;
     }
@@ -404,7 +466,8 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       add(&l->st_read.samples, 1);
       add(&l->st_read.bytes, p->smp.length);
       rc = finish_sample(l, &p->smp, p->buf + p->skew, p->smp.length,
-                         p->in_place, dst, &s->shapes[p->j]);
+                         p->in_place, dst, &s->shapes[p->j],
+                         &s->filtered[p->j]);
       if (rc < 0)
         record_failure(l, s, p->j, rc, p->smp.index);
       else
@@ -460,6 +523,10 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
   }
   if (!best && !l->paused) {
     for (uint32_t i = 0; i < l->nslots; i++)
+      if (l->slots[i].state == SLOT_DRAINING &&
+          gf_stage_host_free(l->stage, i))
+        l->slots[i].state = SLOT_FREE;
+    for (uint32_t i = 0; i < l->nslots; i++)
       if (l->slots[i].state == SLOT_FREE) {
         best = &l->slots[i];
         dispatch(l, best);
@@ -474,6 +541,109 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
   best->claimed += *n;
   best->busy++;
   return best;
+}
+
+/* Makes the batch's final form once every sample is in: one dense array
+ * when all samples share a shape, then the transform, on the CPU (host
+ * mode) or submitted to the GPU. Runs on the worker that finished the slot
+ * (or the consumer after a repair), outside the lock: nothing else touches
+ * the slot meanwhile. A failure is kept in fin_rc for next() to return. */
+static void finalize(gf_loader *l, slot *s) {
+  s->fin_rc = 0;
+  uint64_t stride = l->stride;
+  bool same = s->count > 0;
+  for (uint32_t j = 1; j < s->count && same; j++)
+    same = memcmp(&s->shapes[j], &s->shapes[0], sizeof(gf_shape)) == 0;
+  s->batch.uniform = same;
+  if (same) {
+    uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
+    if (bytes < stride) /* one dense array */
+      for (uint32_t j = 1; j < s->count; j++)
+        memmove(s->data + j * bytes, s->data + (uint64_t)j * stride, bytes);
+    stride = bytes;
+    s->batch.shape = s->shapes[0];
+  }
+  s->batch.stride = stride;
+  for (uint32_t j = 0; j < s->count; j++)
+    s->offsets[j] = (uint64_t)j * stride;
+  s->batch.data_bytes = (uint64_t)s->count * stride;
+  s->batch.output = NULL;
+  s->batch.output_bytes = 0;
+  s->batch.on_device = 0;
+  const gf_transform *t = &l->cfg.transform;
+  s->batch.out_dtype = t->out_dtype;
+  s->batch.out_layout = t->layout;
+  if (l->identity && !l->stage) {
+    /* Nothing to do: the pixels are the output when they are dense. */
+    if (same) {
+      s->batch.output = s->data;
+      s->batch.output_bytes = s->batch.data_bytes;
+      s->batch.out_height = s->shapes[0].height;
+      s->batch.out_width = s->shapes[0].width;
+      s->batch.out_channels = s->shapes[0].channels;
+    }
+    return;
+  }
+  uint32_t oh, ow, oc, nf = 0;
+  int rc = gf_xform_out_shape(t, s->shapes, s->count, &oh, &ow, &oc);
+  if (rc == 0) {
+    for (uint32_t j = 0; j < s->count; j++) {
+      gf_xform_sample_init(t, s->epoch, s->indices[j], s->offsets[j],
+                           &s->shapes[j], oh, ow, s->filtered[j],
+                           &s->params[j]);
+      nf += s->filtered[j];
+    }
+    if (l->stage) {
+      void *out;
+      uint64_t len;
+      rc = gf_stage_submit(l->stage, s->index, t, s->params, s->count, nf,
+                           s->batch.data_bytes, oh, ow, oc, &out, &len);
+      if (rc == 0) {
+        s->batch.output = out;
+        s->batch.output_bytes = len;
+        s->batch.on_device = 1;
+      }
+    } else {
+      uint64_t len;
+      rc = gf_xform_out_bytes(s->count, oh, ow, oc, t->out_dtype, &len);
+      if (rc == 0 && len > l->out_cap)
+        rc = gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch output of %llu bytes exceeds the %llu bytes "
+                     "planned a batch",
+                     (unsigned long long)len, (unsigned long long)l->out_cap);
+      if (rc == 0)
+        rc = gf_xform_ref(t, s->data, s->batch.data_bytes, s->params,
+                          s->count, oh, ow, oc, s->out_host);
+      if (rc == 0) {
+        s->batch.output = s->out_host;
+        s->batch.output_bytes = len;
+      }
+    }
+  }
+  if (rc < 0) {
+    s->fin_rc = rc;
+    s->fin_err = *gf_last_error();
+    if (s->fin_err.code != rc) {
+      memset(&s->fin_err, 0, sizeof s->fin_err);
+      s->fin_err.code = rc;
+      s->fin_err.sample = s->fin_err.offset = GF_NO_INDEX;
+      snprintf(s->fin_err.message, sizeof s->fin_err.message,
+               "making batch %llu of epoch %llu: %s",
+               (unsigned long long)s->k, (unsigned long long)s->epoch,
+               gf_strerror(rc));
+    }
+    return;
+  }
+  s->batch.out_height = oh;
+  s->batch.out_width = ow;
+  s->batch.out_channels = oc;
+}
+
+static bool slot_failed(const slot *s) {
+  for (uint32_t j = 0; j < s->count; j++)
+    if (s->status[j] != 0)
+      return true;
+  return false;
 }
 
 static void *worker_main(void *arg) {
@@ -498,8 +668,21 @@ static void *worker_main(void *arg) {
       if (s->busy == 0)
         pthread_cond_broadcast(&l->ready_cv);
     } else if (s->done == s->count) {
-      s->state = SLOT_READY;
-      pthread_cond_broadcast(&l->ready_cv);
+      /* Finalise outside the lock; busy keeps cancel_all waiting. */
+      s->busy++;
+      bool failed = slot_failed(s);
+      pthread_mutex_unlock(&l->mu);
+      if (!failed)
+        finalize(l, s);
+      pthread_mutex_lock(&l->mu);
+      s->busy--;
+      if (s->state == SLOT_CANCELLED) {
+        if (s->busy == 0)
+          pthread_cond_broadcast(&l->ready_cv);
+      } else {
+        s->state = SLOT_READY;
+        pthread_cond_broadcast(&l->ready_cv);
+      }
     }
   }
   pthread_mutex_unlock(&l->mu);
@@ -524,7 +707,9 @@ static void cancel_all(gf_loader *l) {
     while (s->state == SLOT_CANCELLED && s->busy > 0)
       pthread_cond_wait(&l->ready_cv, &l->mu);
     if (s->state == SLOT_CANCELLED)
-      s->state = SLOT_FREE;
+      s->state = l->stage && !gf_stage_host_free(l->stage, s->index)
+                     ? SLOT_DRAINING
+                     : SLOT_FREE;
   }
 }
 
@@ -580,21 +765,40 @@ static int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     c->io_queue_depth = 16;
   if (c->io_queue_depth > 64)
     c->io_queue_depth = 64;
+  if (c->staging_slots > 64)
+    return cfg_fail("staging_slots", "is above 64");
+  if (c->device < GF_DEVICE_AUTO)
+    return cfg_fail("device", "must be GF_DEVICE_AUTO, GF_DEVICE_CPU or a "
+                              "device index");
+  if ((rc = gf_xform_check(&c->transform)) < 0)
+    return gf_fail_context(rc, NULL, GF_NO_INDEX, "loader config: transform");
   return 0;
 }
 
-static int alloc_slot(gf_loader *l, slot *s) {
+static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
   uint64_t B = l->cfg.batch_size, bytes;
   if (!gf_mul_u64(B, l->stride, &bytes))
     return -ENOMEM;
-  s->data = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  s->index = index;
+  /* GPU mode: the stage's pinned staging memory; host mode: our own. */
+  s->data = l->stage ? gf_stage_host(l->stage, index)
+                     : aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  s->filtered = calloc(B, 1);
+  s->params = calloc(B, sizeof *s->params);
+  if (!l->stage && !l->identity) {
+    s->out_host = aligned_alloc(64, (l->out_cap + 63) / 64 * 64);
+    if (!s->out_host)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch output of %llu bytes",
+                     (unsigned long long)l->out_cap);
+  }
   s->shapes = calloc(B, sizeof *s->shapes);
   s->offsets = calloc(B, sizeof *s->offsets);
   s->labels = calloc(B, sizeof *s->labels);
   s->indices = calloc(B, sizeof *s->indices);
   s->status = calloc(B, sizeof *s->status);
   if (!s->data || !s->shapes || !s->offsets || !s->labels || !s->indices ||
-      !s->status)
+      !s->status || !s->filtered || !s->params)
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot allocate a batch slot of %llu bytes",
                    (unsigned long long)bytes);
@@ -603,8 +807,12 @@ static int alloc_slot(gf_loader *l, slot *s) {
   return 0;
 }
 
-static void free_slot(slot *s) {
-  free(s->data);
+static void free_slot(gf_loader *l, slot *s) {
+  if (!l->stage)
+    free(s->data);
+  free(s->filtered);
+  free(s->params);
+  free(s->out_host);
   free(s->shapes);
   free(s->offsets);
   free(s->labels);
@@ -730,14 +938,61 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
       (rc = gf_cache_create(l->cfg.cache_bytes, n, &l->cache)) < 0)
     goto fail;
 
-  l->nslots = l->cfg.prefetch;
+  /* The transform: identity (nothing to do in host mode) or not, and the
+   * output bytes a batch may need. */
+  const gf_transform *t = &l->cfg.transform;
+  l->identity = t->out_dtype == GF_OUT_U8 && t->layout == GF_LAYOUT_NHWC &&
+                !t->height && !t->width && !t->random_crop && !t->pad &&
+                !t->hflip;
+  {
+    uint64_t per;
+    uint32_t cmax = l->cfg.channels ? l->cfg.channels : 4;
+    if (t->height)
+      per = (uint64_t)t->height * t->width * cmax;
+    else
+      per = l->stride; /* a sample's own pixels, at most stride bytes */
+    if (!gf_mul_u64(per, gf_out_dtype_size(t->out_dtype), &per) ||
+        !gf_mul_u64(per, l->cfg.batch_size, &l->out_cap)) {
+      rc = cfg_fail("transform", "gives a batch output beyond 2^64 bytes");
+      goto fail;
+    }
+  }
+
+  l->nslots = l->cfg.staging_slots ? l->cfg.staging_slots : l->cfg.prefetch;
+  /* The device: GPU mode when one is asked for or, under AUTO, found. */
+  l->device = GF_DEVICE_CPU;
+  if (l->cfg.device != GF_DEVICE_CPU) {
+    char why[256];
+    if (gf_stage_probe(l->cfg.device, why, sizeof why)) {
+      l->device = l->cfg.device < 0 ? 0 : l->cfg.device;
+    } else if (l->cfg.device == GF_DEVICE_AUTO) {
+      gf_strlcpy(l->host_reason, why, sizeof l->host_reason);
+      gf_log(GF_LOG_INFO, "host mode: %s", why);
+    } else {
+      rc = gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loader config: device %d: %s", l->cfg.device, why);
+      goto fail;
+    }
+  }
+  if (l->device >= 0) {
+    gf_stage_config sc2;
+    memset(&sc2, 0, sizeof sc2);
+    sc2.device = l->device;
+    sc2.slots = l->nslots;
+    sc2.max_samples = l->cfg.batch_size;
+    sc2.in_bytes = l->cfg.batch_size * l->stride;
+    sc2.out_bytes = l->out_cap;
+    sc2.pool_bytes = l->cfg.device_pool_bytes;
+    if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
+      goto fail;
+  }
   l->slots = calloc(l->nslots, sizeof *l->slots);
   if (!l->slots) {
     rc = -ENOMEM;
     goto fail;
   }
   for (uint32_t i = 0; i < l->nslots; i++)
-    if ((rc = alloc_slot(l, &l->slots[i])) < 0)
+    if ((rc = alloc_slot(l, &l->slots[i], i)) < 0)
       goto fail;
 
   l->nworkers = l->cfg.threads;
@@ -817,8 +1072,10 @@ void gf_loader_destroy(gf_loader *l) {
   }
   free(l->workers);
   for (uint32_t i = 0; i < l->nslots && l->slots; i++)
-    free_slot(&l->slots[i]);
+    free_slot(l, &l->slots[i]);
   free(l->slots);
+  /* After the workers: the stage owns the staging memory they wrote. */
+  gf_stage_destroy(l->stage);
   if (l->direct_fds) {
     for (uint32_t i = 0; i < l->nshards; i++)
       if (l->direct_fds[i] >= 0)
@@ -890,7 +1147,8 @@ static void repair(gf_loader *l, slot *s) {
       uint64_t idx = gf_sampler_get(&l->sampler, pos++);
       uint8_t *dst = s->data + (uint64_t)j * l->stride;
       s->indices[j] = idx;
-      s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->labels[j]);
+      s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->filtered[j],
+                               &s->labels[j]);
       if (s->status[j] != 0) {
         s->err_pos = j;
         s->err = *gf_last_error();
@@ -904,6 +1162,7 @@ static void repair(gf_loader *l, slot *s) {
       s->shapes[out] = s->shapes[j];
       s->labels[out] = s->labels[j];
       s->indices[out] = s->indices[j];
+      s->filtered[out] = s->filtered[j];
       s->status[out] = 0;
     }
     out++;
@@ -916,12 +1175,18 @@ static void repair(gf_loader *l, slot *s) {
   l->next_seq = s->seq + 1;
 }
 
-/* Fills s->batch for the caller. */
-static void present(gf_loader *l, slot *s) {
+/* A slot given up: free, or draining while the GPU still copies out of
+ * its staging memory. Under mu. */
+static void free_or_drain(gf_loader *l, slot *s) {
+  s->state = l->stage && !gf_stage_host_free(l->stage, s->index)
+                 ? SLOT_DRAINING
+                 : SLOT_FREE;
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* Fills the parts of s->batch that finalize() does not. */
+static void present(slot *s) {
   gf_batch *b = &s->batch;
-  uint32_t skipped = b->skipped;
-  memset(b, 0, sizeof *b);
-  b->skipped = skipped;
   b->epoch = s->epoch;
   b->index = s->k;
   b->count = s->count;
@@ -930,25 +1195,38 @@ static void present(gf_loader *l, slot *s) {
   b->offsets = s->offsets;
   b->labels = s->labels;
   b->indices = s->indices;
-  b->stride = l->stride;
-  bool same = s->count > 0;
-  for (uint32_t j = 1; j < s->count && same; j++)
-    same = memcmp(&s->shapes[j], &s->shapes[0], sizeof(gf_shape)) == 0;
-  if (same) {
-    uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
-    if (bytes < l->stride) /* make it one dense array */
-      for (uint32_t j = 1; j < s->count; j++)
-        memmove(s->data + j * bytes, s->data + (uint64_t)j * l->stride, bytes);
-    b->uniform = 1;
-    b->shape = s->shapes[0];
-    b->stride = bytes;
-  }
-  for (uint32_t j = 0; j < s->count; j++)
-    s->offsets[j] = (uint64_t)j * b->stride;
-  b->data_bytes = (uint64_t)s->count * b->stride;
+  b->filtered = s->filtered;
 }
 
-int gf_loader_next(gf_loader *l, gf_batch **out) {
+/* Waits on ready_cv; while a slot drains (the GPU still copies out of its
+ * staging memory: rare, only when a batch was released before its copy
+ * ran) nothing else would wake the loader when the copy ends, so the wait
+ * is short and the draining slots are checked again. Under mu. */
+static void wait_ready(gf_loader *l) {
+  bool draining = false;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if (l->slots[i].state == SLOT_DRAINING) {
+      if (gf_stage_host_free(l->stage, i))
+        l->slots[i].state = SLOT_FREE;
+      else
+        draining = true;
+    }
+  pthread_cond_broadcast(&l->work_cv);
+  if (!draining) {
+    pthread_cond_wait(&l->ready_cv, &l->mu);
+    return;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 200000;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts);
+}
+
+int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
   if (!l || !out)
     return cfg_fail("next", "needs a loader and an output pointer");
   *out = NULL;
@@ -971,8 +1249,7 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
                      "one before taking the next",
                      l->nslots);
     }
-    pthread_cond_broadcast(&l->work_cv);
-    pthread_cond_wait(&l->ready_cv, &l->mu);
+    wait_ready(l);
   }
   add(&l->consumer_wait_ns, now_ns() - t0);
   if (s->epoch != l->c_epoch) {
@@ -983,22 +1260,19 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
     pthread_mutex_unlock(&l->mu);
     return GF_EEPOCHEND;
   }
-  s->batch.skipped = 0;
-  bool failed = false;
-  for (uint32_t j = 0; j < s->count && !failed; j++)
-    failed = s->status[j] != 0;
+  bool failed = slot_failed(s);
   if (failed && l->cfg.error_policy == GF_ON_ERROR_FAIL) {
     gf_error_info e = s->err;
-    s->state = SLOT_FREE;
+    free_or_drain(l, s);
     l->c_seq++;
     l->c_pos = s->end_pos;
     l->c_k++;
-    pthread_cond_broadcast(&l->work_cv);
     pthread_mutex_unlock(&l->mu);
     gf_error_restore(&e);
     return e.code;
   }
   if (failed) {
+    s->batch.skipped = 0;
     repair(l, s);
     if (s->count == 0 || (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
       /* Nothing left of the epoch for this batch. */
@@ -1008,36 +1282,63 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
       restart_at(l, s->epoch, l->share, s->k + 1);
       l->next_seq = l->c_seq;
       pthread_mutex_unlock(&l->mu);
-      return gf_loader_next(l, out);
+      return gf_loader_next_on(l, stream, out);
     }
+    finalize(l, s);
+  } else {
+    s->batch.skipped = 0;
   }
-  present(l, s);
-  s->state = SLOT_LENT;
   l->c_seq++;
   l->c_pos = s->end_pos;
   l->c_k = s->k + 1;
+  if (s->fin_rc < 0) {
+    gf_error_info e = s->fin_err;
+    free_or_drain(l, s);
+    pthread_mutex_unlock(&l->mu);
+    gf_error_restore(&e);
+    return e.code;
+  }
+  present(s);
+  s->state = SLOT_LENT;
   pthread_mutex_unlock(&l->mu);
+  if (l->stage) {
+    int rc = gf_stage_handoff(l->stage, s->index, stream);
+    if (rc < 0) {
+      pthread_mutex_lock(&l->mu);
+      free_or_drain(l, s);
+      pthread_mutex_unlock(&l->mu);
+      return rc;
+    }
+  }
   add(&l->batches, 1);
   *out = &s->batch;
   return 0;
 }
 
-int gf_loader_release(gf_loader *l, gf_batch *b) {
+int gf_loader_next(gf_loader *l, gf_batch **out) {
+  return gf_loader_next_on(l, NULL, out);
+}
+
+int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
   if (!l || !b)
     return cfg_fail("release", "needs a loader and a batch");
   pthread_mutex_lock(&l->mu);
   for (uint32_t i = 0; i < l->nslots; i++) {
     slot *s = &l->slots[i];
     if (&s->batch == b && s->state == SLOT_LENT) {
-      s->state = SLOT_FREE;
-      pthread_cond_broadcast(&l->work_cv);
+      int rc = l->stage ? gf_stage_release(l->stage, s->index, stream) : 0;
+      free_or_drain(l, s);
       pthread_mutex_unlock(&l->mu);
-      return 0;
+      return rc;
     }
   }
   pthread_mutex_unlock(&l->mu);
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "release: not a batch this loader has lent");
+}
+
+int gf_loader_release(gf_loader *l, gf_batch *b) {
+  return gf_loader_release_on(l, b, NULL);
 }
 
 /* Moves both cursors to (epoch, pos, k). Under mu. */
@@ -1113,6 +1414,10 @@ static void stage_get(const stage_atomic *a, gf_stage_stats *o) {
   o->wait_ns = atomic_load_explicit(&a->wait_ns, memory_order_relaxed);
 }
 
+gf_device_pool *gf_loader_device_pool(gf_loader *l) {
+  return l && l->stage ? gf_stage_pool(l->stage) : NULL;
+}
+
 int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   if (!l || !st)
     return cfg_fail("stats", "needs a loader and a stats struct");
@@ -1145,6 +1450,16 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   pthread_mutex_unlock(&l->stat_mu);
   memcpy(o.io_backend, l->io_backend, sizeof o.io_backend);
   memcpy(o.io_fallback_reason, l->io_fallback, sizeof o.io_fallback_reason);
+  o.device = l->device;
+  memcpy(o.host_mode_reason, l->host_reason, sizeof o.host_mode_reason);
+  if (l->stage) {
+    gf_device_pool_stats ps = {.struct_size = sizeof ps};
+    if (gf_device_pool_stats_get(gf_stage_pool(l->stage), &ps) == 0) {
+      o.device_pool_in_use = ps.in_use;
+      o.device_pool_peak = ps.peak_in_use;
+      o.device_pool_reserved = ps.reserved_bytes;
+    }
+  }
   memcpy(st, &o, st->struct_size);
   return 0;
 }

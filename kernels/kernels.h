@@ -1,0 +1,66 @@
+/* The seam between the C library and the CUDA kernels: extern "C"
+ * launchers, each enqueuing its work on the stream it is given. Only CUDA
+ * builds include this header (it needs cuda_runtime.h): the CUDA side of
+ * lib/gpu and the GPU tests.
+ *
+ * Launchers return cudaSuccess or the error of the launch itself
+ * (cudaErrorInvalidValue for arguments they refuse); errors of the kernel
+ * while it runs surface at the next synchronisation, as CUDA's always do.
+ * They never synchronise, allocate or touch the legacy default stream
+ * (a NULL or cudaStreamLegacy stream is refused). Any host thread. */
+#ifndef GF_KERNELS_H
+#define GF_KERNELS_H
+
+#include <cuda_runtime.h>
+
+#include "pipeline/transform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One batch transform (see gf_transform and lib/pipeline/transform.h for
+ * what it computes, byte-identical to gf_xform_ref). Pointers are device
+ * memory unless said otherwise. */
+typedef struct gf_xform_launch {
+  const uint8_t *src;        /* the samples' HWC uint8 bytes */
+  uint64_t src_len;          /* bytes readable at src: nothing past it is
+                                read, whatever the samples say */
+  const gf_xform_sample *samples; /* n entries, checked on the host with
+                                gf_xform_validate(..., GF_XFORM_FOR_GPU) */
+  uint32_t n;                /* samples (0: nothing is launched) */
+  uint32_t n_filtered;       /* how many have filtered = 1 (counted on the
+                                host): 0 launches no unfilter kernel */
+  uint32_t out_h, out_w, out_c;
+  uint32_t out_dtype;        /* gf_out_dtype */
+  uint32_t layout;           /* gf_layout */
+  uint32_t reserved0;        /* zero */
+  float mean[4];             /* per channel, as gf_transform's */
+  float std[4];              /* per channel; 0 means 1 */
+  void *dst;                 /* n * out_h * out_w * out_c elements, dense;
+                                aligned to at least its element size (16
+                                bytes lets the kernels store 4 at a time) */
+  int32_t *status;           /* optional (NULL): set to the first problem
+                                a kernel meets with a sample that
+                                gf_xform_validate would have refused:
+                                GF_ESHAPE (bounds, channels),
+                                GF_EUNSUPPORTED (filtered row too wide),
+                                -EINVAL (filtered sample but n_filtered 0,
+                                bad flags); that sample's output is all
+                                padding. Leave it 0 before the launch. */
+} gf_xform_launch;
+
+/* Enqueues the transform of a->n samples on stream s: crop/pad, flip,
+ * conversion and normalisation in one pass; gradient-filtered samples are
+ * unfiltered inside the same pass by a second kernel of the same launch
+ * (one block a sample, no intermediate global buffer), which writes
+ * exactly those samples' outputs. *a is read before the call returns.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL pointers, unknown dtype
+ * or layout, output out of GF_XFORM limits, dst misaligned, legacy stream)
+ * or the launch's error. */
+cudaError_t gf_launch_xform(const gf_xform_launch *a, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GF_KERNELS_H */

@@ -1,0 +1,644 @@
+// The batch transform on the GPU: crop/pad, flip, dtype conversion and
+// per-channel normalisation in one pass, with the gradzstd unfilter fused
+// in for filtered samples. Byte-identical to gf_xform_ref (transform.c):
+// the same float expression (IEEE sub then IEEE division, no contraction)
+// and the same float -> half conversions (transform.h).
+//
+// Two kernels, both launched by gf_launch_xform on the caller's stream:
+//
+// - xform_plain: one thread makes VEC consecutive output elements (16
+//   bytes: 4 f32, 8 f16/bf16, 16 u8) and stores them at once (NCHW: VEC
+//   consecutive pixels of every channel plane, so each source pixel is
+//   read once). Where the VEC elements lie in one output row and inside the
+//   image, it walks one source pointer (backwards under flip); elsewhere it
+//   takes each element on its own. Source bytes come through the read-only
+//   cache, and each is mapped through a per-block table of the 256
+//   possible values of each channel, which is also what makes the IEEE
+//   division affordable. The grid is (chunks of a sample, samples).
+//
+// - xform_filtered: one block a gradient-filtered sample. The inverse
+//   filter is a 2-D prefix sum mod 256, so the block walks the rows the
+//   window needs from the top, up to 32 rows at a time in shared memory:
+//   each warp scans its rows left to right (pixels packed one channel a
+//   byte, summed with __vadd4, the running sum passed between lanes by
+//   shuffles), then each thread carries a few columns down through the
+//   tile from the previous tile's last row, and the block emits the output
+//   rows that fall in the tile straight from shared memory with the same
+//   element code as xform_plain. Only the columns left of the window's
+//   right edge are ever read. xform_plain skips these samples.
+#include "kernels.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+#include <cmath>
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr unsigned kItems = 8; // groups a thread, so each table serves more
+constexpr unsigned kFiltBuf = 2 * GF_XFORM_GPU_FILTERED_ROW;
+constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
+constexpr unsigned kMaxTileRows = 32;
+constexpr unsigned kScanK = 4; // pixels a lane per scan round
+
+struct Args {
+  const uint8_t *src;
+  uint64_t src_len;
+  const gf_xform_sample *samples;
+  uint32_t n, has_filtered;
+  uint32_t oh, ow, c;
+  float mean[4], std[4]; // std already 0 -> 1
+  void *dst;
+  int32_t *status;
+};
+
+template <int DT> struct Out;
+template <> struct Out<GF_OUT_U8> { typedef uint8_t T; };
+template <> struct Out<GF_OUT_F32> { typedef float T; };
+template <> struct Out<GF_OUT_F16> { typedef uint16_t T; };
+template <> struct Out<GF_OUT_BF16> { typedef uint16_t T; };
+
+// v[i] without indexing the kernel parameters at run time (which would
+// copy them to local memory).
+__device__ __forceinline__ float pick4(const float (&v)[4], unsigned i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+
+// Fills the value table for channels [0, c): entry ch * 256 + x is what
+// pixel value x of channel ch becomes (padding is x = 0).
+template <int DT>
+__device__ void setup_lut(typename Out<DT>::T *lut, const Args &a) {
+  if constexpr (DT != GF_OUT_U8) { // u8 output is the pixel itself
+    for (unsigned i = threadIdx.x; i < a.c * 256u; i += blockDim.x) {
+      unsigned ch = i >> 8;
+      float v = __fdiv_rn(__fsub_rn((float)(i & 255u), pick4(a.mean, ch)),
+                          pick4(a.std, ch));
+      if constexpr (DT == GF_OUT_F32)
+        lut[i] = v;
+      else if constexpr (DT == GF_OUT_F16)
+        lut[i] = gf_f32_to_f16(__float_as_uint(v));
+      else
+        lut[i] = gf_f32_to_bf16(__float_as_uint(v));
+    }
+  }
+}
+
+template <int DT>
+__device__ __forceinline__ typename Out<DT>::T
+value(const typename Out<DT>::T *lut, unsigned ch, unsigned x) {
+  if constexpr (DT == GF_OUT_U8)
+    return (typename Out<DT>::T)x;
+  else
+    return lut[ch * 256u + x];
+}
+
+// The checks gf_xform_validate makes on the host, repeated so a bad
+// parameter can never make a kernel read outside the source.
+__device__ int check_sample(const gf_xform_sample &s, const Args &a) {
+  if (s.c != a.c || s.h < 1 || s.w < 1 || s.h > GF_XFORM_MAX_DIM ||
+      s.w > GF_XFORM_MAX_DIM)
+    return GF_ESHAPE;
+  uint64_t bytes = (uint64_t)s.h * s.w * s.c;
+  if (s.src_offset > a.src_len || bytes > a.src_len - s.src_offset)
+    return GF_ESHAPE;
+  if (s.crop_y < -GF_XFORM_MAX_CROP || s.crop_y > GF_XFORM_MAX_CROP ||
+      s.crop_x < -GF_XFORM_MAX_CROP || s.crop_x > GF_XFORM_MAX_CROP ||
+      s.flip > 1 || s.filtered > 1 || s.reserved0)
+    return -EINVAL;
+  if (s.filtered && !a.has_filtered)
+    return -EINVAL;
+  if (s.filtered) {
+    int64_t cols = (int64_t)s.crop_x + a.ow;
+    if (cols > (int64_t)s.w)
+      cols = s.w;
+    if (cols > 0 && (uint64_t)cols * s.c > GF_XFORM_GPU_FILTERED_ROW)
+      return GF_EUNSUPPORTED;
+  }
+  return 0;
+}
+
+__device__ void report(const Args &a, int code) {
+  if (a.status)
+    atomicCAS(a.status, 0, code);
+}
+
+// The source row and column of output (y, x); unsigned sums so that the
+// wild crops of a refused sample wrap instead of overflowing.
+__device__ __forceinline__ int src_y(const gf_xform_sample &s, unsigned y) {
+  return (int)((unsigned)s.crop_y + y);
+}
+__device__ __forceinline__ int src_x(const gf_xform_sample &s, const Args &a,
+                                     unsigned x) {
+  return (int)((unsigned)s.crop_x + (s.flip ? a.ow - 1u - x : x));
+}
+
+// Where pixels come from: rows [y0, y0 + nrows) of an image w pixels wide,
+// `pitch` bytes apart from `base` (the whole source image in global memory,
+// or the unfiltered tile in shared memory); anything else is padding.
+struct Rows {
+  const uint8_t *base;
+  int y0;
+  unsigned nrows, w, pitch;
+  __device__ __forceinline__ const uint8_t *row(int sy) const {
+    unsigned r = (unsigned)sy - (unsigned)y0;
+    return r < nrows ? base + (uint64_t)r * pitch : nullptr;
+  }
+};
+
+// Global source bytes go through the read-only cache.
+template <bool GLOBAL>
+__device__ __forceinline__ unsigned ld(const uint8_t *p) {
+  if constexpr (GLOBAL)
+    return __ldg(p);
+  else
+    return *p;
+}
+
+// NHWC: makes and stores elements [e, e + N) of one sample (16-byte
+// aligned when N > 1). The common case, the N elements within one output
+// row and all inside the source, walks one pixel pointer (backwards under
+// flip); the rest takes every element on its own.
+template <int DT, unsigned N, bool GLOBAL>
+__device__ __forceinline__ void make_hwc(typename Out<DT>::T *out, unsigned e,
+                                         const Args &a,
+                                         const gf_xform_sample &s,
+                                         const typename Out<DT>::T *lut,
+                                         const Rows &rows) {
+  typedef typename Out<DT>::T T;
+  union {
+    T v[N];
+    uint4 q;
+  } u;
+  const unsigned c = a.c;
+  unsigned pix = e / c, ch = e - pix * c;
+  unsigned y = pix / a.ow, x = pix - y * a.ow;
+  bool done = false;
+  if constexpr (N > 1) {
+    if (e + N <= (y + 1) * a.ow * c) { // one output row
+      const uint8_t *r = rows.row(src_y(s, y));
+      int sa = src_x(s, a, x), sb = src_x(s, a, x + (ch + N - 1) / c);
+      int lo = sa < sb ? sa : sb, hi = sa < sb ? sb : sa;
+      if (!r) { // a padding row
+#pragma unroll
+        for (unsigned k = 0; k < N; k++) {
+          u.v[k] = value<DT>(lut, ch, 0u);
+          ch = ch + 1 == c ? 0 : ch + 1;
+        }
+        done = true;
+      } else if (lo >= 0 && (unsigned)hi < rows.w) {
+        const uint8_t *p = r + (unsigned)sa * c;
+        const int step = s.flip ? -(int)c : (int)c;
+#pragma unroll
+        for (unsigned k = 0; k < N; k++) {
+          u.v[k] = value<DT>(lut, ch, ld<GLOBAL>(p + ch));
+          if (++ch == c) {
+            ch = 0;
+            p += step;
+          }
+        }
+        done = true;
+      }
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (unsigned k = 0; k < N; k++) {
+      const uint8_t *r = rows.row(src_y(s, y));
+      int sx = src_x(s, a, x);
+      unsigned v = r && (unsigned)sx < rows.w
+                       ? ld<GLOBAL>(r + (unsigned)sx * c + ch)
+                       : 0u;
+      u.v[k] = value<DT>(lut, ch, v);
+      if (++ch == c) {
+        ch = 0;
+        if (++x == a.ow) {
+          x = 0;
+          ++y;
+        }
+      }
+    }
+  }
+  if constexpr (N == 1)
+    out[e] = u.v[0];
+  else
+    *reinterpret_cast<uint4 *>(out + e) = u.q;
+}
+
+// NCHW: makes and stores elements [e, e + N) of every channel plane (P
+// elements each) of one sample, so each source pixel is read once for all
+// its channels. Same fast and general cases as make_hwc.
+template <int DT, unsigned N, bool GLOBAL>
+__device__ __forceinline__ void
+make_chw(typename Out<DT>::T *out, unsigned e, unsigned P, const Args &a,
+         const gf_xform_sample &s, const typename Out<DT>::T *lut,
+         const Rows &rows) {
+  typedef typename Out<DT>::T T;
+  union {
+    T v[N];
+    uint4 q;
+  } u[4];
+  const unsigned c = a.c;
+  unsigned y = e / a.ow, x = e - y * a.ow;
+  bool done = false;
+  if constexpr (N > 1) {
+    if (x + N <= a.ow) { // one output row
+      const uint8_t *r = rows.row(src_y(s, y));
+      int sa = src_x(s, a, x), sb = src_x(s, a, x + N - 1);
+      int lo = sa < sb ? sa : sb, hi = sa < sb ? sb : sa;
+      if (!r) {
+#pragma unroll
+        for (unsigned ch = 0; ch < 4; ch++)
+#pragma unroll
+          for (unsigned k = 0; k < N; k++)
+            u[ch].v[k] = value<DT>(lut, ch < c ? ch : 0u, 0u);
+        done = true;
+      } else if (lo >= 0 && (unsigned)hi < rows.w) {
+        const uint8_t *p = r + (unsigned)sa * c;
+        const int step = s.flip ? -(int)c : (int)c;
+#pragma unroll
+        for (unsigned k = 0; k < N; k++) {
+#pragma unroll
+          for (unsigned ch = 0; ch < 4; ch++)
+            if (ch < c)
+              u[ch].v[k] = value<DT>(lut, ch, ld<GLOBAL>(p + ch));
+          p += step;
+        }
+        done = true;
+      }
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (unsigned k = 0; k < N; k++) {
+      const uint8_t *r = rows.row(src_y(s, y));
+      int sx = src_x(s, a, x);
+      const uint8_t *p =
+          r && (unsigned)sx < rows.w ? r + (unsigned)sx * c : nullptr;
+#pragma unroll
+      for (unsigned ch = 0; ch < 4; ch++)
+        if (ch < c)
+          u[ch].v[k] = value<DT>(lut, ch, p ? ld<GLOBAL>(p + ch) : 0u);
+      if (++x == a.ow) {
+        x = 0;
+        ++y;
+      }
+    }
+  }
+#pragma unroll
+  for (unsigned ch = 0; ch < 4; ch++)
+    if (ch < c) {
+      if constexpr (N == 1)
+        out[(uint64_t)ch * P + e] = u[ch].v[0];
+      else
+        *reinterpret_cast<uint4 *>(out + (uint64_t)ch * P + e) = u[ch].q;
+    }
+}
+
+template <int DT, int LAYOUT, unsigned VEC>
+__global__ void __launch_bounds__(kThreads) xform_plain(Args a) {
+  typedef typename Out<DT>::T T;
+  __shared__ T lut[4 * 256];
+  setup_lut<DT>(lut, a);
+  __syncthreads();
+  const unsigned P = a.oh * a.ow, S = P * a.c;
+  for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
+    gf_xform_sample s = a.samples[n];
+    int bad = check_sample(s, a);
+    if (!bad && s.filtered)
+      continue; // xform_filtered writes it
+    if (bad && blockIdx.x == 0 && threadIdx.x == 0)
+      report(a, bad);
+    // A refused sample has no rows: all padding, the source never read.
+    Rows rows = {a.src + (bad ? 0 : s.src_offset), 0, bad ? 0u : s.h, s.w,
+                 s.w * a.c};
+    T *out = (T *)a.dst + (uint64_t)n * S;
+    const unsigned groups = (LAYOUT == GF_LAYOUT_NCHW ? P : S) / VEC;
+    for (unsigned g = blockIdx.x * blockDim.x + threadIdx.x; g < groups;
+         g += gridDim.x * blockDim.x) {
+      if constexpr (LAYOUT == GF_LAYOUT_NCHW)
+        make_chw<DT, VEC, true>(out, g * VEC, P, a, s, lut, rows);
+      else
+        make_hwc<DT, VEC, true>(out, g * VEC, a, s, lut, rows);
+    }
+  }
+}
+
+// Copies n bytes from global src to shared dst, thread idx of `stride`:
+// 16-byte loads for the aligned middle, bytes for the ends.
+__device__ void copy_span(uint8_t *dst, const uint8_t *src, unsigned n,
+                          unsigned idx, unsigned stride) {
+  unsigned head = (unsigned)((16u - ((uintptr_t)src & 15u)) & 15u);
+  if (head > n)
+    head = n;
+  for (unsigned i = idx; i < head; i += stride)
+    dst[i] = __ldg(src + i);
+  unsigned nv = (n - head) / 16u;
+  const uint4 *sv = reinterpret_cast<const uint4 *>(src + head);
+  uint8_t *d = dst + head;
+  if (((uintptr_t)d & 15u) == 0) {
+    for (unsigned i = idx; i < nv; i += stride)
+      reinterpret_cast<uint4 *>(d)[i] = __ldg(sv + i);
+  } else if (((uintptr_t)d & 3u) == 0) {
+    for (unsigned i = idx; i < nv; i += stride) {
+      uint4 v = __ldg(sv + i);
+      uint32_t *p = reinterpret_cast<uint32_t *>(d + 16u * i);
+      p[0] = v.x;
+      p[1] = v.y;
+      p[2] = v.z;
+      p[3] = v.w;
+    }
+  } else {
+    for (unsigned i = idx; i < nv; i += stride) {
+      uint4 v = __ldg(sv + i);
+      uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (unsigned b = 0; b < 16; b++)
+        d[16u * i + b] = (uint8_t)(w4[b >> 2] >> (8u * (b & 3u)));
+    }
+  }
+  for (unsigned i = head + nv * 16u + idx; i < n; i += stride)
+    dst[i] = __ldg(src + i);
+}
+
+__device__ __forceinline__ uint32_t load_px(const uint8_t *p, unsigned c) {
+  uint32_t v = p[0];
+  if (c > 1)
+    v |= (uint32_t)p[1] << 8;
+  if (c > 2)
+    v |= (uint32_t)p[2] << 16;
+  if (c > 3)
+    v |= (uint32_t)p[3] << 24;
+  return v;
+}
+
+__device__ __forceinline__ void store_px(uint8_t *p, unsigned c, uint32_t v) {
+  p[0] = (uint8_t)v;
+  if (c > 1)
+    p[1] = (uint8_t)(v >> 8);
+  if (c > 2)
+    p[2] = (uint8_t)(v >> 16);
+  if (c > 3)
+    p[3] = (uint8_t)(v >> 24);
+}
+
+// Inclusive prefix sum mod 256, per channel, of one row of `w` pixels in
+// shared memory, by one whole warp.
+__device__ void scan_row(uint8_t *row, unsigned w, unsigned c,
+                         unsigned lane) {
+  uint32_t carry = 0;
+  for (unsigned base = 0; base < w; base += 32u * kScanK) {
+    uint32_t v[kScanK], acc = 0;
+    unsigned p0 = base + lane * kScanK;
+#pragma unroll
+    for (unsigned k = 0; k < kScanK; k++) {
+      uint32_t px = p0 + k < w ? load_px(row + (p0 + k) * c, c) : 0u;
+      acc = __vadd4(acc, px);
+      v[k] = acc;
+    }
+    uint32_t incl = acc;
+#pragma unroll
+    for (unsigned off = 1; off < 32; off <<= 1) {
+      uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, off);
+      if (lane >= off)
+        incl = __vadd4(incl, t);
+    }
+    uint32_t excl = __shfl_up_sync(0xFFFFFFFFu, incl, 1);
+    excl = __vadd4(lane ? excl : 0u, carry);
+#pragma unroll
+    for (unsigned k = 0; k < kScanK; k++)
+      if (p0 + k < w)
+        store_px(row + (p0 + k) * c, c, __vadd4(v[k], excl));
+    carry = __vadd4(carry, __shfl_sync(0xFFFFFFFFu, incl, 31));
+  }
+}
+
+// Emits output rows [oy0, oy1) of one sample, all channels, by the whole
+// block from `rows` (shared memory), 16 bytes a store where the elements
+// line up and one at a time at the ends.
+template <int DT, int LAYOUT, unsigned VEC>
+__device__ void emit_rows(typename Out<DT>::T *out, unsigned oy0,
+                          unsigned oy1, const Args &a,
+                          const gf_xform_sample &s,
+                          const typename Out<DT>::T *lut, const Rows &rows) {
+  if (oy0 >= oy1)
+    return;
+  const unsigned P = a.oh * a.ow;
+  // The elements of those rows: one range of the sample (NHWC) or of each
+  // channel plane (NCHW, all planes at once).
+  const unsigned per = LAYOUT == GF_LAYOUT_NHWC ? a.ow * a.c : a.ow;
+  const unsigned b = oy0 * per, e = oy1 * per;
+  unsigned hb = (b + VEC - 1) / VEC * VEC;
+  if (hb > e)
+    hb = e;
+  const unsigned ge = e / VEC, tb = ge * VEC > hb ? ge * VEC : hb;
+  for (unsigned i = b + threadIdx.x; i < hb; i += blockDim.x) {
+    if constexpr (LAYOUT == GF_LAYOUT_NCHW)
+      make_chw<DT, 1, false>(out, i, P, a, s, lut, rows);
+    else
+      make_hwc<DT, 1, false>(out, i, a, s, lut, rows);
+  }
+  for (unsigned g = hb / VEC + threadIdx.x; g < ge; g += blockDim.x) {
+    if constexpr (LAYOUT == GF_LAYOUT_NCHW)
+      make_chw<DT, VEC, false>(out, g * VEC, P, a, s, lut, rows);
+    else
+      make_hwc<DT, VEC, false>(out, g * VEC, a, s, lut, rows);
+  }
+  for (unsigned i = tb + threadIdx.x; i < e; i += blockDim.x) {
+    if constexpr (LAYOUT == GF_LAYOUT_NCHW)
+      make_chw<DT, 1, false>(out, i, P, a, s, lut, rows);
+    else
+      make_hwc<DT, 1, false>(out, i, a, s, lut, rows);
+  }
+}
+
+template <int DT, int LAYOUT, unsigned VEC>
+__global__ void __launch_bounds__(kFiltThreads) xform_filtered(Args a) {
+  typedef typename Out<DT>::T T;
+  __shared__ T lut[4 * 256];
+  __shared__ __align__(16) uint8_t buf[kFiltBuf];
+  const unsigned S = a.oh * a.ow * a.c, c = a.c;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5,
+                 nwarps = blockDim.x >> 5;
+  bool have_lut = false;
+  for (unsigned n = blockIdx.x; n < a.n; n += gridDim.x) {
+    gf_xform_sample s = a.samples[n];
+    if (!s.filtered || check_sample(s, a))
+      continue; // xform_plain writes (or pads) it
+    if (!have_lut) {
+      setup_lut<DT>(lut, a);
+      have_lut = true;
+    }
+    T *out = (T *)a.dst + (uint64_t)n * S;
+    // The top-left part the window needs (see filtered_extent in
+    // transform.c): rows [0, vh), columns [0, vw).
+    int64_t ylim = (int64_t)s.crop_y + a.oh, xlim = (int64_t)s.crop_x + a.ow;
+    if (ylim > (int64_t)s.h)
+      ylim = s.h;
+    if (xlim > (int64_t)s.w)
+      xlim = s.w;
+    if (ylim <= 0 || xlim <= 0 || s.crop_y >= (int64_t)s.h ||
+        s.crop_x >= (int64_t)s.w)
+      ylim = xlim = 0;
+    const unsigned vh = (unsigned)ylim, vw = (unsigned)xlim;
+    const Rows pad = {buf, 0, 0u, 0u, 0u}; // no rows: all padding
+    __syncthreads(); // the table is ready; the previous sample is done
+    if (vh == 0) {
+      emit_rows<DT, LAYOUT, VEC>(out, 0, a.oh, a, s, lut, pad);
+      continue;
+    }
+    const unsigned rb = vw * c, pitch = s.w * c;
+    unsigned R = kFiltBuf / rb - 1;
+    if (R > kMaxTileRows)
+      R = kMaxTileRows;
+    uint8_t *prev = buf, *tile = buf + rb;
+    for (unsigned j = threadIdx.x; j < rb; j += blockDim.x)
+      prev[j] = 0;
+    // Rows above the image.
+    unsigned top = s.crop_y < 0 ? (unsigned)(-s.crop_y) : 0u;
+    emit_rows<DT, LAYOUT, VEC>(out, 0, top < a.oh ? top : a.oh, a, s, lut,
+                               pad);
+    const uint8_t *sp = a.src + s.src_offset;
+    for (unsigned y0 = 0; y0 < vh; y0 += R) {
+      unsigned nr = vh - y0 < R ? vh - y0 : R;
+      __syncthreads(); // the previous tile has been emitted
+      if (vw == s.w)
+        copy_span(tile, sp + (uint64_t)y0 * pitch, nr * rb, threadIdx.x,
+                  blockDim.x);
+      else
+        for (unsigned r = warp; r < nr; r += nwarps)
+          copy_span(tile + r * rb, sp + (uint64_t)(y0 + r) * pitch, rb, lane,
+                    32);
+      __syncthreads();
+      for (unsigned r = warp; r < nr; r += nwarps)
+        scan_row(tile + r * rb, vw, c, lane);
+      __syncthreads();
+      if ((rb & 3u) == 0) {
+        uint32_t *pv = reinterpret_cast<uint32_t *>(prev);
+        uint32_t *tv = reinterpret_cast<uint32_t *>(tile);
+        unsigned words = rb >> 2;
+        for (unsigned j = threadIdx.x; j < words; j += blockDim.x) {
+          uint32_t acc = pv[j];
+          for (unsigned r = 0; r < nr; r++) {
+            acc = __vadd4(acc, tv[r * words + j]);
+            tv[r * words + j] = acc;
+          }
+          pv[j] = acc;
+        }
+      } else {
+        for (unsigned j = threadIdx.x; j < rb; j += blockDim.x) {
+          uint8_t acc = prev[j];
+          for (unsigned r = 0; r < nr; r++) {
+            acc = (uint8_t)(acc + tile[r * rb + j]);
+            tile[r * rb + j] = acc;
+          }
+          prev[j] = acc;
+        }
+      }
+      __syncthreads();
+      // Output rows whose source rows are in this tile.
+      int64_t first = (int64_t)y0 - s.crop_y,
+              last = (int64_t)y0 + nr - s.crop_y; // exclusive
+      if (first < 0)
+        first = 0;
+      if (last > (int64_t)a.oh)
+        last = a.oh;
+      const Rows in_tile = {tile, (int)y0, nr, vw, rb};
+      if (first < last)
+        emit_rows<DT, LAYOUT, VEC>(out, (unsigned)first, (unsigned)last, a,
+                                   s, lut, in_tile);
+    }
+    // Rows below the image.
+    int64_t below = (int64_t)vh - s.crop_y;
+    if (below < (int64_t)a.oh)
+      emit_rows<DT, LAYOUT, VEC>(out, below > 0 ? (unsigned)below : 0u, a.oh,
+                                 a, s, lut, pad);
+  }
+}
+
+typedef void (*kernel_fn)(Args);
+
+template <int DT, int LAYOUT> void pick(bool vec, kernel_fn *plain,
+                                        kernel_fn *filt) {
+  constexpr unsigned V = 16u / sizeof(typename Out<DT>::T);
+  *plain = vec ? xform_plain<DT, LAYOUT, V> : xform_plain<DT, LAYOUT, 1>;
+  *filt = vec ? xform_filtered<DT, LAYOUT, V> : xform_filtered<DT, LAYOUT, 1>;
+}
+
+template <int DT> void pick_layout(unsigned layout, bool vec,
+                                   kernel_fn *plain, kernel_fn *filt) {
+  if (layout == GF_LAYOUT_NHWC)
+    pick<DT, GF_LAYOUT_NHWC>(vec, plain, filt);
+  else
+    pick<DT, GF_LAYOUT_NCHW>(vec, plain, filt);
+}
+
+} // namespace
+
+extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
+                                       cudaStream_t s) {
+  if (!a || s == 0 || s == cudaStreamLegacy)
+    return cudaErrorInvalidValue;
+  if (a->n == 0)
+    return cudaSuccess;
+  size_t es = gf_out_dtype_size(a->out_dtype);
+  if (!a->src || !a->samples || !a->dst || es == 0 ||
+      a->layout > GF_LAYOUT_NCHW || a->out_c < 1 || a->out_c > 4 ||
+      a->out_h < 1 || a->out_w < 1 || a->out_h > GF_XFORM_MAX_DIM ||
+      a->out_w > GF_XFORM_MAX_DIM ||
+      (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
+      a->n_filtered > a->n || a->reserved0 || (uintptr_t)a->dst % es)
+    return cudaErrorInvalidValue;
+  Args k;
+  k.src = a->src;
+  k.src_len = a->src_len;
+  k.samples = a->samples;
+  k.n = a->n;
+  k.has_filtered = a->n_filtered ? 1u : 0u;
+  k.oh = a->out_h;
+  k.ow = a->out_w;
+  k.c = a->out_c;
+  for (int i = 0; i < 4; i++) {
+    if (!std::isfinite(a->mean[i]) || !std::isfinite(a->std[i]) ||
+        a->std[i] < 0)
+      return cudaErrorInvalidValue;
+    k.mean[i] = a->mean[i];
+    k.std[i] = a->std[i] == 0.0f ? 1.0f : a->std[i];
+  }
+  k.dst = a->dst;
+  k.status = a->status;
+
+  // 16-byte stores need every vector 16-byte aligned: dst, and each
+  // sample (NHWC) or each channel plane (NCHW) a whole number of vectors.
+  const unsigned P = a->out_h * a->out_w, S = P * a->out_c;
+  const unsigned V = (unsigned)(16u / es);
+  const bool vec = (a->layout == GF_LAYOUT_NCHW ? P : S) % V == 0 &&
+                   (uintptr_t)a->dst % 16u == 0;
+  kernel_fn plain = nullptr, filt = nullptr;
+  switch (a->out_dtype) {
+  case GF_OUT_U8:
+    pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
+    break;
+  case GF_OUT_F32:
+    pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
+    break;
+  case GF_OUT_F16:
+    pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
+    break;
+  default:
+    pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
+    break;
+  }
+
+  const unsigned groups =
+      (a->layout == GF_LAYOUT_NCHW ? P : S) / (vec ? V : 1u);
+  unsigned gx = (groups + kThreads * kItems - 1) / (kThreads * kItems);
+  dim3 grid(gx ? gx : 1u, a->n < 65535u ? a->n : 65535u);
+  plain<<<grid, kThreads, 0, s>>>(k);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || !a->n_filtered)
+    return err;
+  unsigned fb = a->n < (1u << 20) ? a->n : (1u << 20);
+  filt<<<fb, kFiltThreads, 0, s>>>(k);
+  return cudaGetLastError();
+}

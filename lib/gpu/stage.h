@@ -1,0 +1,99 @@
+/* The loader's GPU stage, behind a CUDA-free interface: pinned staging
+ * slots the workers decode into, one device input and output block per
+ * slot from the loader's device pool, a dedicated non-blocking copy stream,
+ * and the event handoff to and from the caller's stream.
+ *
+ * Per slot, in order:
+ *   1. the workers fill the pinned staging memory (host);
+ *   2. gf_stage_submit: on the copy stream, wait for the slot's release
+ *      event (the caller's stream finished with the previous batch's device
+ *      blocks), copy the bytes and the per-sample parameters to the device,
+ *      run the transform kernel into the output block, record `ready`;
+ *   3. gf_stage_handoff: the caller's stream waits for `ready` (no host
+ *      wait);
+ *   4. gf_stage_release: record the release event on the caller's stream;
+ *   5. gf_stage_host_free: whether the copy out of the staging memory has
+ *      completed (so the workers may refill it): an event query, no wait.
+ *
+ * stage_cuda.c implements it with the CUDA runtime; stage_nocuda.c, in
+ * builds without CUDA, answers GF_ENODEVICE. One stage belongs to one
+ * loader; its calls come from the loader's consumer thread, except
+ * gf_stage_host_free, which workers call under the loader's lock. */
+#ifndef GF_GPU_STAGE_H
+#define GF_GPU_STAGE_H
+
+#include "common/common.h"
+#include "pipeline/transform.h"
+
+typedef struct gf_stage gf_stage;
+
+typedef struct gf_stage_config {
+  int32_t device;         /* CUDA device ordinal */
+  uint32_t slots;         /* staging slots */
+  uint32_t max_samples;   /* samples a batch */
+  uint32_t reserved0;
+  uint64_t in_bytes;      /* staging bytes a slot (and device input block) */
+  uint64_t out_bytes;     /* device output bytes a slot */
+  uint64_t pool_bytes;    /* device pool reservation (>= what the slots
+                             need; the rest is the caller's to allocate) */
+} gf_stage_config;
+
+/* Device bytes the slots need from the pool for cfg (inputs, outputs,
+ * parameters, each rounded to the pool's 256-byte alignment). */
+uint64_t gf_stage_pool_need(const gf_stage_config *cfg);
+
+/* Whether `device` (or device 0 for GF_DEVICE_AUTO) can be used: 1 yes, 0
+ * no (the reason in why: no CUDA in this build, no device, driver error).
+ * Any thread. */
+int gf_stage_probe(int32_t device, char *why, size_t cap);
+
+/* Creates the stage: the pool, the pinned staging memory (anonymous memory
+ * registered with cudaHostRegister, so io_uring may register it too), the
+ * device blocks, the copy stream and the events. Returns 0, GF_ENODEVICE,
+ * GF_EDEVOOM, GF_ECUDA or -ENOMEM with context. */
+int gf_stage_create(const gf_stage_config *cfg, gf_stage **out);
+void gf_stage_destroy(gf_stage *st);
+
+/* The pinned staging memory of slot i (in_bytes bytes). */
+uint8_t *gf_stage_host(gf_stage *st, uint32_t i);
+
+/* Enqueues slot i's batch: n samples described by params (offsets into the
+ * slot's in_bytes), `used` bytes of staging to copy, the transform t into
+ * out_h x out_w x out_c. *out gets the device output pointer and *out_len
+ * its bytes. Returns 0, GF_ECUDA, GF_ESHAPE/GF_EUNSUPPORTED (from
+ * validation) with context. */
+int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
+                    const gf_xform_sample *params, uint32_t n,
+                    uint32_t n_filtered, uint64_t used, uint32_t out_h,
+                    uint32_t out_w, uint32_t out_c, void **out,
+                    uint64_t *out_len);
+/* Makes `stream` (a cudaStream_t; NULL: the host waits) wait for slot i's
+ * batch. Returns 0 or GF_ECUDA. */
+int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream);
+/* Records that `stream` (NULL: nothing pending) is done with slot i's
+ * device blocks once it reaches this point. Returns 0 or GF_ECUDA. */
+int gf_stage_release(gf_stage *st, uint32_t i, void *stream);
+/* 1 when the copy out of slot i's staging memory has completed (or none
+ * was made), 0 while it runs. */
+int gf_stage_host_free(gf_stage *st, uint32_t i);
+
+/* The loader's device pool (for the caller's own buffers). */
+gf_device_pool *gf_stage_pool(gf_stage *st);
+
+/* ---- For the bench and the GPU tests (CUDA kept out of their code) ---- */
+
+/* A non-blocking stream on `device` (*stream is a cudaStream_t). */
+int gf_gpu_stream_create(int32_t device, void **stream);
+void gf_gpu_stream_destroy(void *stream);
+/* Waits on the host for everything queued on `stream`. */
+int gf_gpu_stream_sync(void *stream);
+/* Keeps `stream` busy for ms milliseconds (a spinning kernel). */
+int gf_gpu_spin(void *stream, double ms);
+/* Pinned host-to-device bandwidth: `bytes` from cudaHostAlloc'd memory to
+ * a device buffer, `reps` copies timed with events on one stream (after a
+ * warm-up copy). Writes GB/s (1e9 bytes/s). */
+int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps);
+/* Free and total device memory (cudaMemGetInfo). */
+int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total);
+
+#endif

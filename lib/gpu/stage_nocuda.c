@@ -1,0 +1,80 @@
+/* The GPU stage in a build without CUDA: no device, ever (host mode). */
+#ifndef GPUFEED_HAVE_CUDA
+#include "gpu/stage.h"
+
+#include <stdio.h>
+
+uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
+  (void)cfg;
+  return 0;
+}
+
+int gf_stage_probe(int32_t device, char *why, size_t cap) {
+  (void)device;
+  snprintf(why, cap, "gpufeed was built without CUDA");
+  return 0;
+}
+
+int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
+  (void)cfg;
+  *out = NULL;
+  return gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "gpufeed was built without CUDA: use host mode");
+}
+
+void gf_stage_destroy(gf_stage *st) { (void)st; }
+uint8_t *gf_stage_host(gf_stage *st, uint32_t i) {
+  (void)st;
+  (void)i;
+  return NULL;
+}
+int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
+                    const gf_xform_sample *params, uint32_t n,
+                    uint32_t n_filtered, uint64_t used, uint32_t out_h,
+                    uint32_t out_w, uint32_t out_c, void **out,
+                    uint64_t *out_len) {
+  (void)st, (void)i, (void)t, (void)params, (void)n, (void)n_filtered;
+  (void)used, (void)out_h, (void)out_w, (void)out_c, (void)out, (void)out_len;
+  return GF_ENODEVICE;
+}
+int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
+  (void)st, (void)i, (void)stream;
+  return GF_ENODEVICE;
+}
+int gf_stage_release(gf_stage *st, uint32_t i, void *stream) {
+  (void)st, (void)i, (void)stream;
+  return GF_ENODEVICE;
+}
+int gf_stage_host_free(gf_stage *st, uint32_t i) {
+  (void)st, (void)i;
+  return 1;
+}
+gf_device_pool *gf_stage_pool(gf_stage *st) {
+  (void)st;
+  return NULL;
+}
+int gf_gpu_stream_create(int32_t device, void **stream) {
+  (void)device;
+  *stream = NULL;
+  return GF_ENODEVICE;
+}
+void gf_gpu_stream_destroy(void *stream) { (void)stream; }
+int gf_gpu_stream_sync(void *stream) {
+  (void)stream;
+  return GF_ENODEVICE;
+}
+int gf_gpu_spin(void *stream, double ms) {
+  (void)stream, (void)ms;
+  return GF_ENODEVICE;
+}
+int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps) {
+  (void)device, (void)bytes, (void)reps;
+  *gbps = 0;
+  return GF_ENODEVICE;
+}
+int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total) {
+  (void)device;
+  *free_bytes = *total = 0;
+  return GF_ENODEVICE;
+}
+#endif

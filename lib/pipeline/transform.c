@@ -1,0 +1,406 @@
+/* The batch transform on the CPU: random choices, shape rule, checks and
+ * the reference that host mode runs (see transform.h for the arithmetic
+ * every implementation must reproduce). */
+#include "pipeline/transform.h"
+
+#include "common/common.h"
+#include "decode/decode.h" /* gf_grad_unfilter, gf_scratch_get */
+
+#include <math.h> /* isfinite */
+#include <string.h>
+
+#define GF_GOLDEN 0x9E3779B97F4A7C15ull
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+size_t gf_out_dtype_size(uint32_t dtype) {
+  switch (dtype) {
+  case GF_OUT_U8:
+    return 1;
+  case GF_OUT_F32:
+    return 4;
+  case GF_OUT_F16:
+  case GF_OUT_BF16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+static int bad_field(const char *what) {
+  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "invalid transform: %s", what);
+}
+
+int gf_xform_check(const gf_transform *t) {
+  if (!t)
+    return bad_field("the transform is NULL");
+  if (t->out_dtype > GF_OUT_BF16)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "invalid transform: out_dtype %u is not a gf_out_dtype "
+                   "(0 u8, 1 f32, 2 f16, 3 bf16)",
+                   t->out_dtype);
+  if (t->layout > GF_LAYOUT_NCHW)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "invalid transform: layout %u is not a gf_layout "
+                   "(0 NHWC, 1 NCHW)",
+                   t->layout);
+  if (t->random_crop > 1 || t->hflip > 1)
+    return bad_field("random_crop and hflip must be 0 or 1");
+  if ((t->height == 0) != (t->width == 0))
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "invalid transform: height %u and width %u must both be "
+                   "set or both be 0 (the samples' own size)",
+                   t->height, t->width);
+  if (t->height > GF_XFORM_MAX_DIM || t->width > GF_XFORM_MAX_DIM)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "invalid transform: output %ux%u exceeds the %u-pixel "
+                   "side limit",
+                   t->height, t->width, GF_XFORM_MAX_DIM);
+  if (t->pad > GF_XFORM_MAX_PAD)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "invalid transform: pad %u exceeds %u", t->pad,
+                   GF_XFORM_MAX_PAD);
+  for (int c = 0; c < 4; c++) {
+    if (!isfinite(t->mean[c]) || !isfinite(t->std[c]) || t->std[c] < 0)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "invalid transform: channel %d has mean %g and std %g; "
+                     "both must be finite and std not negative (0 means 1)",
+                     c, (double)t->mean[c], (double)t->std[c]);
+  }
+  if (t->reserved0)
+    return bad_field("reserved0 must be 0");
+  for (int i = 0; i < 4; i++)
+    if (t->reserved[i])
+      return bad_field("reserved[] must be 0");
+  return 0;
+}
+
+int gf_xform_out_shape(const gf_transform *t, const gf_shape *shapes,
+                       uint32_t n, uint32_t *out_h, uint32_t *out_w,
+                       uint32_t *out_c) {
+  int rc = gf_xform_check(t);
+  if (rc)
+    return rc;
+  if (!shapes || n == 0 || !out_h || !out_w || !out_c)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_xform_out_shape needs at least one sample and three "
+                   "output pointers");
+  const gf_shape *s0 = &shapes[0];
+  for (uint32_t i = 0; i < n; i++) {
+    const gf_shape *s = &shapes[i];
+    if (s->dtype != GF_DTYPE_U8)
+      return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u is 16-bit; the transform takes 8-bit "
+                     "samples only",
+                     i);
+    if (s->channels < 1 || s->channels > 4)
+      return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u has %u channels; the transform takes "
+                     "1 to 4",
+                     i, s->channels);
+    if (s->channels != s0->channels)
+      return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u has %u channels but sample 0 has %u; "
+                     "a batch's samples must agree on channels (set the "
+                     "loader's channels to convert them)",
+                     i, s->channels, s0->channels);
+    if (t->height == 0 &&
+        (s->height != s0->height || s->width != s0->width))
+      return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u is %ux%u but sample 0 is %ux%u; "
+                     "without a fixed output size (transform height/width) "
+                     "every sample must have the same size",
+                     i, s->height, s->width, s0->height, s0->width);
+  }
+  *out_h = t->height ? t->height : s0->height;
+  *out_w = t->width ? t->width : s0->width;
+  *out_c = s0->channels;
+  if (*out_h == 0 || *out_w == 0 || *out_h > GF_XFORM_MAX_DIM ||
+      *out_w > GF_XFORM_MAX_DIM)
+    return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "output size %ux%u is outside 1..%u", *out_h, *out_w,
+                   GF_XFORM_MAX_DIM);
+  return 0;
+}
+
+int gf_xform_out_bytes(uint32_t n, uint32_t out_h, uint32_t out_w,
+                       uint32_t out_c, uint32_t dtype, uint64_t *bytes) {
+  uint64_t b = gf_out_dtype_size(dtype);
+  if (!bytes || b == 0 || !gf_mul_u64(b, n, &b) || !gf_mul_u64(b, out_h, &b) ||
+      !gf_mul_u64(b, out_w, &b) || !gf_mul_u64(b, out_c, &b))
+    return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "a batch of %u samples of %ux%ux%u (dtype %u) does not "
+                   "have a representable size",
+                   n, out_h, out_w, out_c, dtype);
+  *bytes = b;
+  return 0;
+}
+
+/* One axis of the window: see the header comment. Sizes beyond the
+ * transform's limits still give a defined (clamped) answer; validation
+ * refuses them later. */
+static int32_t window_start(uint32_t s, uint32_t o, uint32_t p, bool random,
+                            uint64_t draw) {
+  int64_t size = s, out = o, pad = p, v;
+  if (!random || size + 2 * pad < out) {
+    v = (size - out) / 2;
+  } else {
+    uint64_t count = (uint64_t)(size + 2 * pad - out + 1);
+    if (count > UINT32_MAX)
+      count = UINT32_MAX;
+    v = (int64_t)(((draw >> 32) * count) >> 32) - pad;
+  }
+  if (v > INT32_MAX)
+    v = INT32_MAX;
+  if (v < INT32_MIN)
+    v = INT32_MIN;
+  return (int32_t)v;
+}
+
+void gf_xform_params(const gf_transform *t, uint64_t epoch,
+                     uint64_t sample_index, uint32_t h, uint32_t w,
+                     uint32_t out_h, uint32_t out_w, int32_t *crop_y,
+                     int32_t *crop_x, uint32_t *flip) {
+  uint64_t k = mix64(t->seed + GF_GOLDEN);
+  k = mix64((k ^ epoch) + GF_GOLDEN);
+  k = mix64((k ^ sample_index) + GF_GOLDEN);
+  bool random = t->random_crop != 0;
+  if (crop_y)
+    *crop_y = window_start(h, out_h, t->pad, random, mix64(k + GF_GOLDEN));
+  if (crop_x)
+    *crop_x = window_start(w, out_w, t->pad, random, mix64(k + 2 * GF_GOLDEN));
+  if (flip)
+    *flip = t->hflip ? (uint32_t)(mix64(k + 3 * GF_GOLDEN) >> 63) : 0;
+}
+
+void gf_xform_sample_init(const gf_transform *t, uint64_t epoch,
+                          uint64_t sample_index, uint64_t src_offset,
+                          const gf_shape *shape, uint32_t out_h,
+                          uint32_t out_w, uint32_t filtered,
+                          gf_xform_sample *s) {
+  memset(s, 0, sizeof *s);
+  s->src_offset = src_offset;
+  s->h = shape->height;
+  s->w = shape->width;
+  s->c = shape->channels;
+  s->filtered = filtered ? 1 : 0;
+  gf_xform_params(t, epoch, sample_index, s->h, s->w, out_h, out_w,
+                  &s->crop_y, &s->crop_x, &s->flip);
+}
+
+/* Columns [0, *vw) and rows [0, *vh) of the source that a filtered sample's
+ * window needs (the unfilter is a prefix sum from the top-left corner):
+ * 0 x 0 when the window misses the image. */
+static void filtered_extent(const gf_xform_sample *s, uint32_t out_h,
+                            uint32_t out_w, uint32_t *vh, uint32_t *vw) {
+  int64_t rows = (int64_t)s->crop_y + out_h, cols = (int64_t)s->crop_x + out_w;
+  if (rows > s->h)
+    rows = s->h;
+  if (cols > s->w)
+    cols = s->w;
+  if (rows <= 0 || cols <= 0 || s->crop_y >= (int64_t)s->h ||
+      s->crop_x >= (int64_t)s->w)
+    rows = cols = 0;
+  *vh = (uint32_t)rows;
+  *vw = (uint32_t)cols;
+}
+
+int gf_xform_validate(const gf_xform_sample *samples, uint32_t n,
+                      uint64_t src_len, uint32_t out_h, uint32_t out_w,
+                      uint32_t out_c, unsigned flags) {
+  if (n && !samples)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "%u transform samples given as NULL", n);
+  if (out_c < 1 || out_c > 4 || out_h < 1 || out_w < 1 ||
+      out_h > GF_XFORM_MAX_DIM || out_w > GF_XFORM_MAX_DIM ||
+      (uint64_t)out_h * out_w * out_c >= GF_XFORM_MAX_SAMPLE_ELEMS)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "transform output %ux%ux%u is outside the limits (sides "
+                   "1..%u, channels 1..4, under 2^31 elements a sample)",
+                   out_h, out_w, out_c, GF_XFORM_MAX_DIM);
+  for (uint32_t i = 0; i < n; i++) {
+    const gf_xform_sample *s = &samples[i];
+    if (s->c != out_c)
+      return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u has %u channels, the output %u", i,
+                     s->c, out_c);
+    if (s->h < 1 || s->w < 1 || s->h > GF_XFORM_MAX_DIM ||
+        s->w > GF_XFORM_MAX_DIM)
+      return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u is %ux%u; sides must be 1..%u", i, s->h,
+                     s->w, GF_XFORM_MAX_DIM);
+    uint64_t bytes = (uint64_t)s->h * s->w * s->c;
+    if (s->src_offset > src_len || bytes > src_len - s->src_offset)
+      return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, s->src_offset,
+                     "batch sample %u (%ux%ux%u, %llu bytes at offset %llu) "
+                     "does not lie inside the %llu-byte source",
+                     i, s->h, s->w, s->c, (unsigned long long)bytes,
+                     (unsigned long long)s->src_offset,
+                     (unsigned long long)src_len);
+    if (s->crop_y < -GF_XFORM_MAX_CROP || s->crop_y > GF_XFORM_MAX_CROP ||
+        s->crop_x < -GF_XFORM_MAX_CROP || s->crop_x > GF_XFORM_MAX_CROP)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u has crop (%d, %d) beyond +-%d", i,
+                     s->crop_y, s->crop_x, GF_XFORM_MAX_CROP);
+    if (s->flip > 1 || s->filtered > 1 || s->reserved0)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u: flip and filtered must be 0 or 1 and "
+                     "reserved0 0",
+                     i);
+    if ((flags & GF_XFORM_FOR_GPU) && s->filtered) {
+      uint32_t vh, vw;
+      filtered_extent(s, out_h, out_w, &vh, &vw);
+      if ((uint64_t)vw * s->c > GF_XFORM_GPU_FILTERED_ROW)
+        return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                       "batch sample %u is gradient-filtered and its crop "
+                       "needs %u columns of %u channels: the GPU unfilters "
+                       "rows of up to %u bytes; unfilter it on the CPU",
+                       i, vw, s->c, GF_XFORM_GPU_FILTERED_ROW);
+    }
+  }
+  return 0;
+}
+
+void gf_xform_norm(const gf_transform *t, float mean[4], float std[4]) {
+  for (int c = 0; c < 4; c++) {
+    mean[c] = t->mean[c];
+    std[c] = t->std[c] == 0.0f ? 1.0f : t->std[c];
+  }
+}
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* Output values per channel and pixel value, so the per-element work is a
+ * lookup (the padding value is entry 0). */
+typedef union xform_lut {
+  float f32[4][256];
+  uint16_t u16[4][256];
+} xform_lut;
+
+static void build_lut(const gf_transform *t, uint32_t c, xform_lut *lut) {
+  float mean[4], std[4];
+  gf_xform_norm(t, mean, std);
+  for (uint32_t ch = 0; ch < c; ch++)
+    for (uint32_t x = 0; x < 256; x++) {
+      /* The value rule: one rounding for the difference, one for the
+       * quotient (C11 with FLT_EVAL_METHOD 0 evaluates in float). */
+      float d = (float)x - mean[ch];
+      float v = d / std[ch];
+      if (t->out_dtype == GF_OUT_F32)
+        lut->f32[ch][x] = v;
+      else if (t->out_dtype == GF_OUT_F16)
+        lut->u16[ch][x] = gf_f32_to_f16(f32_bits(v));
+      else
+        lut->u16[ch][x] = gf_f32_to_bf16(f32_bits(v));
+    }
+}
+
+/* Where one sample's pixels come from: rows [0, vh) and columns [0, vw)
+ * of `base` (row pitch `pitch`) are real pixels, the rest is padding. */
+typedef struct src_view {
+  const uint8_t *base;
+  size_t pitch;
+  uint32_t vh, vw;
+} src_view;
+
+/* Output element index of (y, x, ch) inside one sample. */
+static size_t out_index(uint32_t layout, uint32_t out_h, uint32_t out_w,
+                        uint32_t c, uint32_t y, uint32_t x, uint32_t ch) {
+  if (layout == GF_LAYOUT_NHWC)
+    return ((size_t)y * out_w + x) * c + ch;
+  return ((size_t)ch * out_h + y) * out_w + x;
+}
+
+#define GF_EMIT_SAMPLE(T, VALUE)                                             \
+  do {                                                                       \
+    T *o_ = (T *)out;                                                        \
+    for (uint32_t y = 0; y < out_h; y++) {                                   \
+      int64_t sy = (int64_t)s->crop_y + y;                                   \
+      bool row_in = sy >= 0 && sy < (int64_t)v->vh;                          \
+      const uint8_t *row = row_in ? v->base + (size_t)sy * v->pitch : NULL;  \
+      for (uint32_t x = 0; x < out_w; x++) {                                 \
+        int64_t sx = (int64_t)s->crop_x + (s->flip ? out_w - 1 - x : x);     \
+        const uint8_t *px = (row_in && sx >= 0 && sx < (int64_t)v->vw)       \
+                                ? row + (size_t)sx * c                       \
+                                : zero;                                      \
+        for (uint32_t ch = 0; ch < c; ch++) {                                \
+          uint32_t xv = px[ch];                                              \
+          o_[out_index(layout, out_h, out_w, c, y, x, ch)] = (VALUE);        \
+        }                                                                    \
+      }                                                                      \
+    }                                                                        \
+  } while (0)
+
+static void emit_sample(const gf_transform *t, const xform_lut *lut,
+                        const gf_xform_sample *s, const src_view *v,
+                        uint32_t out_h, uint32_t out_w, uint32_t c,
+                        void *out) {
+  static const uint8_t zero[4] = {0, 0, 0, 0};
+  uint32_t layout = t->layout;
+  switch (t->out_dtype) {
+  case GF_OUT_U8:
+    GF_EMIT_SAMPLE(uint8_t, (uint8_t)xv);
+    break;
+  case GF_OUT_F32:
+    GF_EMIT_SAMPLE(float, lut->f32[ch][xv]);
+    break;
+  default:
+    GF_EMIT_SAMPLE(uint16_t, lut->u16[ch][xv]);
+    break;
+  }
+}
+#undef GF_EMIT_SAMPLE
+
+int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
+                 const gf_xform_sample *samples, uint32_t n, uint32_t out_h,
+                 uint32_t out_w, uint32_t out_c, void *dst) {
+  int rc = gf_xform_check(t);
+  if (rc)
+    return rc;
+  if (n && (!dst || (!src && src_len)))
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_xform_ref: source or destination is NULL");
+  rc = gf_xform_validate(samples, n, src_len, out_h, out_w, out_c, 0);
+  if (rc)
+    return rc;
+  xform_lut lut;
+  if (t->out_dtype != GF_OUT_U8)
+    build_lut(t, out_c, &lut);
+  size_t esize = gf_out_dtype_size(t->out_dtype);
+  size_t sample_bytes = (size_t)out_h * out_w * out_c * esize;
+  for (uint32_t i = 0; i < n; i++) {
+    const gf_xform_sample *s = &samples[i];
+    size_t pitch = (size_t)s->w * s->c;
+    src_view v = {src + s->src_offset, pitch, s->h, s->w};
+    uint8_t *scratch = NULL;
+    if (s->filtered) {
+      /* Unfilter the top-left part the window needs, on a copy. */
+      filtered_extent(s, out_h, out_w, &v.vh, &v.vw);
+      if (v.vh && v.vw) {
+        size_t vp = (size_t)v.vw * s->c;
+        scratch = gf_scratch_get((size_t)v.vh * vp);
+        if (!scratch)
+          return gf_fail_context(-ENOMEM, NULL, GF_NO_INDEX,
+                                 "unfiltering a batch sample");
+        for (uint32_t y = 0; y < v.vh; y++)
+          memcpy(scratch + y * vp, v.base + y * pitch, vp);
+        gf_grad_unfilter(scratch, v.vh, v.vw, s->c);
+        v.base = scratch;
+        v.pitch = vp;
+      }
+    }
+    emit_sample(t, &lut, s, &v, out_h, out_w, out_c,
+                (uint8_t *)dst + (size_t)i * sample_bytes);
+    gf_scratch_release(scratch);
+  }
+  return 0;
+}

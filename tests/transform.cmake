@@ -1,0 +1,12 @@
+# The batch transform: its CPU reference (lib/pipeline/transform.c) and the
+# CUDA kernels held to it (kernels/xform.cu).
+gpufeed_add_test(test_transform_ref
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_transform_ref.c
+  TIMEOUT 120 LABELS transform)
+if(GPUFEED_HAVE_CUDA)
+  gpufeed_add_test(test_gpu_kernels
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_kernels.c
+    TIMEOUT 300 LABELS transform gpu)
+  target_include_directories(test_gpu_kernels PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
+  target_link_libraries(test_gpu_kernels PRIVATE CUDA::cudart_static)
+endif()
