@@ -199,7 +199,9 @@ int main(void) {
     CUDA_OK(cudaFree(0)); /* the context exists before the baseline */
     CHECK_OK(gf_gpu_mem_info(0, &free0, &total));
     uint64_t worst = 0;
-    for (int i = 0; i < 100; i++) {
+    /* GPUFEED_TEST_QUICK (under compute-sanitizer): 10 cycles. */
+    int cycles = getenv("GPUFEED_TEST_QUICK") ? 10 : 100;
+    for (int i = 0; i < cycles; i++) {
       gf_loader *l;
       CHECK_OK(gf_loader_create(&cfg, &l));
       if (!l)
@@ -214,15 +216,74 @@ int main(void) {
       gf_loader_destroy(l);
     }
     CHECK_OK(gf_gpu_mem_info(0, &free1, &total));
-    printf("device memory: baseline free %llu, after 100 loaders %llu; most "
+    printf("device memory: baseline free %llu, after %d loaders %llu; most "
            "in use by one loader %llu (pool budget %llu)\n",
-           (unsigned long long)free0, (unsigned long long)free1,
+           (unsigned long long)free0, cycles, (unsigned long long)free1,
            (unsigned long long)worst,
            (unsigned long long)cfg.device_pool_bytes);
     CHECK(free1 + (2u << 20) >= free0);
     /* The pool is the loader's only device memory (the copy stream and
      * events take a little driver memory: 4 MiB of slack). */
     CHECK(worst <= cfg.device_pool_bytes + (4u << 20));
+  }
+  /* 5. Two GPUs: rank 0 and 1 of world 2 in one process, one loader per
+   * device, deliver the whole dataset exactly once between them, each
+   * pool on its own device. */
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) == cudaSuccess && ndev >= 2) {
+    gf_loader *l[2];
+    uint32_t *cnt = calloc(f.n, sizeof *cnt);
+    for (int r = 0; r < 2; r++) {
+      gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+      cfg.source = f.ds_dir;
+      cfg.channels = 3;
+      cfg.batch_size = 8;
+      cfg.threads = 2;
+      cfg.device = r;
+      cfg.rank = (uint32_t)r;
+      cfg.world = 2;
+      cfg.transform = t;
+      CHECK_OK(gf_loader_create(&cfg, &l[r]));
+    }
+    /* Alternate between the two, as two training processes would run. */
+    int done[2] = {0, 0};
+    while (!done[0] || !done[1]) {
+      for (int r = 0; r < 2; r++) {
+        if (done[r])
+          continue;
+        gf_batch *b;
+        int rc = gf_loader_next(l[r], &b);
+        if (rc != 0) {
+          CHECK(rc == GF_EEPOCHEND);
+          done[r] = 1;
+          continue;
+        }
+        int dev = -1;
+        struct cudaPointerAttributes pa;
+        CUDA_OK(cudaPointerGetAttributes(&pa, b->output));
+        dev = pa.device;
+        CHECK(dev == r);
+        CUDA_OK(cudaSetDevice(r));
+        gf_test_failures += check_output(&f, &t, b);
+        for (uint32_t j = 0; j < b->count; j++)
+          cnt[b->indices[j]]++;
+        gf_loader_release(l[r], b);
+      }
+    }
+    for (int r = 0; r < 2; r++) {
+      gf_loader_stats st = {.struct_size = sizeof st};
+      gf_loader_stats_get(l[r], &st);
+      CHECK(st.device == r);
+      gf_loader_destroy(l[r]);
+    }
+    /* 90 samples over 2 ranks: no padding, each exactly once. */
+    for (uint64_t i = 0; i < f.n; i++)
+      CHECK(cnt[i] == 1);
+    printf("two devices: rank 0 on GPU 0 and rank 1 on GPU 1 delivered all "
+           "%llu samples exactly once\n", (unsigned long long)f.n);
+    free(cnt);
+  } else {
+    printf("one device: the two-device check needs two GPUs (not run)\n");
   }
   fixture_free(&f);
   return gf_test_finish();

@@ -618,3 +618,16 @@ int gf_dataset_check_index(const gf_dataset *ds) {
                    ds->names_crc);
   return 0;
 }
+
+void gf_dataset_scan_sizes(const gf_dataset *ds, gf_dataset_scan_fn fn,
+                           void *ctx) {
+  /* Plain field reads over the mapped records, no per-record checks:
+   * what is read here only sizes buffers (bounded by the limits by the
+   * caller); every record is still checked when its sample is read. */
+  const uint8_t *rec = ds->map + ds->records_off;
+  for (uint64_t i = 0; i < ds->count; i++, rec += GF_RECORD_SIZE) {
+    gf_shape s = {gf_le32(rec + GF_REC_HEIGHT), gf_le32(rec + GF_REC_WIDTH),
+                  rec[GF_REC_CHANNELS], rec[GF_REC_DTYPE]};
+    fn(ctx, gf_le16(rec + GF_REC_CODEC), &s, gf_le64(rec + GF_REC_LENGTH));
+  }
+}

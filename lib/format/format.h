@@ -212,6 +212,15 @@ void gf_folder_free(gf_folder *f);
 /* The open file descriptor of shard i (O_RDONLY, owned by the dataset), or
  * -1 when i is out of range. For the loader's readers. */
 int gf_dataset_shard_fd(const gf_dataset *ds, uint32_t i);
+/* Calls fn for every record with its codec, shape and stored length, read
+ * straight from the mapped index without the per-record checks (O(n) but
+ * only a pass over memory: the loader sizes its buffers with it at
+ * create). The values may be damaged: callers bound what they derive. */
+typedef void (*gf_dataset_scan_fn)(void *ctx, int codec, const gf_shape *shape,
+                                   uint64_t length);
+void gf_dataset_scan_sizes(const gf_dataset *ds, gf_dataset_scan_fn fn,
+                           void *ctx);
+
 /* Size in bytes of shard i as checked at open, 0 when out of range. */
 uint64_t gf_dataset_shard_size(const gf_dataset *ds, uint32_t i);
 

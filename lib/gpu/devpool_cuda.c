@@ -355,7 +355,7 @@ static int reserve_all(gf_device_pool *p) {
   if ((rc = gf_pool_create(&pc, &p->alloc)) < 0)
     return rc;
   if (p->pp.bytes) {
-    uint64_t base;
+    uint64_t base = 0;
     if ((rc = dev_malloc(p, p->pp.bytes, &base)) < 0)
       return rc;
     if ((rc = gf_pool_add_region(p->alloc, base, p->pp.bytes)) < 0) {

@@ -82,6 +82,10 @@ gf_device_pool *gf_stage_pool(gf_stage *st);
 
 /* ---- For the bench and the GPU tests (CUDA kept out of their code) ---- */
 
+/* Makes the CUDA context of `device` exist (cudaSetDevice + cudaFree(0)):
+ * a training process has one before it creates a loader, so the bench
+ * creates it first and reports its cost apart. */
+int gf_gpu_init(int32_t device);
 /* A non-blocking stream on `device` (*stream is a cudaStream_t). */
 int gf_gpu_stream_create(int32_t device, void **stream);
 void gf_gpu_stream_destroy(void *stream);

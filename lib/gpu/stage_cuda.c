@@ -362,3 +362,10 @@ int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total) {
   *total = t;
   return e == cudaSuccess ? 0 : cuda_fail(e, "cudaMemGetInfo");
 }
+
+int gf_gpu_init(int32_t device) {
+  cudaError_t e = cudaSetDevice(device < 0 ? 0 : device);
+  if (e == cudaSuccess)
+    e = cudaFree(0);
+  return e == cudaSuccess ? 0 : cuda_fail(e, "creating the CUDA context");
+}

@@ -53,6 +53,10 @@ gf_device_pool *gf_stage_pool(gf_stage *st) {
   (void)st;
   return NULL;
 }
+int gf_gpu_init(int32_t device) {
+  (void)device;
+  return GF_ENODEVICE;
+}
 int gf_gpu_stream_create(int32_t device, void **stream) {
   (void)device;
   *stream = NULL;

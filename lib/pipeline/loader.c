@@ -161,7 +161,7 @@ static void add(_Atomic uint64_t *a, uint64_t v) {
  * only runs zstd. Only when nothing else changes the pixels (no channel or
  * bit-depth conversion) and a row fits the kernel's shared memory. */
 static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
-  if (!l->stage || smp->codec != GF_CODEC_GRADZSTD ||
+  if (!l->stage || l->identity || smp->codec != GF_CODEC_GRADZSTD ||
       smp->stored.dtype != GF_DTYPE_U8)
     return false;
   if (l->dopts.channels && l->dopts.channels != smp->stored.channels)
@@ -586,6 +586,12 @@ static void finalize(gf_loader *l, slot *s) {
   }
   uint32_t oh, ow, oc, nf = 0;
   int rc = gf_xform_out_shape(t, s->shapes, s->count, &oh, &ow, &oc);
+  if (rc == GF_ESHAPE && l->identity) {
+    /* A ragged batch and nothing asked of the transform: the caller gets
+     * the samples as they are (shapes and offsets), no dense output. */
+    gf_error_clear();
+    return;
+  }
   if (rc == 0) {
     for (uint32_t j = 0; j < s->count; j++) {
       gf_xform_sample_init(t, s->epoch, s->indices[j], s->offsets[j],

@@ -168,22 +168,33 @@ static uint64_t out_bytes(int codec, const gf_shape *stored,
   return gf_shape_bytes(&s);
 }
 
+typedef struct scan_ctx {
+  const gf_decode_opts *opts;
+  gf_limits lim;
+  uint64_t max_decoded, max_stored;
+} scan_ctx;
+
+/* A damaged record cannot make the buffers larger than the limits allow:
+ * sizes beyond them are left out here and refused when the sample is read. */
+static void scan_one(void *ctx, int codec, const gf_shape *shape,
+                     uint64_t length) {
+  scan_ctx *c = ctx;
+  uint64_t d = out_bytes(codec, shape, c->opts);
+  if (d <= c->lim.max_bytes && d > c->max_decoded)
+    c->max_decoded = d;
+  if (length <= c->lim.max_bytes && length > c->max_stored)
+    c->max_stored = length;
+}
+
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored) {
   *max_decoded = 0;
   *max_stored = 0;
   if (s->ds) {
-    for (uint64_t i = 0; i < s->count; i++) {
-      gf_sample_info info;
-      int rc = gf_dataset_sample_info(s->ds, i, &info);
-      if (rc < 0)
-        return rc;
-      uint64_t d = out_bytes((int)info.codec, &info.shape, opts);
-      if (d > *max_decoded)
-        *max_decoded = d;
-      if (info.length > *max_stored)
-        *max_stored = info.length;
-    }
+    scan_ctx c = {opts, gf_limits_resolve(&opts->limits), 0, 0};
+    gf_dataset_scan_sizes(s->ds, scan_one, &c);
+    *max_decoded = c.max_decoded;
+    *max_stored = c.max_stored;
     return 0;
   }
   /* A folder: the first file's header stands for all. */
