@@ -356,16 +356,24 @@ typedef struct gf_loader_config {
                              PNG files in the ImageFolder convention */
   const char *labels_file;/* PNG folder source: flat folder + labels file */
   uint64_t seed;          /* permutation seed (default 0) */
-  uint32_t threads;       /* decode workers (0: online cores) */
+  uint32_t threads;       /* decode workers (0: autotune, see prefetch) */
   uint32_t order;         /* gf_order */
   uint32_t rank;          /* this process's rank (default 0) */
   uint32_t world;         /* number of ranks (0 or 1: single process) */
   uint32_t partition;     /* gf_partition */
   uint32_t drop_last;     /* drop the epoch's final incomplete batch */
   uint64_t cache_bytes;   /* host cache budget for decoded samples (0: off) */
-  uint32_t prefetch;      /* batch slots in flight (default 2: double
-                             buffering; the caller may hold at most this
-                             many batches at once) */
+  uint32_t prefetch;      /* batch slots in flight (the caller may hold
+                             at most this many batches at once). 0 here
+                             or in threads: autotune within a CPU budget
+                             (online cores, one kept for the consumer
+                             above 2 cores) and a RAM budget (staging,
+                             read and output buffers at most 1/8 of
+                             MemAvailable): threads as many as both
+                             allow, prefetch 2 (double buffering), up to
+                             4 with 8 threads or more when RAM allows;
+                             gf_loader_stats.tuning says what and why.
+                             INIT gives 2. */
   uint32_t channels;      /* output channels: 0 native, 1, 3 or 4 */
   uint32_t keep_16bit;    /* 16-bit PNGs stay 16-bit */
   uint32_t error_policy;  /* gf_error_policy */
@@ -386,13 +394,20 @@ typedef struct gf_loader_config {
   uint64_t device_pool_bytes; /* device pool reservation (0: what the
                              memory plan needs, see gf_loader_plan) */
   gf_transform transform; /* what each delivered batch is made into */
+  uint64_t trace_events;  /* 0 (default): no trace. Otherwise the capacity
+                             of the in-memory trace, in events (32 bytes
+                             each, allocated at create; at most 2^26): spans
+                             of reads, decodes, cache copies, batches, the
+                             consumer's calls and the GPU copy stream, for
+                             gf_loader_trace_write. Once full, later events
+                             are dropped and counted (gf_loader_stats). */
   uint64_t reserved[8];   /* must be zero */
 } gf_loader_config;
 #define GF_DEVICE_AUTO (-2)
 #define GF_DEVICE_CPU (-1)
 #define GF_LOADER_CONFIG_INIT \
   {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
-   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, {0}}
+   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, {0}}
 
 /* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
  * and have shape shapes[i] (HWC); when `uniform` is set every sample has
@@ -523,11 +538,29 @@ typedef struct gf_loader_stats {
   uint32_t reserved1;
   char host_mode_reason[256]; /* why GF_DEVICE_AUTO chose host mode */
   uint64_t device_pool_in_use, device_pool_peak, device_pool_reserved;
+  char tuning[256];       /* how threads and prefetch were chosen: the
+                             autotune rule's result and reason when the
+                             config left them 0, else "as configured" */
+  uint64_t trace_recorded; /* trace events held (<= trace_events) */
+  uint64_t trace_dropped;  /* trace events lost because the buffer was
+                              full */
   uint64_t reserved[8];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */
 GF_API int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st);
+
+/* Writes the loader's trace (config trace_events) to `path` as a Chrome
+ * trace, Trace Event JSON ({"traceEvents":[...]}, "X" spans with ts/dur in
+ * microseconds since create), which Perfetto (ui.perfetto.dev) and
+ * chrome://tracing open: one track per worker, one for the consumer, one
+ * for the GPU copy stream in GPU mode. It holds the events recorded so far
+ * (spans still under way are left out); the loader keeps recording, and a
+ * later call writes the file again with everything until then. Returns 0,
+ * -EINVAL (tracing is off: nothing was recorded), or a negated errno from
+ * creating or writing the file, with the path in gf_last_error().
+ * Consumer thread. */
+GF_API int gf_loader_trace_write(gf_loader *l, const char *path);
 
 /* Stops the workers (work under way is abandoned, not waited for beyond the
  * sample in hand), frees every buffer, closes every file. Batches still

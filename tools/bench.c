@@ -118,6 +118,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.transform.layout = o->layout;
   cfg.transform.height = o->out_h;
   cfg.transform.width = o->out_w;
+  cfg.trace_events = o->trace ? o->trace_events : 0;
 
   /* The CUDA context is the process's, not the loader's: made before the
    * clock starts, its cost reported apart. */
@@ -239,6 +240,11 @@ int gfc_bench(const gfc_bench_opts *o) {
   gf_loader_stats st = {.struct_size = sizeof st};
   gf_loader_stats_get(l, &st);
   uint64_t rss = rss_bytes(); /* before destroy: what the loader holds */
+  if (o->trace && status == GFC_EXIT_OK &&
+      (rc = gf_loader_trace_write(l, o->trace)) < 0) {
+    gfc_error_last("bench", rc);
+    status = GFC_EXIT_FAIL;
+  }
   gf_loader_destroy(l);
   gf_gpu_stream_destroy(stream);
   if (status != GFC_EXIT_OK) {
@@ -317,6 +323,16 @@ int gfc_bench(const gfc_bench_opts *o) {
     json_str(st.host_mode_reason);
     printf(",\"bottleneck\":");
     json_str(neck);
+    printf(",\"autotune\":");
+    json_str(st.tuning);
+    printf(",\"prefetch\":%llu", (unsigned long long)st.slots);
+    if (o->trace) {
+      printf(",\"trace\":{\"file\":");
+      json_str(o->trace);
+      printf(",\"events\":%llu,\"dropped\":%llu}",
+             (unsigned long long)st.trace_recorded,
+             (unsigned long long)st.trace_dropped);
+    }
     printf(",\"epoch_images_per_s\":[");
     for (uint32_t e = 0; e < o->epochs; e++)
       printf("%s%.1f", e ? "," : "",
@@ -325,13 +341,15 @@ int gfc_bench(const gfc_bench_opts *o) {
   } else {
     char b1[32], b2[32];
     printf("gpufeed bench: %s\n", o->source);
-    printf("  mode              %s, %u threads, batch %u, io %s%s%s\n", mode,
+    printf("  mode              %s, %u threads, batch %u, io %s%s%s", mode,
            st.threads, o->batch, st.io_backend,
            st.io_fallback_reason[0] ? " (" : "", st.io_fallback_reason[0]
                                                     ? st.io_fallback_reason
                                                     : "");
     if (st.io_fallback_reason[0])
-      printf(")\n");
+      printf(")");
+    printf("\n");
+    printf("  autotune          %s\n", st.tuning);
     printf("  throughput        %.0f images/s, %.3f GB/s delivered (epochs "
            "%u-%u)\n",
            ips, gbs, from + 1, o->epochs);
@@ -378,6 +396,14 @@ int gfc_bench(const gfc_bench_opts *o) {
       printf("  skipped           %llu bad samples (last: %s)\n",
              (unsigned long long)st.skipped, st.last_skip_reason);
     printf("  bottleneck        %s\n", neck);
+    if (o->trace && st.trace_dropped)
+      printf("  trace             %s: %llu events, %llu dropped (buffer "
+             "full: raise --trace-events)\n",
+             o->trace, (unsigned long long)st.trace_recorded,
+             (unsigned long long)st.trace_dropped);
+    else if (o->trace)
+      printf("  trace             %s: %llu events\n", o->trace,
+             (unsigned long long)st.trace_recorded);
   }
   free(ep);
   return GFC_EXIT_OK;

@@ -64,7 +64,7 @@ typedef struct gfc_bench_opts {
   const char *source;
   const char *labels;
   uint32_t batch;       /* default 256 */
-  uint32_t threads;     /* 0: the loader's default (online cores) */
+  uint32_t threads;     /* 0: the loader's autotune */
   uint32_t epochs;      /* default 3 */
   uint64_t max_batches; /* stop after this many batches (0: no limit) */
   int32_t device;       /* GF_DEVICE_AUTO, GF_DEVICE_CPU or an index */
@@ -74,12 +74,13 @@ typedef struct gfc_bench_opts {
   uint32_t channels;
   uint32_t order;       /* gf_order */
   uint32_t io;          /* gf_io_backend */
-  uint32_t prefetch;
+  uint32_t prefetch;    /* 0: the loader's autotune */
   uint64_t cache_bytes;
   uint64_t max_sample_bytes;
   uint64_t seed;
   double step_ms;
-  const char *trace;
+  const char *trace;    /* Chrome trace file to write, or NULL */
+  uint64_t trace_events;/* its buffer capacity in events */
   bool h2d_probe;
   bool json;
   bool quiet;

@@ -123,7 +123,7 @@ static const char bench_usage[] =
     "\n"
     "Options:\n"
     "  --batch N        samples a batch (default 256)\n"
-    "  --threads N      decode workers (default: online cores)\n"
+    "  --threads N      decode workers (default: autotune, see docs/BENCH.md)\n"
     "  --epochs N       epochs to run (default 3)\n"
     "  --batches N      stop after N batches in all\n"
     "  --device D       auto (default: GPU 0 when there is one), cpu, or a\n"
@@ -136,7 +136,7 @@ static const char bench_usage[] =
     "                   K, M, G suffixes)\n"
     "  --order O        shuffle (default), sequential or block\n"
     "  --io B           auto (default), uring or pread\n"
-    "  --prefetch N     batch slots in flight (default 2)\n"
+    "  --prefetch N     batch slots in flight (default: autotune, 2 to 4)\n"
     "  --max-sample SIZE  bytes a decoded sample may take (PNG folders whose\n"
     "                   images are larger than the first one)\n"
     "  --labels FILE    a flat PNG folder's labels file\n"
@@ -147,6 +147,11 @@ static const char bench_usage[] =
     "  --h2d-probe      first measure pinned host-to-device bandwidth and\n"
     "                   report the delivered rate against it (GPU mode)\n"
     "  --seed S         shuffle seed (default 0)\n"
+    "  --trace FILE     write a Chrome trace of the run to FILE (open it in\n"
+    "                   ui.perfetto.dev): a track per worker, the consumer\n"
+    "                   and the GPU copy stream\n"
+    "  --trace-events N trace buffer capacity in events (default 1000000;\n"
+    "                   later events are dropped and counted)\n"
     "  --json           one JSON object on stdout instead of the table\n"
     "  --quiet          no progress lines\n"
     "  -h, --help       this text\n";
@@ -472,7 +477,7 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   static const char *const orders[] = {"shuffle", "sequential", "block"};
   static const char *const ios[] = {"auto", "uring", "pread"};
   *o = (gfc_bench_opts){.batch = 256, .epochs = 3, .device = GF_DEVICE_AUTO,
-                        .prefetch = 2};
+                        .trace_events = 1000000};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
       continue;
@@ -521,6 +526,12 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
         bad_value(a, "--step-ms", v, "milliseconds from 0 to 1000000");
     } else if (opt(a, "--seed", &v)) {
       o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
+    } else if (opt(a, "--trace", &v)) {
+      o->trace = v;
+      if (v && !*v)
+        bad_value(a, "--trace", v, "a file name");
+    } else if (opt(a, "--trace-events", &v)) {
+      o->trace_events = parse_u64(a, "--trace-events", v, 1, 1ull << 26);
     } else if (opt(a, "--h2d-probe", NULL)) {
       o->h2d_probe = true;
     } else if (opt(a, "--json", NULL)) {

@@ -77,6 +77,31 @@ int gf_stage_release(gf_stage *st, uint32_t i, void *stream);
  * was made), 0 while it runs. */
 int gf_stage_host_free(gf_stage *st, uint32_t i);
 
+/* Trace mode: times each slot's copy-stream work (H2D copy + transform)
+ * with timing events. Records a reference event on the copy stream and
+ * waits for it, reading the host clock (CLOCK_MONOTONIC) at that moment, so GPU times map onto the host timeline. Call once, after
+ * create, before any submit. Returns 0 or GF_ECUDA. Without CUDA: 0, and
+ * nothing is ever timed. */
+int gf_stage_timing_enable(gf_stage *st);
+/* Takes slot i's timing of its last submit: 1 and *start_ns (host clock)
+ * and *dur_ns when there was one and it has completed (with `wait`, waits
+ * for its completion), 0 when there is none or it is still running (it is
+ * kept for a later call), or a negative code. The slot's next submit
+ * forgets an untaken timing. Called by whoever owns slot i (the loader's
+ * lock orders them). */
+int gf_stage_timing_take(gf_stage *st, uint32_t i, bool wait,
+                         uint64_t *start_ns, uint64_t *dur_ns);
+
+/* NVTX ranges around the loader's stages, for Nsight Systems: in CUDA
+ * builds nvtxRangePushA / nvtxRangePop on the calling thread (nearly free
+ * when no tool is attached), no-ops otherwise. Any thread. */
+void gf_gpu_range_push(const char *name);
+void gf_gpu_range_pop(void);
+/* A range that may end on another thread or out of order (a batch held by
+ * the caller): nvtxRangeStartA / nvtxRangeEnd; 0 without CUDA. */
+uint64_t gf_gpu_range_start(const char *name);
+void gf_gpu_range_end(uint64_t id);
+
 /* The loader's device pool (for the caller's own buffers). */
 gf_device_pool *gf_stage_pool(gf_stage *st);
 

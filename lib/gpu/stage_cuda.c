@@ -6,10 +6,12 @@
 #include "kernels.h"
 
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h> /* header-only: ranges for Nsight Systems */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 typedef struct stage_slot {
   uint8_t *host;           /* staging bytes, then the parameters */
@@ -22,6 +24,8 @@ typedef struct stage_slot {
   bool events;
   bool submitted;          /* a copy was enqueued from this slot */
   bool release_pending;    /* `released` was recorded on a caller stream */
+  cudaEvent_t t_start, t_end; /* trace mode: around copy + kernel */
+  bool timed;              /* t_start/t_end recorded and not yet taken */
 } stage_slot;
 
 struct gf_stage {
@@ -30,6 +34,9 @@ struct gf_stage {
   cudaStream_t copy;
   bool have_stream;
   stage_slot *slots;
+  bool timing;             /* trace mode (gf_stage_timing_enable) */
+  cudaEvent_t t_ref;       /* recorded when the host clock read t_ref_ns */
+  uint64_t t_ref_ns;
 };
 
 static int cuda_fail(cudaError_t e, const char *what) {
@@ -162,12 +169,18 @@ void gf_stage_destroy(gf_stage *st) {
       cudaEventDestroy(s->ready);
       cudaEventDestroy(s->released);
     }
+    if (st->timing) {
+      cudaEventDestroy(s->t_start);
+      cudaEventDestroy(s->t_end);
+    }
     if (s->registered)
       cudaHostUnregister(s->host);
     if (s->map_len)
       munmap(s->host, s->map_len);
   }
   free(st->slots);
+  if (st->timing)
+    cudaEventDestroy(st->t_ref);
   if (st->have_stream)
     cudaStreamDestroy(st->copy);
   /* The pool frees every block with its chunks. */
@@ -209,6 +222,9 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
       (e = cudaStreamWaitEvent(st->copy, s->released, 0)) != cudaSuccess)
     return cuda_fail(e, "cudaStreamWaitEvent (release)");
   memcpy(s->h_params, params, (size_t)n * sizeof *params);
+  s->timed = false;
+  if (st->timing && (e = cudaEventRecord(s->t_start, st->copy)) != cudaSuccess)
+    return cuda_fail(e, "cudaEventRecord (trace)");
   int f = gf_fault_check(GF_FAULT_CUDA_MEMCPY);
   e = f ? cudaErrorUnknown
         : cudaMemcpyAsync(s->d_in, s->host, used, cudaMemcpyHostToDevice,
@@ -240,11 +256,84 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
     return cuda_fail(e, "transform kernel launch");
   if ((e = cudaEventRecord(s->ready, st->copy)) != cudaSuccess)
     return cuda_fail(e, "cudaEventRecord");
+  if (st->timing) {
+    if ((e = cudaEventRecord(s->t_end, st->copy)) != cudaSuccess)
+      return cuda_fail(e, "cudaEventRecord (trace)");
+    s->timed = true;
+  }
   s->release_pending = false;
   *out = s->d_out;
   *out_len = bytes;
   return 0;
 }
+
+int gf_stage_timing_enable(gf_stage *st) {
+  if (st->timing)
+    return 0;
+  cudaError_t e = cudaSetDevice(st->cfg.device);
+  if (e != cudaSuccess)
+    return cuda_fail(e, "cudaSetDevice");
+  if ((e = cudaEventCreate(&st->t_ref)) != cudaSuccess)
+    return cuda_fail(e, "cudaEventCreate (trace)");
+  uint32_t made = 0;
+  for (; made < st->cfg.slots; made++) {
+    stage_slot *s = &st->slots[made];
+    if ((e = cudaEventCreate(&s->t_start)) != cudaSuccess)
+      break;
+    if ((e = cudaEventCreate(&s->t_end)) != cudaSuccess) {
+      cudaEventDestroy(s->t_start);
+      break;
+    }
+  }
+  if (e == cudaSuccess) {
+    /* The host clock is read right after the reference event completes:
+     * GPU spans land on the host timeline within the wait's latency. */
+    e = cudaEventRecord(st->t_ref, st->copy);
+    if (e == cudaSuccess)
+      e = cudaEventSynchronize(st->t_ref);
+    if (e == cudaSuccess) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      st->t_ref_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+      st->timing = true;
+      return 0;
+    }
+  }
+  for (uint32_t k = 0; k < made; k++) {
+    cudaEventDestroy(st->slots[k].t_start);
+    cudaEventDestroy(st->slots[k].t_end);
+  }
+  cudaEventDestroy(st->t_ref);
+  return cuda_fail(e, "setting up GPU timing for the trace");
+}
+
+int gf_stage_timing_take(gf_stage *st, uint32_t i, bool wait,
+                         uint64_t *start_ns, uint64_t *dur_ns) {
+  *start_ns = *dur_ns = 0;
+  if (!st->timing || !st->slots[i].timed)
+    return 0;
+  stage_slot *s = &st->slots[i];
+  cudaError_t e = wait ? cudaEventSynchronize(s->t_end)
+                       : cudaEventQuery(s->t_end);
+  if (e == cudaErrorNotReady)
+    return 0;
+  if (e != cudaSuccess)
+    return cuda_fail(e, "waiting for the copy stream's timing event");
+  float from_ref = 0, dur = 0;
+  if ((e = cudaEventElapsedTime(&from_ref, st->t_ref, s->t_start)) !=
+          cudaSuccess ||
+      (e = cudaEventElapsedTime(&dur, s->t_start, s->t_end)) != cudaSuccess)
+    return cuda_fail(e, "cudaEventElapsedTime (trace)");
+  s->timed = false;
+  *start_ns = st->t_ref_ns + (uint64_t)((double)from_ref * 1e6);
+  *dur_ns = (uint64_t)((double)dur * 1e6);
+  return 1;
+}
+
+void gf_gpu_range_push(const char *name) { nvtxRangePushA(name); }
+void gf_gpu_range_pop(void) { nvtxRangePop(); }
+uint64_t gf_gpu_range_start(const char *name) { return nvtxRangeStartA(name); }
+void gf_gpu_range_end(uint64_t id) { nvtxRangeEnd(id); }
 
 int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   stage_slot *s = &st->slots[i];

@@ -18,7 +18,11 @@
  * the epoch's order with the bad samples removed, whatever the timing.
  *
  * Locking: one mutex guards slot states, cursors and claims; the sample
- * work runs outside it. Statistics are relaxed atomics. */
+ * work runs outside it. Statistics are relaxed atomics.
+ *
+ * Tracing (config trace_events): each stage records a span into the
+ * trace (trace.h), guarded by one branch when off; in GPU mode the same
+ * stages are NVTX ranges too. */
 #include "common/common.h"
 #include "decode/decode.h"
 #include "gpu/stage.h"
@@ -26,9 +30,11 @@
 #include "pipeline/cache.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
+#include "pipeline/trace.h"
 #include "pipeline/transform.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -81,10 +87,14 @@ typedef struct slot {
   _Atomic int cancel;
   gf_error_info err; /* the first failed position's error */
   uint32_t err_pos;  /* UINT32_MAX: none */
+  uint64_t lent_ns;  /* trace: when next() lent it (the step starts) */
+  uint64_t gpu_seq;  /* trace: the batch whose GPU work was last timed */
+  uint64_t nvtx_step; /* NVTX range of the caller's step, or 0 */
 } slot;
 
 typedef struct worker {
   struct gf_loader *l;
+  uint32_t tid; /* trace track */
   pthread_t thread;
   bool started;
   gf_reader *reader;
@@ -139,6 +149,9 @@ struct gf_loader {
   char last_skip_reason[512];
   char io_backend[16];
   char io_fallback[256];
+  char tuning[256];  /* how threads and prefetch were chosen */
+  gf_trace *trace;   /* NULL: tracing off */
+  bool nvtx;         /* GPU mode: NVTX ranges around the stages */
 };
 
 static uint64_t now_ns(void) {
@@ -149,6 +162,21 @@ static uint64_t now_ns(void) {
 
 static void add(_Atomic uint64_t *a, uint64_t v) {
   atomic_fetch_add_explicit(a, v, memory_order_relaxed);
+}
+
+/* A span of the trace; off, it costs the branch. */
+static inline void span(gf_loader *l, gf_trace_kind k, uint32_t tid,
+                        uint64_t t0, uint64_t t1, uint64_t arg) {
+  if (GF_UNLIKELY(l->trace != NULL))
+    gf_trace_span(l->trace, k, tid, t0, t1, arg);
+}
+static inline void range_push(const gf_loader *l, const char *name) {
+  if (l->nvtx)
+    gf_gpu_range_push(name);
+}
+static inline void range_pop(const gf_loader *l) {
+  if (l->nvtx)
+    gf_gpu_range_pop();
 }
 
 /* ---- one sample --------------------------------------------------------- */
@@ -174,7 +202,7 @@ static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
  * cache. Records context and returns the error on failure. */
-static int finish_sample(gf_loader *l, const gf_src_sample *smp,
+static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                          const uint8_t *buf, uint64_t len, bool in_place,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered) {
   int rc;
@@ -191,6 +219,7 @@ static int finish_sample(gf_loader *l, const gf_src_sample *smp,
     }
   }
   uint64_t t0 = now_ns();
+  range_push(l, "decode");
   if (in_place) {
     *shape = smp->stored;
     rc = 0;
@@ -204,6 +233,7 @@ static int finish_sample(gf_loader *l, const gf_src_sample *smp,
                    smp->codec == GF_CODEC_PNG ? NULL : &smp->stored, &l->dopts,
                    dst, (size_t)l->stride, shape);
   }
+  range_pop(l);
   if (rc < 0) {
     char name[1100];
     gf_source_name(l->src, smp->index, name, sizeof name);
@@ -213,7 +243,9 @@ static int finish_sample(gf_loader *l, const gf_src_sample *smp,
                                            : "decoding");
   }
   uint64_t out = gf_shape_bytes(shape);
-  add(&l->st_decode.busy_ns, now_ns() - t0);
+  uint64_t t1 = now_ns();
+  span(l, GF_TR_DECODE, tid, t0, t1, smp->index);
+  add(&l->st_decode.busy_ns, t1 - t0);
   add(&l->st_decode.samples, 1);
   add(&l->st_decode.bytes, out);
   if (l->cache) {
@@ -227,7 +259,7 @@ static int finish_sample(gf_loader *l, const gf_src_sample *smp,
 }
 
 /* Takes sample idx from the cache into dst. Returns true on a hit. */
-static bool from_cache(gf_loader *l, uint64_t idx, uint8_t *dst,
+static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
                        gf_shape *shape, uint8_t *filtered) {
   if (!l->cache)
     return false;
@@ -243,7 +275,9 @@ static bool from_cache(gf_loader *l, uint64_t idx, uint8_t *dst,
   *shape = h.shape;
   *filtered = (uint8_t)h.filtered;
   memcpy(dst, (const uint8_t *)data + CACHE_HEAD, len - CACHE_HEAD);
-  add(&l->st_cache.busy_ns, now_ns() - t0);
+  uint64_t t1 = now_ns();
+  span(l, GF_TR_CACHE, tid, t0, t1, idx);
+  add(&l->st_cache.busy_ns, t1 - t0);
   add(&l->st_cache.samples, 1);
   add(&l->st_cache.bytes, len - CACHE_HEAD);
   add(&l->cache_hits, 1);
@@ -272,7 +306,7 @@ static int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
   if (rc < 0)
     return rc;
   *label = smp.label;
-  if (from_cache(l, idx, dst, shape, filtered))
+  if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered))
     return 0;
   int fd = smp.fd;
   bool own_fd = false;
@@ -313,8 +347,8 @@ static int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
       if (rc == 0) {
         add(&l->st_read.samples, 1);
         add(&l->st_read.bytes, smp.length);
-        rc = finish_sample(l, &smp, buf, smp.length, false, dst, shape,
-                           filtered);
+        rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, buf, smp.length,
+                           false, dst, shape, filtered);
       }
       free(buf);
     }
@@ -372,7 +406,7 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       continue;
     }
     s->labels[j] = p->smp.label;
-    if (from_cache(l, idx, dst, &s->shapes[j], &s->filtered[j])) {
+    if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j])) {
       s->status[j] = 0;
       continue;
     }
@@ -421,9 +455,11 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   }
   if (nreq == 0)
     return;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = now_ns(), t_sub = t0;
+  range_push(l, "read");
   int rc = gf_reader_submit(w->reader, reqs, nreq);
   if (rc < 0) {
+    range_pop(l);
     for (uint32_t i = 0; i < nreq; i++) {
       if (pend[i].fd_owned >= 0)
         close(pend[i].fd_owned);
@@ -438,10 +474,18 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
     int got = gf_reader_wait(w->reader, done, left, 1);
     if (got <= 0) {
       /* A ring error: the reads still out cannot be trusted. */
+      range_pop(l);
       gf_log(GF_LOG_ERROR, "reader wait failed: %s", gf_strerror(got));
       break;
     }
-    add(&l->st_read.busy_ns, now_ns() - t0);
+    uint64_t t_got = now_ns();
+    add(&l->st_read.busy_ns, t_got - t0);
+    if ((uint32_t)got == left) {
+      /* The chunk's last reads are in: its read span ends here, before
+       * the decodes that follow, so spans nest on the worker's track. */
+      range_pop(l);
+      span(l, GF_TR_READ, w->tid, t_sub, t_got, pend[0].smp.index);
+    }
     for (int g = 0; g < got; g++) {
       pending *p = &pend[done[g].user_data];
       left--;
@@ -465,7 +509,7 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       }
       add(&l->st_read.samples, 1);
       add(&l->st_read.bytes, p->smp.length);
-      rc = finish_sample(l, &p->smp, p->buf + p->skew, p->smp.length,
+      rc = finish_sample(l, w->tid, &p->smp, p->buf + p->skew, p->smp.length,
                          p->in_place, dst, &s->shapes[p->j],
                          &s->filtered[p->j]);
       if (rc < 0)
@@ -548,7 +592,26 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
  * mode) or submitted to the GPU. Runs on the worker that finished the slot
  * (or the consumer after a repair), outside the lock: nothing else touches
  * the slot meanwhile. A failure is kept in fin_rc for next() to return. */
-static void finalize(gf_loader *l, slot *s) {
+static void finalize_body(gf_loader *l, slot *s);
+static void finalize(gf_loader *l, slot *s, uint32_t tid) {
+  uint64_t t0 = l->trace ? now_ns() : 0;
+  range_push(l, "finalize");
+  finalize_body(l, s);
+  range_pop(l);
+  span(l, GF_TR_FINALIZE, tid, t0, l->trace ? now_ns() : 0, s->seq);
+}
+
+/* The copy stream's span of the slot's previous batch, if not yet taken:
+ * its timing events are about to be recorded again. */
+static void take_gpu_span(gf_loader *l, slot *s, bool wait) {
+  uint64_t g0, gd;
+  if (l->trace && l->stage &&
+      gf_stage_timing_take(l->stage, s->index, wait, &g0, &gd) == 1)
+    gf_trace_span(l->trace, GF_TR_GPU_COPY, GF_TRACE_TID_COPY_STREAM, g0,
+                  g0 + gd, s->gpu_seq);
+}
+
+static void finalize_body(gf_loader *l, slot *s) {
   s->fin_rc = 0;
   uint64_t stride = l->stride;
   bool same = s->count > 0;
@@ -602,6 +665,8 @@ static void finalize(gf_loader *l, slot *s) {
     if (l->stage) {
       void *out;
       uint64_t len;
+      take_gpu_span(l, s, true);
+      s->gpu_seq = s->seq;
       rc = gf_stage_submit(l->stage, s->index, t, s->params, s->count, nf,
                            s->batch.data_bytes, oh, ow, oc, &out, &len);
       if (rc == 0) {
@@ -679,7 +744,7 @@ static void *worker_main(void *arg) {
       bool failed = slot_failed(s);
       pthread_mutex_unlock(&l->mu);
       if (!failed)
-        finalize(l, s);
+        finalize(l, s, w->tid);
       pthread_mutex_lock(&l->mu);
       s->busy--;
       if (s->state == SLOT_CANCELLED) {
@@ -747,14 +812,12 @@ static int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     c->world = 1;
   if (c->rank >= c->world)
     return cfg_fail("rank", "must be below world");
-  if (!c->threads) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    c->threads = n > 0 ? (uint32_t)n : 1;
-  }
+  /* threads / prefetch 0: chosen by autotune() once the buffer sizes are
+   * known. */
   if (c->threads > 1024)
     return cfg_fail("threads", "is above 1024");
-  if (!c->prefetch)
-    c->prefetch = 2;
+  if (c->trace_events > (1ull << 26))
+    return cfg_fail("trace_events", "is above 2^26 events");
   if (c->prefetch > 64)
     return cfg_fail("prefetch", "is above 64 slots");
   if (c->order > GF_ORDER_BLOCK)
@@ -826,6 +889,114 @@ static void free_slot(gf_loader *l, slot *s) {
   free(s->status);
 }
 
+/* MemAvailable from /proc/meminfo, else the free pages; 0 when unknown. */
+static uint64_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  uint64_t kb = 0;
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kb) == 1)
+        break;
+    fclose(f);
+  }
+  if (kb)
+    return kb * 1024;
+  long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
+/* Read-buffer samples a worker gets (the chunk), as create computes it. */
+static uint32_t chunk_for(const gf_loader *l, uint32_t threads) {
+  uint32_t chunk = l->cfg.io_queue_depth;
+  uint32_t per = l->cfg.batch_size / (2 * threads);
+  if (per < chunk)
+    chunk = per ? per : 1;
+  return chunk;
+}
+
+/* Host bytes the loader's buffers take with these counts: the batch slots
+ * (staging, plus the output in host mode) and each worker's read buffer. */
+static uint64_t host_bytes(const gf_loader *l, uint32_t threads,
+                           uint32_t prefetch, bool gpu) {
+  uint64_t per_slot = l->cfg.batch_size * l->stride;
+  if (!gpu && !l->identity)
+    per_slot += l->out_cap;
+  uint64_t slots = l->cfg.staging_slots ? l->cfg.staging_slots : prefetch;
+  return per_slot * slots +
+         (uint64_t)threads * chunk_for(l, threads) * l->stored_cap;
+}
+
+static void fmt_gb(uint64_t b, char *buf, size_t cap) {
+  if (b >= 1000000000ull)
+    snprintf(buf, cap, "%.1f GB", (double)b / 1e9);
+  else if (b >= 1000000ull)
+    snprintf(buf, cap, "%.1f MB", (double)b / 1e6);
+  else
+    snprintf(buf, cap, "%.1f kB", (double)b / 1e3);
+}
+
+/* Chooses threads and prefetch where the config left them 0: threads
+ * within a CPU budget (online cores, one kept for the consumer above 2
+ * cores, which otherwise would compete with the workers it waits on) and a
+ * RAM budget (the loader's host buffers at most 1/8 of MemAvailable, so a
+ * training process keeps the rest); prefetch 2 (double buffering), up to 4
+ * with 8 threads or more, where fast workers finish batches in bursts and
+ * the extra slots absorb them. Writes the choice and why to l->tuning. */
+static void autotune(gf_loader *l, bool gpu) {
+  bool auto_t = l->cfg.threads == 0, auto_p = l->cfg.prefetch == 0;
+  if (!auto_t && !auto_p) {
+    snprintf(l->tuning, sizeof l->tuning,
+             "%u threads, prefetch %u (as configured)", l->cfg.threads,
+             l->cfg.prefetch);
+    return;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  uint32_t cores = n > 0 ? (uint32_t)(n > 1024 ? 1024 : n) : 1;
+  uint32_t cpu_budget = cores > 2 ? cores - 1 : cores;
+  uint64_t avail = mem_available();
+  uint64_t budget = avail ? avail / 8 : UINT64_MAX;
+  uint32_t p = auto_p ? 2 : l->cfg.prefetch;
+  uint32_t t = auto_t ? cpu_budget : l->cfg.threads;
+  bool ram_cut = false;
+  while (auto_t && t > 1 && host_bytes(l, t, p, gpu) > budget) {
+    t--;
+    ram_cut = true;
+  }
+  if (auto_p && t >= 8)
+    for (uint32_t q = 4; q > 2; q--)
+      if (host_bytes(l, t, q, gpu) <= budget) {
+        p = q;
+        break;
+      }
+  l->cfg.threads = t;
+  l->cfg.prefetch = p;
+  char ram[32], need[32], why_t[96], why_p[96];
+  fmt_gb(budget == UINT64_MAX ? 0 : budget, ram, sizeof ram);
+  fmt_gb(host_bytes(l, t, p, gpu), need, sizeof need);
+  if (!auto_t)
+    snprintf(why_t, sizeof why_t, "%u threads (as configured)", t);
+  else if (ram_cut)
+    snprintf(why_t, sizeof why_t, "%u threads (%u cores, cut to fit RAM)", t,
+             cores);
+  else
+    snprintf(why_t, sizeof why_t, "%u threads (%u cores, %s)", t, cores,
+             cores > 2 ? "1 for the consumer" : "none kept for the consumer");
+  if (!auto_p)
+    snprintf(why_p, sizeof why_p, "prefetch %u (as configured)", p);
+  else
+    snprintf(why_p, sizeof why_p, "prefetch %u", p);
+  char msg[512];
+  if (!avail)
+    snprintf(msg, sizeof msg, "%s, %s (RAM budget unknown)", why_t, why_p);
+  else
+    snprintf(msg, sizeof msg, "%s, %s (RAM budget %s, %s used%s)", why_t,
+             why_p, ram, need,
+             host_bytes(l, t, p, gpu) > budget ? ", over budget"
+                                               : "");
+  gf_strlcpy(l->tuning, msg, sizeof l->tuning);
+}
+
 /* O_DIRECT: a second set of shard descriptors opened with O_DIRECT; reads
  * are widened to the alignment and land in the aligned read buffers. A
  * filesystem that refuses O_DIRECT (tmpfs) keeps buffered reads, said in
@@ -871,6 +1042,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
     return cfg_fail("out", "is NULL");
   *out = NULL;
+  uint64_t t_create = now_ns();
   gf_loader *l = calloc(1, sizeof *l);
   if (!l)
     return -ENOMEM;
@@ -931,12 +1103,6 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   /* A PNG file is smaller than its pixels but for tiny or noisy images;
    * the margin bounds the read buffer without a scan of every file. */
   l->stored_cap = max_stored ? max_stored : l->stride + l->stride / 4 + 65536;
-  l->chunk = l->cfg.io_queue_depth;
-  {
-    uint32_t per = l->cfg.batch_size / (2 * l->cfg.threads);
-    if (per < l->chunk)
-      l->chunk = per ? per : 1;
-  }
   if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
     goto fail;
 
@@ -964,7 +1130,6 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     }
   }
 
-  l->nslots = l->cfg.staging_slots ? l->cfg.staging_slots : l->cfg.prefetch;
   /* The device: GPU mode when one is asked for or, under AUTO, found. */
   l->device = GF_DEVICE_CPU;
   if (l->cfg.device != GF_DEVICE_CPU) {
@@ -980,6 +1145,9 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
       goto fail;
     }
   }
+  autotune(l, l->device >= 0);
+  l->chunk = chunk_for(l, l->cfg.threads);
+  l->nslots = l->cfg.staging_slots ? l->cfg.staging_slots : l->cfg.prefetch;
   if (l->device >= 0) {
     gf_stage_config sc2;
     memset(&sc2, 0, sizeof sc2);
@@ -991,6 +1159,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     sc2.pool_bytes = l->cfg.device_pool_bytes;
     if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
       goto fail;
+    l->nvtx = true;
   }
   l->slots = calloc(l->nslots, sizeof *l->slots);
   if (!l->slots) {
@@ -1002,6 +1171,13 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
       goto fail;
 
   l->nworkers = l->cfg.threads;
+  if (l->cfg.trace_events) {
+    if ((rc = gf_trace_create(l->cfg.trace_events, l->nworkers, t_create,
+                              l->stage != NULL, &l->trace)) < 0)
+      goto fail;
+    if (l->stage && (rc = gf_stage_timing_enable(l->stage)) < 0)
+      goto fail;
+  }
   l->workers = calloc(l->nworkers, sizeof *l->workers);
   if (!l->workers) {
     rc = -ENOMEM;
@@ -1017,6 +1193,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   for (uint32_t i = 0; i < l->nworkers; i++) {
     worker *w = &l->workers[i];
     w->l = l;
+    w->tid = GF_TRACE_TID_WORKER(i);
     uint64_t rb;
     if (!gf_mul_u64(l->chunk, l->stored_cap, &rb) ||
         !(w->rbuf = aligned_alloc(4096, (rb + 4095) / 4096 * 4096))) {
@@ -1088,6 +1265,7 @@ void gf_loader_destroy(gf_loader *l) {
         close(l->direct_fds[i]);
     free(l->direct_fds);
   }
+  gf_trace_destroy(l->trace);
   gf_cache_destroy(l->cache);
   gf_source_close(l->src);
   free(l->source_path);
@@ -1232,9 +1410,7 @@ static void wait_ready(gf_loader *l) {
   pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts);
 }
 
-int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
-  if (!l || !out)
-    return cfg_fail("next", "needs a loader and an output pointer");
+static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
   *out = NULL;
   uint64_t t0 = now_ns();
   pthread_mutex_lock(&l->mu);
@@ -1288,9 +1464,9 @@ int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
       restart_at(l, s->epoch, l->share, s->k + 1);
       l->next_seq = l->c_seq;
       pthread_mutex_unlock(&l->mu);
-      return gf_loader_next_on(l, stream, out);
+      return next_impl(l, stream, out);
     }
-    finalize(l, s);
+    finalize(l, s, GF_TRACE_TID_CONSUMER);
   } else {
     s->batch.skipped = 0;
   }
@@ -1321,6 +1497,28 @@ int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
   return 0;
 }
 
+int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
+  if (!l || !out)
+    return cfg_fail("next", "needs a loader and an output pointer");
+  if (GF_LIKELY(!l->trace && !l->nvtx))
+    return next_impl(l, stream, out);
+  uint64_t t0 = now_ns();
+  range_push(l, "next");
+  int rc = next_impl(l, stream, out);
+  range_pop(l);
+  uint64_t t1 = now_ns();
+  slot *s = rc == 0 ? (slot *)(void *)*out : NULL;
+  span(l, GF_TR_NEXT, GF_TRACE_TID_CONSUMER, t0, t1, s ? s->seq : GF_NO_INDEX);
+  if (s) {
+    s->lent_ns = t1;
+    /* Not a push: the caller may hold several batches and release them in
+     * any order. */
+    if (l->nvtx)
+      s->nvtx_step = gf_gpu_range_start("step");
+  }
+  return rc;
+}
+
 int gf_loader_next(gf_loader *l, gf_batch **out) {
   return gf_loader_next_on(l, NULL, out);
 }
@@ -1328,11 +1526,22 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
 int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
   if (!l || !b)
     return cfg_fail("release", "needs a loader and a batch");
+  uint64_t t0 = l->trace ? now_ns() : 0;
   pthread_mutex_lock(&l->mu);
   for (uint32_t i = 0; i < l->nslots; i++) {
     slot *s = &l->slots[i];
     if (&s->batch == b && s->state == SLOT_LENT) {
+      if (GF_UNLIKELY(l->trace || l->nvtx)) {
+        if (s->nvtx_step) {
+          gf_gpu_range_end(s->nvtx_step);
+          s->nvtx_step = 0;
+        }
+        span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
+        take_gpu_span(l, s, false);
+      }
       int rc = l->stage ? gf_stage_release(l->stage, s->index, stream) : 0;
+      span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0,
+           l->trace ? now_ns() : 0, s->seq);
       free_or_drain(l, s);
       pthread_mutex_unlock(&l->mu);
       return rc;
@@ -1387,6 +1596,10 @@ int gf_loader_state_export(gf_loader *l, gf_loader_state *st) {
 int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
   if (!l || !st)
     return cfg_fail("state_import", "needs a loader and a state");
+  /* Under the lock: workers move the sampler's epoch while dispatching. */
+  pthread_mutex_lock(&l->mu);
+  uint64_t check = gf_sampler_config_check(&l->sampler);
+  pthread_mutex_unlock(&l->mu);
   const char *bad = NULL;
   if (st->version != GF_LOADER_STATE_VERSION)
     bad = "version";
@@ -1394,7 +1607,7 @@ int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
     bad = "world";
   else if (st->seed != l->cfg.seed)
     bad = "seed";
-  else if (st->config_check != gf_sampler_config_check(&l->sampler))
+  else if (st->config_check != check)
     bad = "config_check (dataset size, order, batch size, partition or "
           "drop_last differ)";
   else if (st->position > l->share)
@@ -1458,6 +1671,8 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   memcpy(o.io_fallback_reason, l->io_fallback, sizeof o.io_fallback_reason);
   o.device = l->device;
   memcpy(o.host_mode_reason, l->host_reason, sizeof o.host_mode_reason);
+  memcpy(o.tuning, l->tuning, sizeof o.tuning);
+  gf_trace_counts(l->trace, &o.trace_recorded, &o.trace_dropped);
   if (l->stage) {
     gf_device_pool_stats ps = {.struct_size = sizeof ps};
     if (gf_device_pool_stats_get(gf_stage_pool(l->stage), &ps) == 0) {
@@ -1468,4 +1683,19 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   }
   memcpy(st, &o, st->struct_size);
   return 0;
+}
+
+int gf_loader_trace_write(gf_loader *l, const char *path) {
+  if (!l || !path)
+    return cfg_fail("trace_write", "needs a loader and a path");
+  if (!l->trace)
+    return cfg_fail("trace_events",
+                    "is 0: the loader records no trace (set it at create)");
+  /* Batches the caller still holds: their GPU spans, if done by now. */
+  pthread_mutex_lock(&l->mu);
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if (l->slots[i].state == SLOT_LENT)
+      take_gpu_span(l, &l->slots[i], false);
+  pthread_mutex_unlock(&l->mu);
+  return gf_trace_write(l->trace, path);
 }
