@@ -485,6 +485,18 @@ GF_API int gf_loader_release_on(gf_loader *l, gf_batch *b, void *cuda_stream);
 typedef struct gf_device_pool gf_device_pool;
 GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
 
+/* The memory plan of a loader made from cfg, as a printable table: pinned
+ * staging slots, read buffers, the cache budget, the device slots and the
+ * device pool reservation, each with its bytes and the totals. It opens
+ * the source to size a sample's slot (a dataset's index, or a PNG folder's
+ * first image) and allocates nothing else. The device side depends only on
+ * cfg and the source, so it is the same on every machine; the host read
+ * buffers follow the thread count (autotuned: one per online core).
+ * Returns the length written (the table is cut to cap and NUL-terminated),
+ * -ENOBUFS when cap is too small (the message gives the size needed), or
+ * the errors of gf_loader_create's checks. Any thread. */
+GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
+
 /* Starts epoch `epoch` from its beginning (work under way is cancelled).
  * Batches still held stay valid until released. Returns 0 or -EBUSY when
  * held batches leave no slot. Consumer thread. */

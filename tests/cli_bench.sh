@@ -27,6 +27,12 @@ for key in "throughput" "stage busy" "queue occupancy" "consumer stall" \
   grep -qF "$key" <<<"$table" || fail "bench table lacks '$key': $table"
 done
 
+# The memory plan: printed without running, device side included.
+plan=$("$gf" bench "$tmp/ds" --plan --batch 16 --dtype f16 --size 8x8 --threads 2)
+for key in "pinned staging slots" "read buffers" "device  batch slots" "device  total"; do
+  grep -qF "$key" <<<"$plan" || fail "plan lacks '$key': $plan"
+done
+
 # pread backend forced: reported as such.
 out=$("$gf" bench "$tmp/ds" --device cpu --io pread --batch 16 --epochs 1 --json --quiet)
 grep -qF '"io_backend":"pread"' <<<"$out" || fail "io pread not reported: $out"

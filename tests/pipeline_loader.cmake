@@ -19,3 +19,5 @@ add_test(NAME test_loader_once_uring_refused COMMAND test_loader_once)
 gpufeed_test_props(test_loader_once_uring_refused 600 "threaded;loader")
 set_property(TEST test_loader_once_uring_refused APPEND PROPERTY ENVIRONMENT
   "GPUFEED_FAULT=uring_setup:1:EPERM:sticky;GPUFEED_TEST_CONFIGS=60")
+gpufeed_add_test(test_loader_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_plan.c LABELS loader)
+target_link_libraries(test_loader_plan PRIVATE gpufeed_loader_fixture)

@@ -120,6 +120,16 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.transform.width = o->out_w;
   cfg.trace_events = o->trace ? o->trace_events : 0;
 
+  if (o->plan) {
+    char plan[8192];
+    int prc = gf_loader_plan(&cfg, plan, sizeof plan);
+    if (prc < 0) {
+      gfc_error_last("bench", prc);
+      return GFC_EXIT_FAIL;
+    }
+    fputs(plan, stdout);
+    return GFC_EXIT_OK;
+  }
   /* The CUDA context is the process's, not the loader's: made before the
    * clock starts, its cost reported apart. */
   double ctx_ms = -1;

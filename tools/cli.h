@@ -82,6 +82,7 @@ typedef struct gfc_bench_opts {
   const char *trace;    /* Chrome trace file to write, or NULL */
   uint64_t trace_events;/* its buffer capacity in events */
   bool h2d_probe;
+  bool plan;
   bool json;
   bool quiet;
 } gfc_bench_opts;

@@ -144,6 +144,8 @@ static const char bench_usage[] =
     "                   on the consumer's stream on a GPU, a sleep in host\n"
     "                   mode); the stall is then the share of wall time not\n"
     "                   spent in steps\n"
+    "  --plan           print the memory plan of this configuration (host\n"
+    "                   and device bytes) and exit\n"
     "  --h2d-probe      first measure pinned host-to-device bandwidth and\n"
     "                   report the delivered rate against it (GPU mode)\n"
     "  --seed S         shuffle seed (default 0)\n"
@@ -532,6 +534,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
         bad_value(a, "--trace", v, "a file name");
     } else if (opt(a, "--trace-events", &v)) {
       o->trace_events = parse_u64(a, "--trace-events", v, 1, 1ull << 26);
+    } else if (opt(a, "--plan", NULL)) {
+      o->plan = true;
     } else if (opt(a, "--h2d-probe", NULL)) {
       o->h2d_probe = true;
     } else if (opt(a, "--json", NULL)) {

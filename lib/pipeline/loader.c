@@ -25,6 +25,7 @@
  * stages are NVTX ranges too. */
 #include "common/common.h"
 #include "decode/decode.h"
+#include "gpu/pool.h"
 #include "gpu/stage.h"
 #include "io/io.h"
 #include "pipeline/cache.h"
@@ -963,7 +964,9 @@ static void autotune(gf_loader *l, bool gpu) {
     t--;
     ram_cut = true;
   }
-  if (auto_p && t >= 8)
+  /* In GPU mode the slots are device memory too: the plan (2 slots) must
+   * not depend on the machine, so only host mode takes more. */
+  if (auto_p && t >= 8 && !gpu)
     for (uint32_t q = 4; q > 2; q--)
       if (host_bytes(l, t, q, gpu) <= budget) {
         p = q;
@@ -1038,6 +1041,40 @@ static int open_direct(gf_loader *l) {
   return 0;
 }
 
+/* The sizes every buffer follows from: a sample's slot in a batch
+ * (stride), a read buffer entry, whether the transform is the identity,
+ * and a batch's output. From the config and the source alone: create and
+ * gf_loader_plan share it. */
+static int plan_sizes(gf_loader *l) {
+  int rc;
+  uint64_t max_dec, max_stored;
+  if ((rc = gf_source_max_sizes(l->src, &l->dopts, &max_dec, &max_stored)) < 0)
+    return rc;
+  l->stride = l->cfg.max_sample_bytes ? l->cfg.max_sample_bytes : max_dec;
+  if (l->stride < max_dec && gf_source_is_dataset(l->src))
+    return gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "max_sample_bytes %llu is below the largest sample (%llu "
+                   "bytes decoded)",
+                   (unsigned long long)l->stride, (unsigned long long)max_dec);
+  /* A PNG file is smaller than its pixels but for tiny or noisy images;
+   * the margin bounds the read buffer without a scan of every file. */
+  l->stored_cap = max_stored ? max_stored : l->stride + l->stride / 4 + 65536;
+  const gf_transform *t = &l->cfg.transform;
+  l->identity = t->out_dtype == GF_OUT_U8 && t->layout == GF_LAYOUT_NHWC &&
+                !t->height && !t->width && !t->random_crop && !t->pad &&
+                !t->hflip;
+  uint64_t per;
+  uint32_t cmax = l->cfg.channels ? l->cfg.channels : 4;
+  if (t->height)
+    per = (uint64_t)t->height * t->width * cmax;
+  else
+    per = l->stride; /* a sample's own pixels, at most stride bytes */
+  if (!gf_mul_u64(per, gf_out_dtype_size(t->out_dtype), &per) ||
+      !gf_mul_u64(per, l->cfg.batch_size, &l->out_cap))
+    return cfg_fail("transform", "gives a batch output beyond 2^64 bytes");
+  return 0;
+}
+
 int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
     return cfg_fail("out", "is NULL");
@@ -1089,46 +1126,14 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     goto fail;
   }
 
-  uint64_t max_dec, max_stored;
-  if ((rc = gf_source_max_sizes(l->src, &l->dopts, &max_dec, &max_stored)) < 0)
+  if ((rc = plan_sizes(l)) < 0)
     goto fail;
-  l->stride = l->cfg.max_sample_bytes ? l->cfg.max_sample_bytes : max_dec;
-  if (l->stride < max_dec && gf_source_is_dataset(l->src)) {
-    rc = gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
-                 "max_sample_bytes %llu is below the largest sample (%llu "
-                 "bytes decoded)",
-                 (unsigned long long)l->stride, (unsigned long long)max_dec);
-    goto fail;
-  }
-  /* A PNG file is smaller than its pixels but for tiny or noisy images;
-   * the margin bounds the read buffer without a scan of every file. */
-  l->stored_cap = max_stored ? max_stored : l->stride + l->stride / 4 + 65536;
   if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
     goto fail;
 
   if (l->cfg.cache_bytes &&
       (rc = gf_cache_create(l->cfg.cache_bytes, n, &l->cache)) < 0)
     goto fail;
-
-  /* The transform: identity (nothing to do in host mode) or not, and the
-   * output bytes a batch may need. */
-  const gf_transform *t = &l->cfg.transform;
-  l->identity = t->out_dtype == GF_OUT_U8 && t->layout == GF_LAYOUT_NHWC &&
-                !t->height && !t->width && !t->random_crop && !t->pad &&
-                !t->hflip;
-  {
-    uint64_t per;
-    uint32_t cmax = l->cfg.channels ? l->cfg.channels : 4;
-    if (t->height)
-      per = (uint64_t)t->height * t->width * cmax;
-    else
-      per = l->stride; /* a sample's own pixels, at most stride bytes */
-    if (!gf_mul_u64(per, gf_out_dtype_size(t->out_dtype), &per) ||
-        !gf_mul_u64(per, l->cfg.batch_size, &l->out_cap)) {
-      rc = cfg_fail("transform", "gives a batch output beyond 2^64 bytes");
-      goto fail;
-    }
-  }
 
   /* The device: GPU mode when one is asked for or, under AUTO, found. */
   l->device = GF_DEVICE_CPU;
@@ -1698,4 +1703,56 @@ int gf_loader_trace_write(gf_loader *l, const char *path) {
       take_gpu_span(l, &l->slots[i], false);
   pthread_mutex_unlock(&l->mu);
   return gf_trace_write(l->trace, path);
+}
+
+/* The plan of a loader whose sizes are set: host and device bytes. */
+static int format_plan(const gf_loader *l, uint32_t slots, uint32_t threads,
+                       char *buf, size_t cap) {
+  gf_memory_plan p;
+  memset(&p, 0, sizeof p);
+  p.pinned_slots = slots;
+  p.pinned_slot_bytes = (uint64_t)l->cfg.batch_size * l->stride;
+  p.read_buffers = threads;
+  p.read_buffer_bytes = (uint64_t)chunk_for(l, threads) * l->stored_cap;
+  p.cache_budget = l->cfg.cache_bytes;
+  p.device_slots = slots;
+  gf_stage_config sc;
+  memset(&sc, 0, sizeof sc);
+  sc.slots = 1;
+  sc.max_samples = l->cfg.batch_size;
+  sc.in_bytes = p.pinned_slot_bytes;
+  sc.out_bytes = l->out_cap;
+  p.device_slot_bytes = gf_stage_pool_need(&sc);
+  p.device_pool_bytes = l->cfg.device_pool_bytes;
+  return gf_memory_plan_format(&p, buf, cap);
+}
+
+int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap) {
+  gf_loader *l = calloc(1, sizeof *l);
+  if (!l)
+    return -ENOMEM;
+  int rc = resolve_config(cfg, &l->cfg);
+  if (rc == 0) {
+    l->source_path = (char *)l->cfg.source;
+    l->dopts = (gf_decode_opts)GF_DECODE_OPTS_INIT;
+    l->dopts.channels = l->cfg.channels;
+    l->dopts.keep_16bit = l->cfg.keep_16bit;
+    l->dopts.limits = l->cfg.limits;
+    rc = gf_source_open(l->cfg.source, l->cfg.labels_file, &l->src);
+  }
+  if (rc == 0)
+    rc = plan_sizes(l);
+  if (rc == 0) {
+    /* Device slots: as configured, else the 2 autotune keeps in GPU mode;
+     * read buffers: as configured, else one per online core. */
+    uint32_t slots = l->cfg.staging_slots ? l->cfg.staging_slots
+                     : l->cfg.prefetch    ? l->cfg.prefetch
+                                          : 2;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t threads = l->cfg.threads ? l->cfg.threads : (n > 0 ? (uint32_t)n : 1);
+    rc = format_plan(l, slots, threads, buf, cap);
+  }
+  gf_source_close(l->src);
+  free(l);
+  return rc;
 }

@@ -1,0 +1,61 @@
+/* The memory plan: computed from the config and the source alone, the
+ * device side identical whatever the thread count (the same on every
+ * machine), the figures those of the buffers the loader makes. */
+#include "loader_fixture.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The line of `text` that starts with `prefix`, copied into out. */
+static void line_of(const char *text, const char *prefix, char *out,
+                    size_t cap) {
+  out[0] = '\0';
+  const char *p = strstr(text, prefix);
+  if (!p)
+    return;
+  size_t n = strcspn(p, "\n");
+  if (n >= cap)
+    n = cap - 1;
+  memcpy(out, p, n);
+  out[n] = '\0';
+}
+
+int main(void) {
+  fixture f;
+  CHECK_OK(fixture_make(&f, gf_test_tmpdir(), 40, 2, false, 1, 3));
+  if (gf_test_failures)
+    return gf_test_finish();
+  gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+  cfg.source = f.ds_dir;
+  cfg.channels = 3;
+  cfg.batch_size = 16;
+  cfg.threads = 3;
+  cfg.transform.out_dtype = GF_OUT_F16;
+  cfg.transform.height = 8;
+  cfg.transform.width = 8;
+  char a[4096], b[4096];
+  int n = gf_loader_plan(&cfg, a, sizeof a);
+  CHECK(n > 0);
+  printf("%s", a);
+  /* Samples are 12x10 RGB: a slot holds 16 x 360 bytes; the device slot
+   * adds the f16 output (16 x 8x8x3 x 2) and 16 sample descriptors, each
+   * part rounded to 256 bytes: 5,888 + 6,144 + 768. */
+  CHECK(strstr(a, "5,760") != NULL);
+  CHECK(strstr(a, "12,800") != NULL);
+  cfg.threads = 7;
+  CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
+  char da[256], db[256];
+  line_of(a, "device  total", da, sizeof da);
+  line_of(b, "device  total", db, sizeof db);
+  CHECK(da[0] && strcmp(da, db) == 0);
+  line_of(a, "host    read buffers", da, sizeof da);
+  line_of(b, "host    read buffers", db, sizeof db);
+  CHECK(strcmp(da, db) != 0); /* host read buffers follow the threads */
+  /* A buffer too small is refused, a bad config named. */
+  CHECK_ERR(gf_loader_plan(&cfg, a, 16), -ENOBUFS);
+  cfg.rank = 5;
+  CHECK_ERR(gf_loader_plan(&cfg, a, sizeof a), -EINVAL);
+  fixture_free(&f);
+  return gf_test_finish();
+}
