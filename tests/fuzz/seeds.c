@@ -1,0 +1,398 @@
+/* Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/)
+ * from gpufeed's own writers, so that every seed is a valid input that the
+ * fuzzer then mutates. Deterministic: the same build writes the same files.
+ *
+ *   gpufeed_fuzz_seeds tests/fuzz/corpus [../shared/data/pngsuite]
+ *
+ * With a PngSuite folder, a selection of its files (free to copy, see
+ * tests/fuzz/PngSuite.LICENSE) is added to fuzz_png's corpus. The corpora
+ * are checked in; run this again only to change them. */
+#include "fuzz.h"
+
+#include "decode/decode.h"
+#include "format/format.h"
+#include "pipeline/sampler.h"
+
+static const char *out_root;
+
+static void put(const char *target, const char *name, const void *data,
+                size_t len) {
+  char dir[4200], path[4608];
+  snprintf(dir, sizeof dir, "%s/%s", out_root, target);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  fuzz_write_file(path, data, len);
+}
+
+/* A growable byte buffer. */
+typedef struct buf {
+  uint8_t *p;
+  size_t len, cap;
+} buf;
+
+static void add(buf *b, const void *p, size_t n) {
+  if (b->len + n > b->cap) {
+    b->cap = (b->len + n) * 2;
+    b->p = realloc(b->p, b->cap);
+    if (!b->p)
+      abort();
+  }
+  memcpy(b->p + b->len, p, n);
+  b->len += n;
+}
+
+static void add_u32(buf *b, uint32_t v) {
+  uint8_t le[4];
+  fuzz_put32(le, v);
+  add(b, le, 4);
+}
+
+static void *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    perror(path);
+    abort();
+  }
+  buf b = {0};
+  uint8_t chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    add(&b, chunk, n);
+  fclose(f);
+  *len = b.len;
+  return b.p ? b.p : fuzz_alloc(1);
+}
+
+static void fill(uint8_t *px, size_t n, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 1103515245u + 12345u;
+    px[i] = (uint8_t)((i * 3 + (x >> 24) % 5) & 0xff);
+  }
+}
+
+/* ---- fuzz_dataset --------------------------------------------------------- */
+
+typedef struct ds_sample {
+  int codec;
+  gf_shape shape;
+  int64_t label;
+  const char *source;
+} ds_sample;
+
+/* Builds a dataset with the writer and packs it as a fuzz_dataset input
+ * (flags, index, shards), once with flags 0 and once with 7. */
+static void dataset_seed(const char *name, const ds_sample *s, int n,
+                         int classes, uint64_t shard_size, uint32_t align) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/%s", fuzz_tmpdir(), name);
+  mkdir(dir, 0755);
+  gf_writer_opts wo = {shard_size, align};
+  gf_writer *w;
+  FUZZ_ASSERT(gf_writer_create(dir, &wo, &w) == 0);
+  for (int c = 0; c < classes; c++) {
+    char cname[32];
+    snprintf(cname, sizeof cname, "class%d", c);
+    FUZZ_ASSERT(gf_writer_add_class(w, cname) == 0);
+  }
+  for (int i = 0; i < n; i++) {
+    size_t bytes = (size_t)gf_shape_bytes(&s[i].shape);
+    uint8_t *px = fuzz_alloc(bytes);
+    fill(px, bytes, (uint32_t)i);
+    void *enc;
+    size_t len;
+    if (s[i].codec == GF_CODEC_PNG)
+      FUZZ_ASSERT(gf_png_encode(px, &s[i].shape, 6, &enc, &len) == 0);
+    else
+      FUZZ_ASSERT(gf_encode(s[i].codec, px, &s[i].shape, 0, &enc, &len) == 0);
+    int rc = gf_writer_add(w, enc, len, s[i].codec, &s[i].shape, s[i].label,
+                           s[i].source);
+    if (rc)
+      fprintf(stderr, "%s: %s\n", name, gf_last_error()->message);
+    FUZZ_ASSERT(rc == 0);
+    free(enc);
+    free(px);
+  }
+  FUZZ_ASSERT(gf_writer_finish(w) == 0);
+  gf_writer_destroy(w);
+
+  for (unsigned flags = 0; flags <= 7; flags += 7) {
+    buf b = {0};
+    uint8_t f = (uint8_t)flags;
+    add(&b, &f, 1);
+    char path[4400];
+    size_t len;
+    snprintf(path, sizeof path, "%s/" GF_INDEX_NAME, dir);
+    uint8_t *ix = slurp(path, &len);
+    add_u32(&b, (uint32_t)len);
+    add(&b, ix, len);
+    free(ix);
+    for (unsigned i = 0;; i++) {
+      char shard[64];
+      snprintf(shard, sizeof shard, GF_SHARD_FMT, i);
+      snprintf(path, sizeof path, "%s/%s", dir, shard);
+      struct stat st;
+      if (stat(path, &st) != 0)
+        break;
+      uint8_t *sh = slurp(path, &len);
+      add_u32(&b, (uint32_t)len);
+      add(&b, sh, len);
+      free(sh);
+    }
+    char fname[256];
+    snprintf(fname, sizeof fname, "%s-flags%u", name, flags);
+    put("fuzz_dataset", fname, b.p, b.len);
+    free(b.p);
+  }
+}
+
+static void dataset_seeds(void) {
+  const gf_shape rgb43 = {4, 3, 3, GF_DTYPE_U8};
+  const ds_sample raw3[] = {{GF_CODEC_RAW, rgb43, 0, "a/x.png"},
+                            {GF_CODEC_RAW, rgb43, 1, "b/y.png"},
+                            {GF_CODEC_RAW, rgb43, 1, "b/z.png"}};
+  dataset_seed("raw3-classes", raw3, 3, 2, 0, 1);
+  const ds_sample mixed[] = {
+      {GF_CODEC_RAW, {2, 5, 1, GF_DTYPE_U8}, -7, "gray.png"},
+      {GF_CODEC_ZSTD, {3, 4, 3, GF_DTYPE_U8}, 12, "rgb.png"},
+      {GF_CODEC_GRADZSTD, {5, 2, 4, GF_DTYPE_U8}, 0, NULL},
+      {GF_CODEC_PNG, {4, 4, 2, GF_DTYPE_U8}, 3, "ga.png"},
+      {GF_CODEC_ZSTD, {2, 3, 3, GF_DTYPE_U16}, 1, "deep.png"},
+      {GF_CODEC_GRADZSTD, {3, 3, 1, GF_DTYPE_U16}, 2, "deep gray.png"},
+      {GF_CODEC_PNG, {1, 1, 3, GF_DTYPE_U16}, 5, "one.png"},
+      {GF_CODEC_RAW, {1, 2, 2, GF_DTYPE_U16}, 9, "r16.png"}};
+  dataset_seed("mixed-nolabels", mixed, 8, 0, 0, 1);
+  dataset_seed("mixed-4shards-align64", mixed, 6, 0, 200, 64);
+  dataset_seed("one-align4096", raw3, 1, 2, 0, 4096);
+}
+
+/* ---- fuzz_png -------------------------------------------------------------- */
+
+static void png_seeds(const char *suite) {
+  static const gf_shape made[] = {{1, 1, 1, GF_DTYPE_U8},
+                                  {2, 3, 3, GF_DTYPE_U8},
+                                  {5, 7, 4, GF_DTYPE_U16},
+                                  {9, 2, 2, GF_DTYPE_U8},
+                                  {4, 4, 1, GF_DTYPE_U16},
+                                  {16, 16, 3, GF_DTYPE_U8}};
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+    size_t bytes = (size_t)gf_shape_bytes(&made[i]);
+    uint8_t *px = fuzz_alloc(bytes);
+    fill(px, bytes, (uint32_t)i + 100);
+    void *png;
+    size_t len;
+    FUZZ_ASSERT(gf_png_encode(px, &made[i], 6, &png, &len) == 0);
+    buf b = {0};
+    uint8_t opt = (uint8_t)(i * 5 % 32);
+    add(&b, &opt, 1);
+    add(&b, png, len);
+    char name[64];
+    snprintf(name, sizeof name, "made-%ux%ux%u-%s-opt%u", made[i].height,
+             made[i].width, made[i].channels,
+             made[i].dtype == GF_DTYPE_U16 ? "u16" : "u8", opt);
+    put("fuzz_png", name, b.p, b.len);
+    free(b.p);
+    free(png);
+    free(px);
+  }
+  if (!suite)
+    return;
+  /* Every color type and depth, interlaced or not, odd sizes, filters,
+   * transparency, zlib levels, ancillary chunks, and the corrupt x* files. */
+  static const char *pick[] = {
+      "basn0g01", "basn0g02", "basn0g04", "basn0g08", "basn0g16", "basn2c08",
+      "basn2c16", "basn3p01", "basn3p02", "basn3p04", "basn3p08", "basn4a08",
+      "basn4a16", "basn6a08", "basn6a16", "basi0g01", "basi0g16", "basi2c16",
+      "basi3p04", "basi4a16", "basi6a08", "s01i3p01", "s01n3p01", "s09i3p02",
+      "s35n3p04", "f00n2c08", "f01n2c08", "f02n2c08", "f03n2c08", "f04n2c08",
+      "tbbn0g04", "tbrn2c08", "tm3n3p02", "tp1n3p08", "z00n2c08", "z09n2c08",
+      "g04n0g16", "cs3n2c16", "ct1n0g04", "ccwn3p08", "oi4n2c16", "pp0n6a08",
+      "xc1n0g08", "xc9n2c08", "xcrn0g04", "xcsn0g01", "xd0n2c08", "xd3n2c08",
+      "xd9n2c08", "xdtn0g01", "xhdn0g08", "xlfn0g04", "xs1n0g01", "xs2n0g01",
+      "xs4n0g01", "xs7n0g01"};
+  for (size_t i = 0; i < sizeof pick / sizeof pick[0]; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.png", suite, pick[i]);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+      fprintf(stderr, "seeds: %s missing, skipped\n", path);
+      continue;
+    }
+    size_t len;
+    uint8_t *png = slurp(path, &len);
+    buf b = {0};
+    uint8_t opt = (uint8_t)(i % 32);
+    add(&b, &opt, 1);
+    add(&b, png, len);
+    char name[64];
+    snprintf(name, sizeof name, "pngsuite-%s-opt%u", pick[i], opt);
+    put("fuzz_png", name, b.p, b.len);
+    free(b.p);
+    free(png);
+  }
+}
+
+/* ---- fuzz_zstd ------------------------------------------------------------- */
+
+static void zstd_seeds(void) {
+  static const struct {
+    int codec;
+    unsigned sel; /* fuzz_zstd's codec bits */
+    gf_shape s;
+  } z[] = {{GF_CODEC_ZSTD, 1, {4, 3, 3, GF_DTYPE_U8}},
+           {GF_CODEC_GRADZSTD, 2, {4, 3, 3, GF_DTYPE_U8}},
+           {GF_CODEC_ZSTD, 1, {7, 5, 1, GF_DTYPE_U16}},
+           {GF_CODEC_GRADZSTD, 2, {6, 9, 4, GF_DTYPE_U16}},
+           {GF_CODEC_GRADZSTD, 2, {1, 1, 2, GF_DTYPE_U8}},
+           {GF_CODEC_RAW, 0, {3, 2, 3, GF_DTYPE_U8}},
+           {GF_CODEC_RAW, 0, {2, 2, 4, GF_DTYPE_U16}},
+           {GF_CODEC_ZSTD, 1, {32, 32, 3, GF_DTYPE_U8}}};
+  for (size_t i = 0; i < sizeof z / sizeof z[0]; i++) {
+    size_t bytes = (size_t)gf_shape_bytes(&z[i].s);
+    uint8_t *px = fuzz_alloc(bytes);
+    fill(px, bytes, (uint32_t)i + 200);
+    void *enc;
+    size_t len;
+    FUZZ_ASSERT(gf_encode(z[i].codec, px, &z[i].s, 0, &enc, &len) == 0);
+    for (unsigned v = 0; v < 2; v++) {
+      /* channels and keep_16bit vary between the two copies */
+      uint8_t hdr[7] = {(uint8_t)(z[i].sel | ((v ? (i % 4) : 0) << 2) |
+                                  (v << 4) | (i == 3 ? 32 : 0)),
+                        (uint8_t)z[i].s.height, (uint8_t)(z[i].s.height >> 8),
+                        (uint8_t)z[i].s.width, (uint8_t)(z[i].s.width >> 8),
+                        (uint8_t)z[i].s.channels, (uint8_t)z[i].s.dtype};
+      buf b = {0};
+      add(&b, hdr, sizeof hdr);
+      add(&b, enc, len);
+      char name[64];
+      snprintf(name, sizeof name, "%s-%ux%ux%u-%s-%u",
+               gf_codec_name(z[i].codec), z[i].s.height, z[i].s.width,
+               z[i].s.channels, z[i].s.dtype ? "u16" : "u8", v);
+      put("fuzz_zstd", name, b.p, b.len);
+      free(b.p);
+    }
+    free(enc);
+    free(px);
+  }
+}
+
+/* ---- fuzz_labels ----------------------------------------------------------- */
+
+static void labels_seeds(void) {
+  static const struct {
+    const char *name, *text;
+  } l[] = {
+      {"simple", "a.png 0\nb.PNG 1\nsub/c.png 2\n"},
+      {"spaces-crlf-comments",
+       "# a comment\r\n\r\nwith space.png \t 5\r\n  sub/deeper/d.png -3\n"},
+      {"link-inside", "link.png 1\n./a.png 2\nsub/../a.png 3\n"},
+      {"escapes", "../outside.png 1\n"},
+      {"link-out", "out.png 1\n"},
+      {"absolute", "/etc/passwd 0\n"},
+      {"missing-label", "a.png\n"},
+      {"bad-label", "a.png 12x\n"},
+      {"big-label", "a.png 9223372036854775807\nb.PNG -9223372036854775808\n"},
+      {"overflow-label", "a.png 9223372036854775808\n"},
+      {"loop-dir-fifo", "loop.png 1\ndirlink 2\nfifo.png 3\n"},
+      {"hidden-notes-nonl", ".hidden.png 4\nnotes.txt 5"},
+      {"no-entries", "# nothing\n\n"},
+      {"nul", "a.png 1\n\0b.PNG 2\n"},
+  };
+  for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
+    size_t len = strlen(l[i].text);
+    if (strcmp(l[i].name, "nul") == 0)
+      len = 17;
+    put("fuzz_labels", l[i].name, l[i].text, len);
+  }
+  /* A line at the 8192-byte limit and one past it. */
+  for (int over = 0; over < 2; over++) {
+    buf b = {0};
+    const char *tail = "a.png 1";
+    size_t pad = 8192 - strlen(tail) + (size_t)over;
+    for (size_t k = 0; k < pad; k++)
+      add(&b, " ", 1);
+    add(&b, tail, strlen(tail));
+    add(&b, "\n", 1);
+    put("fuzz_labels", over ? "line-8193" : "line-8192", b.p, b.len);
+    free(b.p);
+  }
+}
+
+/* ---- fuzz_loader_state / fuzz_sampler_state -------------------------------- */
+
+static void loader_state_seeds(void) {
+  /* fuzz_loader_state's loader: 23 samples, rank 1 of 2: share 12. */
+  static const struct {
+    uint8_t flags;
+    uint64_t epoch, position, batch;
+  } s[] = {{1, 0, 0, 0},  {1, 0, 4, 1},  {1, 3, 8, 2},
+           {1, 1, 12, 3}, {3, 2, 41, 0}, {5, 0, 1, 7},
+           {1, 0, 13, 0}, {0, 0, 0, 0},  {1, UINT64_MAX, 11, UINT64_MAX}};
+  for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+    uint8_t b[49] = {s[i].flags};
+    fuzz_put32(b + 1, GF_LOADER_STATE_VERSION);
+    fuzz_put32(b + 5, 2);
+    fuzz_put64(b + 9, 7);
+    fuzz_put64(b + 17, s[i].epoch);
+    fuzz_put64(b + 25, s[i].position);
+    fuzz_put64(b + 33, s[i].batch);
+    char name[64];
+    snprintf(name, sizeof name, "state-%zu-flags%u", i, s[i].flags);
+    put("fuzz_loader_state", name, b, sizeof b);
+  }
+}
+
+static void sampler_state_seeds(void) {
+  static const struct {
+    uint64_t n, batch;
+    uint32_t order, world, partition, drop_last, window;
+    uint64_t block, epoch, position;
+  } c[] = {{23, 4, GF_ORDER_SHUFFLE, 2, GF_PARTITION_PAD, 0, 0, 0, 0, 4},
+           {1000, 32, GF_ORDER_SEQUENTIAL, 1, GF_PARTITION_PAD, 1, 0, 0, 5, 960},
+           {1000, 7, GF_ORDER_BLOCK, 3, GF_PARTITION_DROP, 0, 4, 10, 2, 333},
+           {1, 1, GF_ORDER_SHUFFLE, 1, GF_PARTITION_PAD, 0, 0, 0, 0, 1},
+           {1ull << 40, 256, GF_ORDER_BLOCK, 8, GF_PARTITION_PAD, 1, 0, 0, 9,
+            1ull << 20}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    gf_sampler_config cfg = GF_SAMPLER_CONFIG_INIT;
+    cfg.n = c[i].n;
+    cfg.seed = 1234 + i;
+    cfg.order = c[i].order;
+    cfg.world = c[i].world;
+    cfg.partition = c[i].partition;
+    cfg.batch_size = c[i].batch;
+    cfg.drop_last = c[i].drop_last;
+    cfg.block_size = c[i].block;
+    cfg.window_blocks = c[i].window;
+    gf_sampler s;
+    FUZZ_ASSERT(gf_sampler_init(&s, &cfg) == 0);
+    gf_sampler_set_epoch(&s, c[i].epoch);
+    gf_sampler_state st;
+    FUZZ_ASSERT(gf_sampler_export(&s, c[i].position, &st) == 0);
+    uint8_t b[1 + GF_SAMPLER_STATE_BYTES];
+    gf_sampler_state_encode(&st, b + 1);
+    for (uint8_t flags = 0; flags < 2; flags++) {
+      b[0] = (uint8_t)(flags | (i << 1));
+      char name[64];
+      snprintf(name, sizeof name, "state-%zu-flags%u", i, flags);
+      put("fuzz_sampler_state", name, b, sizeof b);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || argc > 3) {
+    fprintf(stderr, "usage: %s CORPUS_DIR [PNGSUITE_DIR]\n", argv[0]);
+    return 2;
+  }
+  out_root = argv[1];
+  mkdir(out_root, 0755);
+  dataset_seeds();
+  png_seeds(argc == 3 ? argv[2] : NULL);
+  zstd_seeds();
+  labels_seeds();
+  loader_state_seeds();
+  sampler_state_seeds();
+  printf("seeds written to %s\n", out_root);
+  return 0;
+}
