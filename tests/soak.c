@@ -23,6 +23,7 @@
  * resumes, early destroys, errors seen, RSS and fd figures. */
 #include "loader_fixture.h"
 
+#include "gpu/stage.h"
 #include "pipeline/sampler.h"
 
 #include <dirent.h>
@@ -397,6 +398,15 @@ int main(int argc, char **argv) {
   uint64_t *seq = malloc(SEQ_CAP * sizeof *seq);
   uint64_t *got = malloc(SEQ_CAP * sizeof *got);
 
+  /* The CUDA runtime opens its device files once per process, at the first
+   * loader on a GPU: make that happen before the baseline, so the check
+   * sees what loaders leave open, not the driver's own. */
+  if (device != GF_DEVICE_CPU) {
+    if (gf_gpu_init(device) < 0) {
+      fprintf(stderr, "soak: %s\n", gf_last_error()->message);
+      return 77;
+    }
+  }
   int base_fds = fd_count();
   int fd_min = base_fds, fd_max = base_fds;
   uint64_t rss0 = rss_bytes(), rss_peak = rss0, rss_warm = 0, loaders_warm = 0;
