@@ -177,6 +177,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   bool stop = false;
   epoch_rec *ep = calloc(o->epochs, sizeof *ep);
   if (!ep) {
+    free(ov);
     gf_loader_destroy(l);
     return GFC_EXIT_FAIL;
   }
@@ -259,6 +260,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   gf_gpu_stream_destroy(stream);
   if (status != GFC_EXIT_OK) {
     free(ep);
+    free(ov);
     return status;
   }
 

@@ -47,12 +47,6 @@ static int cuda_fail(cudaError_t e, const char *what) {
 
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
-uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
-  uint64_t per = round256(cfg->in_bytes) + round256(cfg->out_bytes) +
-                 round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample));
-  return per * cfg->slots;
-}
-
 int gf_stage_probe(int32_t device, char *why, size_t cap) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);

@@ -4,11 +4,6 @@
 
 #include <stdio.h>
 
-uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
-  (void)cfg;
-  return 0;
-}
-
 int gf_stage_probe(int32_t device, char *why, size_t cap) {
   (void)device;
   snprintf(why, cap, "gpufeed was built without CUDA");

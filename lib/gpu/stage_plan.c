@@ -1,0 +1,11 @@
+/* What the GPU stage needs from the device pool: plain arithmetic, in
+ * every build, so the memory plan is the same with or without CUDA. */
+#include "gpu/stage.h"
+
+static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
+  uint64_t per = round256(cfg->in_bytes) + round256(cfg->out_bytes) +
+                 round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample));
+  return per * cfg->slots;
+}
