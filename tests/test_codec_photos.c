@@ -5,13 +5,8 @@
 #include "testutil.h"
 #include "decode/decode.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static uint8_t *decode_req(int codec, const void *src, size_t len,
                            const gf_shape *stored, uint32_t ch, gf_shape *out) {
@@ -71,24 +66,9 @@ static void check_crop(const uint8_t *crop, const gf_shape *s,
 }
 
 int main(void) {
-  const char *data = gf_test_data_dir();
-  if (!data)
-    gf_test_skip(false, "no test data folder (GPUFEED_TEST_DATA)");
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s/photos", data);
-  DIR *d = opendir(dir);
-  if (!d)
-    gf_test_skip(false, "%s is missing", dir);
   char *names[64];
-  int nn = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && nn < 64) {
-    size_t l = strlen(e->d_name);
-    if (l > 4 && strcmp(e->d_name + l - 4, ".png") == 0)
-      names[nn++] = strdup(e->d_name);
-  }
-  closedir(d);
-  qsort(names, (size_t)nn, sizeof names[0], cmp_name);
+  int nn = gf_test_list_png("photos", dir, sizeof dir, names, 64);
   CHECK(nn > 0);
   uint64_t seed = 2024;
   int crops = 0;

@@ -6,7 +6,6 @@
 #include "testutil.h"
 #include "decode/decode.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h> /* the reference decoder inflates IDAT itself */
@@ -189,10 +188,6 @@ static uint8_t *ref_decode(const uint8_t *file, size_t len, int keep16,
 
 /* ---- the suite ---------------------------------------------------------- */
 
-static int cmp_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static uint8_t *decode(const void *f, size_t len, uint32_t ch, int k16,
                        gf_shape *out, int *rc) {
   gf_decode_opts o = GF_DECODE_OPTS_INIT;
@@ -217,24 +212,9 @@ static uint8_t *decode(const void *f, size_t len, uint32_t ch, int k16,
 }
 
 int main(void) {
-  const char *data = gf_test_data_dir();
-  if (!data)
-    gf_test_skip(false, "no test data folder (GPUFEED_TEST_DATA)");
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s/pngsuite", data);
-  DIR *d = opendir(dir);
-  if (!d)
-    gf_test_skip(false, "%s is missing", dir);
   char *names[512];
-  int nn = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && nn < 512) {
-    size_t l = strlen(e->d_name);
-    if (l > 4 && strcmp(e->d_name + l - 4, ".png") == 0)
-      names[nn++] = strdup(e->d_name);
-  }
-  closedir(d);
-  qsort(names, (size_t)nn, sizeof names[0], cmp_name);
+  int nn = gf_test_list_png("pngsuite", dir, sizeof dir, names, 512);
 
   int valid = 0, corrupt = 0, refchecked = 0, twins = 0;
   for (int i = 0; i < nn; i++) {

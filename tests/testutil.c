@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -131,4 +132,29 @@ void gf_test_fill_image(uint8_t *px, uint32_t h, uint32_t w, uint32_t c,
         int iv = (int)v + n;
         px[((size_t)y * w + x) * c + k] = (uint8_t)(iv < 0 ? 0 : iv > 255 ? 255 : iv);
       }
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gf_test_list_png(const char *sub, char *dir, size_t dir_cap, char **names,
+                     int max) {
+  const char *data = gf_test_data_dir();
+  if (!data)
+    gf_test_skip(false, "no test data folder (GPUFEED_TEST_DATA)");
+  snprintf(dir, dir_cap, "%s/%s", data, sub);
+  DIR *d = opendir(dir);
+  if (!d)
+    gf_test_skip(false, "%s is missing", dir);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && strcmp(e->d_name + l - 4, ".png") == 0)
+      names[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof names[0], cmp_str);
+  return n;
 }

@@ -59,6 +59,13 @@ const char *gf_test_tmpdir(void);
 /* ../shared/data (from $GPUFEED_TEST_DATA) if it exists, else NULL. */
 const char *gf_test_data_dir(void);
 
+/* Lists the .png files of gf_test_data_dir()/sub, sorted by name, into
+ * names (at most max, each malloc'd: the caller frees them) and the folder
+ * into dir. Skips the test (exit 77, with a message) when the data folder
+ * or sub is missing. Returns the count. */
+int gf_test_list_png(const char *sub, char *dir, size_t dir_cap, char **names,
+                     int max);
+
 /* Deterministic generator (splitmix64). */
 uint64_t gf_test_rand(uint64_t *state);
 
