@@ -5,7 +5,7 @@
 # compute-sanitizer memcheck and racecheck.   bash bench/gpu_tests.sh [BUILD]
 set -u; OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"; cd "${1:-build-dev}"; export GPUFEED_REQUIRE_GPU=1; L=$OUT/gpu_tests.log; : > $L
 nvidia-smi -L | tee -a $L
-for t in test_gpu_loader test_gpu_pool test_gpu_kernels test_trace test_loader_once test_loader_errors test_loader_order test_loader_lifetime test_loader_plan; do
+for t in test_gpu_loader test_gpu_pool test_gpu_kernels test_gpu_gather test_cache_pin test_trace test_loader_once test_loader_errors test_loader_order test_loader_lifetime test_loader_plan; do
   s=$(date +%s.%N); GPUFEED_TEST_TMP=/tmp/gt/$t timeout 300 ./tests/$t >> $L 2>&1; rc=$?
   echo "=== $t rc=$rc ($(echo "$(date +%s.%N) - $s" | awk '{print $1-$3}')s)" | tee -a $L
 done
@@ -15,4 +15,7 @@ for tool in memcheck racecheck; do
 done
 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 ./tests/test_gpu_pool >> $S 2>&1; echo "=== memcheck test_gpu_pool rc=$?" | tee -a $S
 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 ./tests/test_gpu_kernels --quick >> $S 2>&1; echo "=== racecheck test_gpu_kernels rc=$?" | tee -a $S
+for tool in memcheck racecheck; do
+  timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 ./tests/test_gpu_gather --quick >> $S 2>&1; echo "=== $tool test_gpu_gather rc=$?" | tee -a $S
+done
 grep -E "ERROR SUMMARY|FAIL|CHECK failed" $L $S | head -20

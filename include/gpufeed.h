@@ -401,13 +401,32 @@ typedef struct gf_loader_config {
                              consumer's calls and the GPU copy stream, for
                              gf_loader_trace_write. Once full, later events
                              are dropped and counted (gf_loader_stats). */
-  uint64_t reserved[8];   /* must be zero */
+  uint32_t cache_direct;  /* gf_cache_direct: in GPU mode with a cache,
+                             whether cached samples go to the device from
+                             where they lie in the cache (default) */
+  uint32_t reserved0;     /* must be zero */
+  uint64_t reserved[7];   /* must be zero */
 } gf_loader_config;
+/* In GPU mode with cache_bytes set, the cache's memory is pinned
+ * (cudaHostRegister) in 64 MiB chunks as samples are admitted, never more
+ * than cache_bytes, and a cached sample is copied to the device by DMA
+ * from where it lies: no CPU copy into the staging slot, so a cached
+ * epoch costs the CPU almost nothing. Such a batch has data == NULL (its
+ * host pixels were never assembled; gf_batch.direct_count says how many
+ * samples came this way): use `output`. GF_CACHE_DIRECT_OFF keeps the
+ * cache pageable and copies every cached sample into the staging slot, so
+ * `data` always holds the batch's pixels. If pinning a chunk fails, its
+ * samples take the copying path (gf_loader_stats.cache_pin_failures). */
+typedef enum gf_cache_direct {
+  GF_CACHE_DIRECT_AUTO = 0,
+  GF_CACHE_DIRECT_OFF = 1,
+} gf_cache_direct;
 #define GF_DEVICE_AUTO (-2)
 #define GF_DEVICE_CPU (-1)
 #define GF_LOADER_CONFIG_INIT \
   {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
-   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, {0}}
+   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, 0, 0,   \
+   {0}}
 
 /* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
  * and have shape shapes[i] (HWC); when `uniform` is set every sample has
@@ -418,7 +437,8 @@ typedef struct gf_batch {
   uint32_t count;          /* samples in this batch (<= batch_size) */
   uint32_t uniform;
   gf_shape shape;          /* when uniform */
-  void *data;              /* host memory, owned by the loader */
+  void *data;              /* host memory, owned by the loader; NULL when
+                              direct_count > 0 (see gf_cache_direct) */
   uint64_t data_bytes;     /* bytes of data in use */
   uint64_t stride;         /* bytes between consecutive samples' starts */
   const gf_shape *shapes;  /* [count] */
@@ -440,7 +460,9 @@ typedef struct gf_batch {
   uint32_t out_dtype;      /* gf_out_dtype */
   uint32_t out_layout;     /* gf_layout */
   uint32_t out_height, out_width, out_channels;
-  uint32_t reserved0;
+  uint32_t direct_count;   /* samples copied to the device straight from
+                              the pinned cache (see gf_cache_direct): when
+                              not 0, data is NULL */
   uint64_t reserved[4];
 } gf_batch;
 
@@ -556,7 +578,11 @@ typedef struct gf_loader_stats {
   uint64_t trace_recorded; /* trace events held (<= trace_events) */
   uint64_t trace_dropped;  /* trace events lost because the buffer was
                               full */
-  uint64_t reserved[8];
+  uint64_t cache_direct;   /* cached samples copied to the device straight
+                              from the pinned cache (no CPU copy) */
+  uint64_t cache_pinned_bytes; /* cache memory pinned for that */
+  uint64_t cache_pin_failures; /* 64 MiB chunks that could not be pinned */
+  uint64_t reserved[5];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */

@@ -2,6 +2,7 @@
 
 #include "decode/decode.h"
 #include "format/format.h"
+#include "gpu/stage.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +122,42 @@ void fixture_free(fixture *f) {
   free(f->ref_label);
 }
 
+/* The batch's pixels as `data` + offsets would hold them. In GPU mode a
+ * batch whose samples came straight from the pinned cache has no host
+ * pixels (data NULL): they are read back from its device output, which
+ * with the identity transform is the same dense uint8 array. NULL (and a
+ * message) when neither is there. *owned: to free. */
+static const uint8_t *batch_pixels(const gf_batch *b, uint8_t **owned) {
+  *owned = NULL;
+  if (b->data)
+    return b->data;
+  if (!b->direct_count || !b->on_device || !b->uniform || !b->output ||
+      b->out_dtype != GF_OUT_U8 || b->out_height != b->shape.height ||
+      b->out_width != b->shape.width ||
+      b->out_channels != b->shape.channels ||
+      b->output_bytes != (uint64_t)b->count * gf_shape_bytes(&b->shape)) {
+    fprintf(stderr, "batch %llu: no host pixels and no identical device "
+            "output (direct_count %u)\n", (unsigned long long)b->index,
+            b->direct_count);
+    return NULL;
+  }
+  uint8_t *p = malloc(b->output_bytes ? b->output_bytes : 1);
+  if (!p || gf_gpu_copy_to_host(p, b->output, b->output_bytes) < 0) {
+    fprintf(stderr, "batch %llu: cannot read the device output back: %s\n",
+            (unsigned long long)b->index, gf_last_error()->message);
+    free(p);
+    return NULL;
+  }
+  *owned = p;
+  return p;
+}
+
 int fixture_check_batch(const fixture *f, const gf_batch *b) {
   int bad = 0;
+  uint8_t *owned;
+  const uint8_t *px = batch_pixels(b, &owned);
+  if (!px)
+    return 1;
   for (uint32_t j = 0; j < b->count; j++) {
     uint64_t idx = b->indices[j];
     if (idx >= f->n) {
@@ -142,8 +177,7 @@ int fixture_check_batch(const fixture *f, const gf_batch *b) {
     }
     if (memcmp(s, &f->ref_shape[idx], sizeof *s) != 0 ||
         b->labels[j] != f->ref_label[idx] ||
-        memcmp((const uint8_t *)b->data + b->offsets[j], f->ref[idx],
-               gf_shape_bytes(s)) != 0) {
+        memcmp(px + b->offsets[j], f->ref[idx], gf_shape_bytes(s)) != 0) {
       fprintf(stderr, "batch %llu: sample %u (index %llu) differs from the "
               "reference\n", (unsigned long long)b->index, j,
               (unsigned long long)idx);
@@ -156,6 +190,7 @@ int fixture_check_batch(const fixture *f, const gf_batch *b) {
       bad++;
     }
   }
+  free(owned);
   return bad;
 }
 
@@ -171,12 +206,15 @@ uint64_t batch_hash(const gf_batch *b) {
   h = fnv(h, &b->epoch, sizeof b->epoch);
   h = fnv(h, &b->index, sizeof b->index);
   h = fnv(h, &b->count, sizeof b->count);
+  uint8_t *owned;
+  const uint8_t *px = batch_pixels(b, &owned);
   for (uint32_t j = 0; j < b->count; j++) {
     h = fnv(h, &b->indices[j], sizeof b->indices[j]);
     h = fnv(h, &b->labels[j], sizeof b->labels[j]);
     h = fnv(h, &b->shapes[j], sizeof b->shapes[j]);
-    h = fnv(h, (const uint8_t *)b->data + b->offsets[j],
-            gf_shape_bytes(&b->shapes[j]));
+    if (px)
+      h = fnv(h, px + b->offsets[j], gf_shape_bytes(&b->shapes[j]));
   }
+  free(owned);
   return h;
 }

@@ -128,7 +128,7 @@ static void flip_byte(const char *path, uint64_t off) {
 
 typedef struct stats {
   uint64_t loaders, epochs, batches, samples, resumes, early, errors, skips,
-      refused;
+      refused, direct;
 } stats;
 
 static stats tot;
@@ -327,6 +327,9 @@ static int run_plan(plan *p, uint64_t *rs, int base_fds, uint64_t *seq,
                 i < ngot ? (long long)got[i] : -1LL,
                 i < nseq ? (long long)seq[i] : -1LL);
   }
+  gf_loader_stats lst = {.struct_size = sizeof lst};
+  if (gf_loader_stats_get(l, &lst) == 0)
+    tot.direct += lst.cache_direct;
   gf_loader_destroy(l);
   int fds = fd_count();
   PROMISE(fds == base_fds, "%d file descriptors open after destroy, %d "
@@ -436,6 +439,9 @@ int main(int argc, char **argv) {
     c->prefetch = 1 + (uint32_t)(gf_test_rand(&rs) % 4);
     uint64_t cache = gf_test_rand(&rs) % 3;
     c->cache_bytes = cache == 0 ? 0 : cache == 1 ? 3000 : 16 << 20;
+    /* GPU mode: the cache pinned and gathered from, or kept pageable. */
+    c->cache_direct = gf_test_rand(&rs) % 4 == 0 ? GF_CACHE_DIRECT_OFF
+                                                 : GF_CACHE_DIRECT_AUTO;
     c->io_backend = gf_test_rand(&rs) % 2 ? GF_IO_PREAD : GF_IO_AUTO;
     c->error_policy = (uint32_t)(gf_test_rand(&rs) % 2);
     c->device = device;
@@ -527,7 +533,8 @@ int main(int argc, char **argv) {
   free(got);
   printf("soak: %.1f s, seed %llu: %llu loaders (%llu refused an empty "
          "share), %llu epochs, %llu batches, %llu samples checked, %llu "
-         "resumes, %llu early destroys, %llu expected errors, %llu skips; "
+         "resumes, %llu early destroys, %llu expected errors, %llu skips, "
+         "%llu samples sent to the GPU straight from the pinned cache; "
          "RSS start %.1f MiB, after warm-up %.1f MiB, end %.1f MiB, peak "
          "%.1f MiB (bound: +%.1f MiB after warm-up); fds baseline %d, min "
          "%d, max %d%s\n",
@@ -536,7 +543,7 @@ int main(int argc, char **argv) {
          (unsigned long long)tot.batches, (unsigned long long)tot.samples,
          (unsigned long long)tot.resumes, (unsigned long long)tot.early,
          (unsigned long long)tot.errors, (unsigned long long)tot.skips,
-         (double)rss0 / 1048576, (double)rss_warm / 1048576,
+         (unsigned long long)tot.direct, (double)rss0 / 1048576, (double)rss_warm / 1048576,
          (double)rss_end / 1048576,
          (double)(hwm > rss_peak ? hwm : rss_peak) / 1048576,
          (double)bound / 1048576, base_fds, fd_min, fd_max,

@@ -3,18 +3,27 @@
  * for every fault site it reaches and every call number N it reaches it.
  *
  * The calls each site sees are counted in-process first, by making the
- * same library calls the CLI makes (tools/build.c: folder scan, writer,
- * commit; tools/verify.c: open, check, read), with the sites armed to
- * count only. The sweep then checks that count against the CLI: EIO at
- * call N <= count must fail the command, and at count + 1 must not fire.
+ * same calls the CLI makes (tools/build.c: folder scan, source reads as
+ * tools/util.c makes them, writer, commit; tools/verify.c: open, check,
+ * read), with the sites armed to count only. The sweep then checks that
+ * count against the CLI: EIO at call N <= count must fail the command, and
+ * at count + 1 must not fire.
  *
  * Each build run must end in one of two ways, never a crash (signal or
  * exit >= 128), a sanitizer report or a hang (killed after a timeout):
  * - exit 0: OUT is byte-identical to a build without faults (builds are
  *   deterministic), and `gpufeed verify` passes it;
- * - exit 1: a message on stderr naming the injected error, OUT absent (or
- *   untouched when it existed: the --force configuration), and no
- *   temporary folder left beside it.
+ * - exit 1: a message on stderr naming the injected error and the path
+ *   the user knows (OUT, or the source file being read; never the
+ *   temporary folder), OUT absent (or untouched when it existed: the
+ *   --force configuration), and no temporary folder left beside it;
+ * - exit 1 after the rename that publishes the new dataset (the commit's
+ *   fsync of the folder, or its open, failed): the message says "the new
+ *   dataset is in place at OUT but making the rename durable failed", OUT
+ *   is byte-identical to the clean build, and with --force the old dataset
+ *   is kept whole at the backup path the message names (OUT.gf-old.PID).
+ *   The commit's calls (renames, folder opens and fsyncs, the --force
+ *   check's reads) are counted and swept like the writer's.
  * EIO and ENOSPC must always fail the build; EINTR, EAGAIN and short
  * writes may be absorbed.
  *
@@ -43,7 +52,7 @@
 
 static const char *cli;
 static const char *tmp;
-static unsigned long runs, checked_ok, checked_fail;
+static unsigned long runs, checked_ok, checked_fail, checked_published;
 
 /* ---- running the CLI ------------------------------------------------------ */
 
@@ -197,8 +206,35 @@ typedef struct build_cfg {
   char shard_arg[32], align_arg[32];
 } build_cfg;
 
+/* What gfc_read_file (tools/util.c) does to read a source image, with the
+ * same calls at the fault sites: one open, then reads until the size fstat
+ * gave is in (one read, unless one comes back short). */
+static uint8_t *read_source(const char *path, size_t *len) {
+  int fd = gf_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  uint8_t *buf = NULL;
+  if (fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+      ssize_t r = gf_sys_read(fd, buf + got, (size_t)st.st_size - got);
+      if (r == -EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      got += (size_t)r;
+    }
+    *len = got;
+  }
+  close(fd);
+  return buf;
+}
+
 /* What tools/build.c does for SRC -> OUT, single-threaded, with the
- * library calls that reach fault sites in the same order. */
+ * library calls and source reads that reach fault sites. The CLI's worker
+ * threads read sources while its main thread writes, so the order differs;
+ * the number of calls at each site is the same. */
 static int build_in_process(const build_cfg *c, const char *src,
                             const char *out) {
   gf_folder *f;
@@ -219,7 +255,7 @@ static int build_in_process(const build_cfg *c, const char *src,
     char path[8400];
     snprintf(path, sizeof path, "%s/%s", src, f->entries[i].path);
     size_t len;
-    uint8_t *png = gf_test_read_file(path, &len);
+    uint8_t *png = read_source(path, &len);
     gf_shape s;
     if (!png || (rc = gf_png_shape(png, len, &o, &s)) < 0) {
       free(png);
@@ -279,11 +315,79 @@ static bool clean_run(const result *r) {
   return !strstr(r->err, "Sanitizer") && !strstr(r->err, "runtime error");
 }
 
+/* The backup "OUT.gf-old.*" beside OUT that a --force commit keeps the old
+ * dataset in, into path; false when there is none. */
+static bool find_backup(const char *out, char *path, size_t cap) {
+  const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+  char prefix[4400];
+  snprintf(prefix, sizeof prefix, "%s.gf-old.", base);
+  DIR *d = opendir(tmp);
+  bool found = false;
+  struct dirent *e;
+  while (d && !found && (e = readdir(d)))
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+      snprintf(path, cap, "%s/%s", tmp, e->d_name);
+      found = true;
+    }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+/* Checks a run that failed after the rename publishing the new dataset:
+ * the new one is at OUT, complete; the old one (--force) is kept whole at
+ * the backup the message names; the message says what happened. */
+static void check_published(const build_cfg *c, const char *ctx,
+                            const result *r, const char *out,
+                            const snap *want, const snap *before) {
+  checked_published++;
+  if (!strstr(r->err, "gpufeed build: ") ||
+      !strstr(r->err, "making the rename durable failed") ||
+      !strstr(r->err, "a crash now may") || !strstr(r->err, out) ||
+      strstr(r->err, ".gftmp-")) {
+    fprintf(stderr, "%s: unclear message after the publishing rename: '%s'\n",
+            ctx, r->err);
+    gf_test_failures++;
+  }
+  snap got;
+  snap_take(out, &got);
+  if (!snap_equal(&got, want)) {
+    fprintf(stderr, "%s: says the new dataset is in place, but OUT is not "
+                    "the clean build\n", ctx);
+    gf_test_failures++;
+  }
+  snap_free(&got);
+  char backup[4400];
+  bool has_backup = find_backup(out, backup, sizeof backup);
+  if (c->force) {
+    snap old;
+    if (has_backup)
+      snap_take(backup, &old);
+    if (!has_backup || !snap_equal(&old, before) ||
+        !strstr(r->err, backup)) {
+      fprintf(stderr, "%s: the old dataset is not kept whole at a backup "
+                      "the message names: '%s'\n", ctx, r->err);
+      gf_test_failures++;
+    }
+    if (has_backup)
+      snap_free(&old);
+  } else if (has_backup) {
+    fprintf(stderr, "%s: a backup %s appeared without --force\n", ctx,
+            backup);
+    gf_test_failures++;
+  }
+  if (has_backup) {
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", backup);
+    CHECK(system(cmd) == 0);
+  }
+}
+
 /* Checks one build run whose fault fired (its call number is within the
  * count). */
 static void check_build(const build_cfg *c, const char *fault, const what *wh,
-                        const result *r, const char *out, const snap *want,
-                        const snap *before) {
+                        const result *r, const char *src, const char *out,
+                        const snap *want, const snap *before) {
   char ctx[256];
   snprintf(ctx, sizeof ctx, "build %s, GPUFEED_FAULT=%s", c->name, fault);
   if (r->status == -1 || r->status >= 128 || !clean_run(r)) {
@@ -328,10 +432,31 @@ static void check_build(const build_cfg *c, const char *fault, const what *wh,
     return;
   }
   checked_fail++;
+  if (strstr(r->err, "is in place at")) {
+    check_published(c, ctx, r, out, want, before);
+    return;
+  }
   const char *name = wh->err ? strerror(-wh->err) : "";
   if (!strstr(r->err, "gpufeed build: ") || (wh->err && !strstr(r->err, name))) {
     fprintf(stderr, "%s: exit 1 without a message naming '%s': '%s'\n", ctx,
             name, r->err);
+    gf_test_failures++;
+  }
+  /* The message names what the user gave (OUT, or the source file being
+   * read), never the temporary folder, which is gone by now. Only source
+   * reads reach the read site (the library reads with pread). */
+  bool source_read = strncmp(fault, "read:", 5) == 0;
+  if (strstr(r->err, ".gftmp-") ||
+      (!source_read && !strstr(r->err, out) && !strstr(r->err, src))) {
+    fprintf(stderr,
+            "%s: the message should name OUT (%s) or a source file under "
+            "%s, not the temporary folder: '%s'\n",
+            ctx, out, src, r->err);
+    gf_test_failures++;
+  }
+  if (source_read && !strstr(r->err, src)) {
+    fprintf(stderr, "%s: a failed source read should name the source: '%s'\n",
+            ctx, r->err);
     gf_test_failures++;
   }
   if (c->force) {
@@ -446,7 +571,7 @@ static void sweep_build(build_cfg *c, const char *src) {
           }
           continue;
         }
-        check_build(c, fault, wh, &r, out, &want, &before);
+        check_build(c, fault, wh, &r, src, out, &want, &before);
       }
     }
   }
@@ -555,7 +680,17 @@ int main(void) {
   sweep_verify(ds);
   printf("fault sweep (CLI build + verify): %lu site sweeps with calls, %lu "
          "faulted runs (site x N x error), %lu CLI runs in all; %lu builds "
-         "absorbed the fault, %lu failed cleanly\n",
-         swept_sites, swept_values, runs, checked_ok, checked_fail);
+         "absorbed the fault, %lu failed cleanly (%lu of them after the "
+         "publishing rename)\n",
+         swept_sites, swept_values, runs, checked_ok, checked_fail,
+         checked_published);
+  /* The commit's fsync of the folder is swept in both configurations (the
+   * NOREPLACE rename and the --force exchange): EIO, ENOSPC, EINTR and
+   * EAGAIN at its open and at its fsync. */
+  if (checked_published < 16) {
+    fprintf(stderr, "only %lu runs failed after the publishing rename: the "
+                    "commit's calls are not swept\n", checked_published);
+    gf_test_failures++;
+  }
   return gf_test_finish();
 }

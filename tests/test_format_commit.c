@@ -1,6 +1,10 @@
 /* gf_dir_commit and gf_dir_remove: atomic move into place, -EEXIST without
- * force, the forced swap, and the refusals that keep --force from wiping a
- * folder that is not a dataset. */
+ * force, the forced swap, the refusals that keep --force from wiping a
+ * folder that is not a dataset, and injected faults at each step of the
+ * commit: before the publishing rename nothing changes; after it the new
+ * dataset is at the target, the old one (--force) is kept, and the error
+ * says so. */
+#include "common/fault.h"
 #include "format/format.h"
 #include "testutil.h"
 
@@ -59,6 +63,129 @@ static void put(const char *dir, const char *name, const char *text) {
   char p[1100];
   snprintf(p, sizeof p, "%s/%s", dir, name);
   CHECK_OK(gf_test_write_file(p, text, strlen(text)));
+}
+
+static bool has(const char *needle) {
+  return strstr(gf_last_error()->message, needle) != NULL;
+}
+
+/* The backup "NAME.gf-old.PID" of final. */
+static void backup_of(const char *final, char *out, size_t cap) {
+  snprintf(out, cap, "%s.gf-old.%ld", final, (long)getpid());
+}
+
+/* Commits a new 7-sample dataset to `final` (holding an older 3-sample one
+ * when `existing`) with `site` armed to fail its `nth` call with EIO;
+ * returns the commit's result. The new folder's path goes to tmp. */
+static int faulted_commit(const char *final, bool existing, gf_fault_site site,
+                          uint64_t nth, int err, char *tmp, size_t cap) {
+  static int seq;
+  char name[64];
+  if (existing) {
+    snprintf(name, sizeof name, "f-old-%d", seq);
+    char old[1024];
+    make_ds(name, 3, old, sizeof old);
+    CHECK(rename(old, final) == 0);
+  }
+  snprintf(name, sizeof name, "f-new-%d", seq++);
+  make_ds(name, 7, tmp, cap);
+  CHECK_OK(gf_fault_arm(site, nth, err, 0));
+  int rc = gf_dir_commit(tmp, final, existing);
+  gf_fault_disarm_all();
+  return rc;
+}
+
+/* Faults at each step of a commit, into a free name and over an existing
+ * dataset (--force). */
+static void fault_steps(void) {
+  char final[1024], t[1024], bak[1100];
+  snprintf(final, sizeof final, "%s/ff", g_tmp);
+  backup_of(final, bak, sizeof bak);
+
+  /* The NOREPLACE rename fails: nothing moved. */
+  CHECK_ERR(faulted_commit(final, false, GF_FAULT_RENAME, 1, -EIO, t, 1024),
+            -EIO);
+  CHECK(has(strerror(EIO)) && has("ff"));
+  CHECK(!exists(final) && count_of(t) == 7);
+  CHECK_OK(gf_dir_remove(t));
+  /* Without RENAME_NOREPLACE (EINVAL), the plain rename takes over. */
+  CHECK_OK(faulted_commit(final, false, GF_FAULT_RENAME, 1, -EINVAL, t, 1024));
+  CHECK(count_of(final) == 7 && !exists(t));
+  CHECK_OK(gf_dir_remove(final));
+
+  /* After the publishing rename, opening or fsyncing the folder fails: the
+   * new dataset is in place, the error says so and that it is not durable.
+   */
+  gf_fault_site after[] = {GF_FAULT_OPEN, GF_FAULT_FSYNC};
+  for (int i = 0; i < 2; i++) {
+    CHECK_ERR(faulted_commit(final, false, after[i], 1, -EIO, t, 1024), -EIO);
+    CHECK(has("the new dataset is in place at") && has(final));
+    CHECK(has("making the rename durable failed") && has(strerror(EIO)));
+    CHECK(has("a crash now may"));
+    CHECK(count_of(final) == 7 && !exists(t) && !exists(bak));
+    CHECK_OK(gf_dir_remove(final));
+  }
+
+  /* --force. Calls: rename 1 NOREPLACE (EEXIST), open 1 and 2 and pread 1
+   * check the old dataset, rename 2 the exchange, open 3 and fsync 1 make it
+   * durable. Before the exchange, a fault changes nothing. */
+  struct {
+    gf_fault_site site;
+    uint64_t nth;
+  } before[] = {{GF_FAULT_RENAME, 1},
+                {GF_FAULT_OPEN, 1},
+                {GF_FAULT_OPEN, 2},
+                {GF_FAULT_PREAD, 1},
+                {GF_FAULT_RENAME, 2}};
+  for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
+    CHECK_ERR(faulted_commit(final, true, before[i].site, before[i].nth, -EIO,
+                             t, 1024),
+              -EIO);
+    /* An I/O error is reported as one, not as "not a dataset". */
+    CHECK(has(strerror(EIO)) && has("ff"));
+    CHECK(count_of(final) == 3 && count_of(t) == 7 && !exists(bak));
+    CHECK_OK(gf_dir_remove(t));
+    CHECK_OK(gf_dir_remove(final));
+  }
+  /* Without RENAME_EXCHANGE the fallback moves the old one aside, then
+   * removes it once the new one is durable. */
+  CHECK_OK(faulted_commit(final, true, GF_FAULT_RENAME, 2, -EINVAL, t, 1024));
+  CHECK(count_of(final) == 7 && !exists(t) && !exists(bak));
+  CHECK_OK(gf_dir_remove(final));
+
+  /* After the exchange: the new dataset is in place, the old one is kept
+   * whole at the backup the message names, nothing is left at tmp. */
+  struct {
+    gf_fault_site site;
+    uint64_t nth;
+  } late[] = {{GF_FAULT_OPEN, 3}, {GF_FAULT_FSYNC, 1}};
+  for (size_t i = 0; i < 2; i++) {
+    CHECK_ERR(
+        faulted_commit(final, true, late[i].site, late[i].nth, -EIO, t, 1024),
+        -EIO);
+    CHECK(has("the new dataset is in place at") && has(final));
+    CHECK(has("making the rename durable failed") && has(strerror(EIO)));
+    CHECK(has("bring back the old one") && has(bak));
+    CHECK(count_of(final) == 7 && count_of(bak) == 3 && !exists(t));
+    CHECK_OK(gf_dir_remove(bak));
+    CHECK_OK(gf_dir_remove(final));
+  }
+  /* ... and when even the move to the backup fails, the old one stays at
+   * tmp's name, which the message gives. */
+  {
+    char old[1024];
+    make_ds("f-old-last", 3, old, sizeof old);
+    CHECK(rename(old, final) == 0);
+    make_ds("f-new-last", 7, t, sizeof t);
+    CHECK_OK(gf_fault_arm(GF_FAULT_FSYNC, 1, -EIO, 0));
+    CHECK_OK(gf_fault_arm(GF_FAULT_RENAME, 3, -EIO, 0));
+    CHECK_ERR(gf_dir_commit(t, final, true), -EIO);
+    gf_fault_disarm_all();
+    CHECK(has("the new dataset is in place at") && has(t));
+    CHECK(count_of(final) == 7 && count_of(t) == 3 && !exists(bak));
+    CHECK_OK(gf_dir_remove(t));
+    CHECK_OK(gf_dir_remove(final));
+  }
 }
 
 int main(void) {
@@ -173,5 +300,7 @@ int main(void) {
   CHECK(!exists(final));
   CHECK_ERR(gf_dir_remove(final), -ENOENT);
   CHECK_OK(gf_dir_remove(empty));
+
+  fault_steps();
   return gf_test_finish();
 }

@@ -3,13 +3,18 @@
  * - every batch's device output equals the CPU reference of the transform
  *   (f32 NCHW with random crop, padding, flip and normalisation; gradzstd
  *   samples unfiltered on the GPU inside the transform), bit for bit, and
- *   every epoch delivers each sample exactly once;
+ *   every epoch delivers each sample exactly once: from a PNG folder, from
+ *   a dataset with a cache that is pinned and gathered from directly (in
+ *   both gather methods, engine and kernel), with the cache kept pageable
+ *   (GF_CACHE_DIRECT_OFF), and with every pin of the cache failing
+ *   (injected: those samples take the copying path);
  * - a batch released on a stream while a long kernel still reads it is not
  *   overwritten by later batches (a delay kernel proves it);
  * - 100 create/destroy cycles return cudaMemGetInfo to its baseline;
  * - device memory in use never exceeds the configured pool. */
 #include "loader_fixture.h"
 
+#include "common/fault.h"
 #include "delay.h"
 #include "gpu/stage.h"
 #include "pipeline/transform.h"
@@ -97,10 +102,21 @@ int main(void) {
   memcpy(t.mean, mean, sizeof mean);
   memcpy(t.std, sd, sizeof sd);
 
-  /* 1. Outputs equal the reference; exactly once; the fused unfilter ran. */
-  for (int src = 0; src < 2; src++) {
+  /* 1. Outputs equal the reference; exactly once; the fused unfilter ran.
+   * mode 0: dataset, cache gathered by the copy engines; 1: the same with
+   * the gather kernel; 2: cache not pinned; 3: pinning fails; 4: PNG
+   * folder, no cache. */
+  for (int mode = 0; mode < 5; mode++) {
+    int src = mode == 4;
+    setenv("GPUFEED_DIRECT_COPY", mode == 1 ? "kernel" : "engine", 1);
     gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
     cfg.source = src ? f.png_dir : f.ds_dir;
+    cfg.cache_direct = mode == 2 ? GF_CACHE_DIRECT_OFF : GF_CACHE_DIRECT_AUTO;
+    /* The two staging slots register first; every later registration
+     * (the cache's chunks) fails. */
+    if (mode == 3)
+      CHECK_OK(gf_fault_arm(GF_FAULT_CUDA_HOST_REGISTER, 3,
+                            GF_EDEVOOM, GF_FAULT_STICKY));
     cfg.channels = 3;
     cfg.max_sample_bytes = 16 * 16 * 3;
     cfg.batch_size = 16;
@@ -108,17 +124,21 @@ int main(void) {
     cfg.device = 0;
     cfg.transform = t;
     cfg.cache_bytes = src ? 0 : 1 << 20;
+    cfg.prefetch = 2;
     gf_loader *l;
     CHECK_OK(gf_loader_create(&cfg, &l));
     if (gf_test_failures)
       return gf_test_finish();
-    uint64_t filtered = 0;
+    uint64_t filtered = 0, direct = 0, null_data = 0;
     for (int e = 0; e < 3; e++) {
       uint32_t *cnt = calloc(f.n, sizeof *cnt);
       gf_batch *b;
       int rc;
       while ((rc = gf_loader_next(l, &b)) == 0) {
         gf_test_failures += check_output(&f, &t, b);
+        direct += b->direct_count;
+        null_data += b->data == NULL;
+        CHECK((b->data == NULL) == (b->direct_count > 0));
         for (uint32_t j = 0; j < b->count; j++) {
           cnt[b->indices[j]]++;
           filtered += b->filtered[j];
@@ -130,16 +150,36 @@ int main(void) {
         CHECK(cnt[i] == 1);
       free(cnt);
     }
-    printf("%s: %llu gradient-filtered samples unfiltered on the GPU\n",
-           src ? "png folder" : "dataset", (unsigned long long)filtered);
-    if (!src)
-      CHECK(filtered > 0); /* a quarter of the dataset is gradzstd */
     gf_loader_stats st = {.struct_size = sizeof st};
     gf_loader_stats_get(l, &st);
+    printf("mode %d (%s): %llu gradient-filtered samples unfiltered on the "
+           "GPU; %llu samples gathered from the pinned cache (%llu bytes "
+           "pinned, %llu failed pins)\n",
+           mode, src ? "png folder" : "dataset", (unsigned long long)filtered,
+           (unsigned long long)st.cache_direct,
+           (unsigned long long)st.cache_pinned_bytes,
+           (unsigned long long)st.cache_pin_failures);
+    if (!src)
+      CHECK(filtered > 0); /* a quarter of the dataset is gradzstd */
+    CHECK(st.cache_direct == direct);
+    if (mode <= 1) {
+      /* Epochs 2 and 3 come from the cache, nearly all of it pinned. */
+      CHECK(direct >= f.n);
+      CHECK(null_data > 0);
+      CHECK(st.cache_pinned_bytes > 0 && st.cache_pin_failures == 0);
+    } else {
+      CHECK(direct == 0 && null_data == 0);
+      CHECK(st.cache_pinned_bytes == 0);
+      CHECK(st.cache_pin_failures == (mode == 3 ? 1u : 0u));
+    }
+    if (mode == 3)
+      gf_fault_disarm_all();
     CHECK(st.device == 0);
     CHECK(st.device_pool_peak > 0 && st.device_pool_peak <= st.device_pool_reserved);
     gf_loader_destroy(l);
   }
+
+  unsetenv("GPUFEED_DIRECT_COPY");
 
   /* 2. A batch released on a stream while a kernel still reads it. */
   {

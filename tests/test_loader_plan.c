@@ -39,10 +39,11 @@ int main(void) {
   CHECK(n > 0);
   printf("%s", a);
   /* Samples are 12x10 RGB: a slot holds 16 x 360 bytes; the device slot
-   * adds the f16 output (16 x 8x8x3 x 2) and 16 sample descriptors, each
-   * part rounded to 256 bytes: 5,888 + 6,144 + 768. */
+   * adds the f16 output (16 x 8x8x3 x 2), 16 sample descriptors and 16
+   * gather ranges (32 bytes each), each part rounded to 256 bytes:
+   * 5,888 + 6,144 + 768 + 512. */
   CHECK(strstr(a, "5,760") != NULL);
-  CHECK(strstr(a, "12,800") != NULL);
+  CHECK(strstr(a, "13,312") != NULL);
   cfg.threads = 7;
   CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
   char da[256], db[256];
@@ -52,6 +53,22 @@ int main(void) {
   line_of(a, "host    read buffers", da, sizeof da);
   line_of(b, "host    read buffers", db, sizeof db);
   CHECK(strcmp(da, db) != 0); /* host read buffers follow the threads */
+  /* The cache is pinned as it fills when a GPU may be used (the plan says
+   * so from the config alone), and not in host mode or when turned off. */
+  cfg.cache_bytes = 1 << 20;
+  CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
+  CHECK(strstr(b, "sample cache (pinned)") != NULL);
+  cfg.device = GF_DEVICE_CPU;
+  CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
+  CHECK(strstr(b, "sample cache (budget)") != NULL);
+  cfg.device = GF_DEVICE_AUTO;
+  cfg.cache_direct = GF_CACHE_DIRECT_OFF;
+  CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
+  CHECK(strstr(b, "sample cache (budget)") != NULL);
+  cfg.cache_direct = 2;
+  CHECK_ERR(gf_loader_plan(&cfg, b, sizeof b), -EINVAL);
+  cfg.cache_direct = GF_CACHE_DIRECT_AUTO;
+  cfg.cache_bytes = 0;
   /* A buffer too small is refused, a bad config named. */
   CHECK_ERR(gf_loader_plan(&cfg, a, 16), -ENOBUFS);
   cfg.rank = 5;

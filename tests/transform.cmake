@@ -1,5 +1,6 @@
 # The batch transform: its CPU reference (lib/pipeline/transform.c) and the
-# CUDA kernels held to it (kernels/xform.cu).
+# CUDA kernels held to it (kernels/xform.cu); the gather kernel
+# (kernels/gather.cu).
 gpufeed_add_test(test_transform_ref
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_transform_ref.c
   TIMEOUT 120 LABELS transform)
@@ -9,4 +10,10 @@ if(GPUFEED_HAVE_CUDA)
     TIMEOUT 300 LABELS transform gpu)
   target_include_directories(test_gpu_kernels PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
   target_link_libraries(test_gpu_kernels PRIVATE CUDA::cudart_static)
+  # The gather kernel that takes cached samples from pinned host memory.
+  gpufeed_add_test(test_gpu_gather
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_gather.c
+    TIMEOUT 300 LABELS transform gpu)
+  target_include_directories(test_gpu_gather PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
+  target_link_libraries(test_gpu_gather PRIVATE CUDA::cudart_static)
 endif()

@@ -92,6 +92,12 @@ static void bottleneck(const gf_loader_stats *st, double wall, double stall,
   } else if (cache > 40.0) {
     snprintf(buf, cap, "copy-bound: %u threads %.0f%% busy copying from the "
              "cache (memory bandwidth)", st->threads, cache);
+  } else if (st->cache_direct * 2 > st->cache_hits + st->cache_misses) {
+    snprintf(buf, cap, "host-to-device copy-bound: %.0f%% of the samples "
+             "went to the GPU straight from the pinned cache (no CPU copy) "
+             "and the workers idled %.0f%% of the time: the bus is the limit",
+             pct((double)st->cache_direct,
+                 (double)(st->cache_hits + st->cache_misses)), idle);
   } else {
     snprintf(buf, cap, "underfed: workers idle %.0f%% of the time while the "
              "consumer waited %.1f%%: raise --prefetch or --threads, or the "
@@ -119,6 +125,8 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.transform.height = o->out_h;
   cfg.transform.width = o->out_w;
   cfg.trace_events = o->trace ? o->trace_events : 0;
+  cfg.cache_direct =
+      o->no_cache_direct ? GF_CACHE_DIRECT_OFF : GF_CACHE_DIRECT_AUTO;
 
   if (o->plan) {
     char plan[8192];
@@ -314,8 +322,9 @@ int gfc_bench(const gfc_bench_opts *o) {
            "\"rss_bytes\":%llu,\"peak_rss_bytes\":%llu,\"device_pool_peak_bytes\":%llu,"
            "\"cuda_context_ms\":%.1f,\"h2d_probe_gb_per_s\":%.3f,\"next_release_us_p50\":%.2f,"
            "\"next_release_us_min\":%.2f,\"next_release_samples\":%zu,"
-           "\"cache_hits\":%llu,\"cache_misses\":%llu,\"skipped\":%llu,"
-           "\"io_backend\":",
+           "\"cache_hits\":%llu,\"cache_misses\":%llu,\"cache_direct\":%llu,"
+           "\"cache_pinned_bytes\":%llu,\"cache_pin_failures\":%llu,"
+           "\"skipped\":%llu,\"io_backend\":",
            mode, st.threads, o->batch, o->epochs, (unsigned long long)images,
            secs, ips, gbs, first_batch_s * 1e3, create_s * 1e3,
            pct((double)st.read.busy_ns * 1e-9, thread_s),
@@ -327,7 +336,11 @@ int gfc_bench(const gfc_bench_opts *o) {
            (unsigned long long)st.device_pool_peak, ctx_ms, h2d_gbps, ov_p50, ov_min,
            ov_n,
            (unsigned long long)st.cache_hits,
-           (unsigned long long)st.cache_misses, (unsigned long long)st.skipped);
+           (unsigned long long)st.cache_misses,
+           (unsigned long long)st.cache_direct,
+           (unsigned long long)st.cache_pinned_bytes,
+           (unsigned long long)st.cache_pin_failures,
+           (unsigned long long)st.skipped);
     json_str(st.io_backend);
     printf(",\"io_fallback_reason\":");
     json_str(st.io_fallback_reason);
@@ -404,6 +417,12 @@ int gfc_bench(const gfc_bench_opts *o) {
              (unsigned long long)st.cache_misses,
              gfc_fmt_bytes(st.cache_bytes, b1, sizeof b1),
              gfc_fmt_bytes(st.cache_budget, b2, sizeof b2));
+    if (st.cache_direct || st.cache_pinned_bytes || st.cache_pin_failures)
+      printf("  cache to GPU      %llu samples copied straight from the pinned "
+             "cache (%s pinned, %llu chunks failed to pin)\n",
+             (unsigned long long)st.cache_direct,
+             gfc_fmt_bytes(st.cache_pinned_bytes, b1, sizeof b1),
+             (unsigned long long)st.cache_pin_failures);
     if (st.skipped)
       printf("  skipped           %llu bad samples (last: %s)\n",
              (unsigned long long)st.skipped, st.last_skip_reason);

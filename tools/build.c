@@ -192,6 +192,70 @@ static char *make_tmp_dir(const char *out) {
   return tmp;
 }
 
+/* Appends n bytes of s to dst (capacity cap, length *len), cutting at cap. */
+static void put(char *dst, size_t cap, size_t *len, const char *s, size_t n) {
+  if (n > cap - 1 - *len)
+    n = cap - 1 - *len;
+  memcpy(dst + *len, s, n);
+  *len += n;
+  dst[*len] = '\0';
+}
+
+/* Copies msg into dst with the temporary folder `tmp` replaced by what the
+ * user knows: a file inside it, or the folder as the message's subject,
+ * by OUT; any other mention (the folder being moved into place) by "the
+ * new dataset". Returns whether tmp occurred. */
+static bool name_out(char *dst, size_t cap, const char *msg, const char *tmp,
+                     const char *out) {
+  size_t tl = strlen(tmp), len = 0;
+  bool found = false;
+  dst[0] = '\0';
+  if (!tl) {
+    put(dst, cap, &len, msg, strlen(msg));
+    return false;
+  }
+  for (const char *p = msg; *p;) {
+    const char *hit = strstr(p, tmp);
+    if (!hit) {
+      put(dst, cap, &len, p, strlen(p));
+      break;
+    }
+    put(dst, cap, &len, p, (size_t)(hit - p));
+    const char *as = hit[tl] == '/' || hit == msg ? out : "the new dataset";
+    put(dst, cap, &len, as, strlen(as));
+    p = hit + tl;
+    found = true;
+  }
+  return found;
+}
+
+/* Reports a failure of the writer or of the commit. Both name the paths
+ * they were given, inside the temporary folder, which the user never named
+ * and which is removed on the way out: the message names OUT instead. */
+static void report_out(const gfc_build_opts *o, const char *tmp, int rc) {
+  const gf_error_info *last = gf_last_error();
+  if (!tmp || last->code != rc || !last->message[0]) {
+    gfc_error_last(CMD, rc);
+    return;
+  }
+  /* OUT as given, less trailing slashes, so "OUT/" + file reads right. */
+  char out[sizeof last->path];
+  size_t ol = strlen(o->out);
+  while (ol > 1 && o->out[ol - 1] == '/')
+    ol--;
+  snprintf(out, sizeof out, "%.*s", (int)ol, o->out);
+  gf_error_info e = *last;
+  if (name_out(e.message, sizeof e.message, last->message, tmp, out)) {
+    size_t len = strlen(e.message);
+    put(e.message, sizeof e.message, &len, " (while building ", 17);
+    put(e.message, sizeof e.message, &len, out, strlen(out));
+    put(e.message, sizeof e.message, &len, ")", 1);
+  }
+  name_out(e.path, sizeof e.path, last->path, tmp, out);
+  gf_error_restore(&e);
+  gfc_error_last(CMD, rc);
+}
+
 /* Refuses early (before any work) what gf_dir_commit would refuse at the
  * end. */
 static bool out_ok(const gfc_build_opts *o) {
@@ -274,7 +338,8 @@ static void print_summary(const gfc_build_opts *o, const gf_folder *f,
 /* The main thread's part: takes each source's result in source order and
  * writes it (or skips it, with --skip-bad). Returns false on a failure,
  * reported; an interruption returns true with g_signal set. */
-static bool write_in_order(build_job *j, gf_writer *w, totals *tot) {
+static bool write_in_order(build_job *j, gf_writer *w, const char *tmp,
+                           totals *tot) {
   gfc_progress prog;
   gfc_progress_start(&prog, CMD, "img", j->folder->count, j->o->quiet);
   bool failed = false;
@@ -305,7 +370,7 @@ static bool write_in_order(build_job *j, gf_writer *w, totals *tot) {
                              j->folder->entries[i].path);
       if (rc != 0) {
         gfc_progress_end(&prog);
-        gfc_error_last(CMD, rc);
+        report_out(j->o, tmp, rc);
         failed = true;
       }
       tot->src_bytes += s.src_bytes;
@@ -367,12 +432,12 @@ int gfc_build(const gfc_build_opts *o) {
   }
   gf_writer_opts wo = {o->shard_size, o->alignment};
   if ((rc = gf_writer_create(tmp, &wo, &w)) != 0) {
-    gfc_error_last(CMD, rc);
+    report_out(o, tmp, rc);
     goto out;
   }
   for (uint32_t c = 0; c < folder->class_count; c++) {
     if ((rc = gf_writer_add_class(w, folder->classes[c])) != 0) {
-      gfc_error_last(CMD, rc);
+      report_out(o, tmp, rc);
       goto out;
     }
   }
@@ -396,7 +461,7 @@ int gfc_build(const gfc_build_opts *o) {
     }
   }
 
-  bool ok = write_in_order(&j, w, &tot);
+  bool ok = write_in_order(&j, w, tmp, &tot);
   stop_workers(&j);
   for (unsigned i = 0; i < started; i++)
     pthread_join(tids[i], NULL);
@@ -411,20 +476,43 @@ int gfc_build(const gfc_build_opts *o) {
   }
   tot.shard_bytes = gf_writer_bytes(w);
   if (!g_signal && (rc = gf_writer_finish(w)) != 0) {
-    gfc_error_last(CMD, rc);
+    report_out(o, tmp, rc);
     goto out;
   }
   if (g_signal)
     goto out;
   gf_writer_destroy(w);
   w = NULL;
+  /* The index's inode tells, after a failure, whether the rename that
+   * publishes the new dataset happened (renames keep inodes). */
+  size_t icap = strlen(tmp) + strlen(o->out) + sizeof GF_INDEX_NAME + 2;
+  char *idx = malloc(icap);
+  struct stat before, after;
+  bool known = false;
+  if (idx) {
+    snprintf(idx, icap, "%s/%s", tmp, GF_INDEX_NAME);
+    known = stat(idx, &before) == 0;
+  }
   if ((rc = gf_dir_commit(tmp, o->out, o->force)) != 0) {
-    if (rc == -EEXIST)
-      gfc_error(CMD, "%s already exists; use --force to replace it", o->out);
-    else
+    if (known)
+      snprintf(idx, icap, "%s/%s", o->out, GF_INDEX_NAME);
+    if (known && stat(idx, &after) == 0 && after.st_dev == before.st_dev &&
+        after.st_ino == before.st_ino) {
+      /* The new dataset is in place; only its durability failed. tmp now
+       * holds nothing of ours, or the old dataset, kept for the user: the
+       * message says where, and nothing may be removed. */
       gfc_error_last(CMD, rc);
+      free(tmp);
+      tmp = NULL;
+    } else if (rc == -EEXIST) {
+      gfc_error(CMD, "%s already exists; use --force to replace it", o->out);
+    } else {
+      report_out(o, tmp, rc);
+    }
+    free(idx);
     goto out;
   }
+  free(idx);
   free(tmp);
   tmp = NULL;
   double el = gfc_now() - t0;

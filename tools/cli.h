@@ -82,6 +82,7 @@ typedef struct gfc_bench_opts {
   const char *trace;    /* Chrome trace file to write, or NULL */
   uint64_t trace_events;/* its buffer capacity in events */
   bool h2d_probe;
+  bool no_cache_direct; /* GF_CACHE_DIRECT_OFF */
   bool plan;
   bool json;
   bool quiet;
@@ -114,12 +115,16 @@ const char *gfc_fmt_bytes(uint64_t n, char *buf, size_t cap);
 char *gfc_path_join(const char *dir, const char *name);
 
 /* Reads a whole regular file of at most max_len bytes into a malloc'd
- * buffer (*data, owned by the caller, freed with free()). Returns 0, -errno
- * or GF_ELIMIT, with context naming the file. */
+ * buffer (*data, owned by the caller, freed with free()). One open and one
+ * read per call unless a read comes back short or interrupted (continued;
+ * EINTR retried a bounded number of times in a row), all through the fault
+ * sites of common/fault.h. Returns 0, -errno, GF_EBADSOURCE or GF_ELIMIT,
+ * with context naming the file. */
 int gfc_read_file(const char *path, uint64_t max_len, void **data, size_t *len);
-/* Writes a whole file through `path`.tmp-like name in the same folder and
- * renames it, so a reader never sees half a file. Returns 0 or -errno with
- * context. */
+/* Writes a whole file through a hidden ".NAME.tmp" in the same folder and
+ * renames it, so a reader never sees half a file (no fsync: not durable
+ * across a crash). Opens, writes and the rename go through the fault sites
+ * of common/fault.h. Returns 0 or -errno with context naming dir/name. */
 int gfc_write_file_atomic(const char *dir, const char *name, const void *data,
                           size_t len);
 

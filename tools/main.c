@@ -148,6 +148,9 @@ static const char bench_usage[] =
     "                   and device bytes) and exit\n"
     "  --h2d-probe      first measure pinned host-to-device bandwidth and\n"
     "                   report the delivered rate against it (GPU mode)\n"
+    "  --no-cache-direct  on a GPU, copy cached samples through the staging\n"
+    "                   slots instead of pinning the cache and copying to\n"
+    "                   the device straight from it (the default)\n"
     "  --seed S         shuffle seed (default 0)\n"
     "  --trace FILE     write a Chrome trace of the run to FILE (open it in\n"
     "                   ui.perfetto.dev): a track per worker, the consumer\n"
@@ -538,6 +541,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       o->plan = true;
     } else if (opt(a, "--h2d-probe", NULL)) {
       o->h2d_probe = true;
+    } else if (opt(a, "--no-cache-direct", NULL)) {
+      o->no_cache_direct = true;
     } else if (opt(a, "--json", NULL)) {
       o->json = true;
     } else if (opt(a, "--quiet", NULL)) {

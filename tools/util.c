@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "common/common.h"
+#include "common/fault.h" /* gf_sys_*: file access tests can fail */
 
 #include <dirent.h>
 #include <errno.h>
@@ -77,14 +78,18 @@ char *gfc_path_join(const char *dir, const char *name) {
   return p;
 }
 
+/* Interrupted calls tolerated in a row: real ones are rare and transient,
+ * and a signal storm (or a sticky injected EINTR) must not hang the CLI. */
+#define GFC_MAX_RETRIES 16
+
 int gfc_read_file(const char *path, uint64_t max_len, void **data,
                   size_t *len) {
   *data = NULL;
   *len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = gf_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
-    return gf_fail(-errno, path, GF_NO_INDEX, GF_NO_INDEX, "cannot open: %s",
-                   strerror(errno));
+    return gf_fail(fd, path, GF_NO_INDEX, GF_NO_INDEX, "cannot open: %s",
+                   gf_strerror(fd));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
@@ -111,19 +116,20 @@ int gfc_read_file(const char *path, uint64_t max_len, void **data,
                    "cannot allocate %zu bytes to read it", want);
   }
   size_t got = 0;
+  int retries = 0;
   while (got < want) {
-    ssize_t r = read(fd, buf + got, want - got);
-    if (r < 0 && errno == EINTR)
+    ssize_t r = gf_sys_read(fd, buf + got, want - got);
+    if (r == -EINTR && ++retries <= GFC_MAX_RETRIES)
       continue;
     if (r < 0) {
-      int e = errno;
       free(buf);
       close(fd);
-      return gf_fail(-e, path, GF_NO_INDEX, (uint64_t)got, "read failed: %s",
-                     strerror(e));
+      return gf_fail((int)r, path, GF_NO_INDEX, (uint64_t)got,
+                     "read failed: %s", gf_strerror((int)r));
     }
     if (r == 0)
       break; /* shrank while we read it: take what is there */
+    retries = 0;
     got += (size_t)r;
   }
   close(fd);
@@ -149,34 +155,45 @@ int gfc_write_file_atomic(const char *dir, const char *name, const void *data,
     free(tmp);
     return gf_fail(-ENOMEM, dir, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
   }
+  /* Errors name the final file: the temporary one is gone by the time the
+   * user reads the message. */
   int rc = 0;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = gf_sys_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    rc = gf_fail(-errno, tmp, GF_NO_INDEX, GF_NO_INDEX, "cannot create: %s",
-                 strerror(errno));
+    rc = gf_fail(fd, final, GF_NO_INDEX, GF_NO_INDEX, "cannot create: %s",
+                 gf_strerror(fd));
     goto out;
   }
   const uint8_t *p = data;
   size_t left = len;
+  int retries = 0;
   while (left) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR)
+    ssize_t w = gf_sys_write(fd, p, left);
+    if (w == -EINTR && ++retries <= GFC_MAX_RETRIES)
       continue;
     if (w < 0) {
-      rc = gf_fail(-errno, tmp, GF_NO_INDEX, (uint64_t)(len - left),
-                   "write failed: %s", strerror(errno));
+      rc = gf_fail((int)w, final, GF_NO_INDEX, (uint64_t)(len - left),
+                   "write failed: %s", gf_strerror((int)w));
       break;
     }
+    if (w == 0) {
+      rc = gf_fail(-EIO, final, GF_NO_INDEX, (uint64_t)(len - left),
+                   "write failed: the write made no progress");
+      break;
+    }
+    retries = 0;
     p += w;
     left -= (size_t)w;
   }
-  if (close(fd) != 0 && rc == 0)
-    rc = gf_fail(-errno, tmp, GF_NO_INDEX, GF_NO_INDEX, "close failed: %s",
-                 strerror(errno));
-  if (rc == 0 && rename(tmp, final) != 0)
-    rc = gf_fail(-errno, final, GF_NO_INDEX, GF_NO_INDEX,
+  if (close(fd) != 0 && rc == 0) {
+    int e = errno;
+    rc = gf_fail(-e, final, GF_NO_INDEX, GF_NO_INDEX, "close failed: %s",
+                 strerror(e));
+  }
+  if (rc == 0 && (rc = gf_sys_rename(tmp, final)) < 0)
+    rc = gf_fail(rc, final, GF_NO_INDEX, GF_NO_INDEX,
                  "cannot rename the temporary file into place: %s",
-                 strerror(errno));
+                 gf_strerror(rc));
   if (rc != 0)
     unlink(tmp);
 out:

@@ -370,6 +370,14 @@ int gf_sys_rename(const char *from, const char *to) {
   return rename(from, to) < 0 ? -errno : 0;
 }
 
+int gf_sys_renameat2(int fromdir, const char *from, int todir, const char *to,
+                     unsigned flags) {
+  int err = gf_fault_check(GF_FAULT_RENAME);
+  if (err)
+    return fail_errno(err);
+  return renameat2(fromdir, from, todir, to, flags) < 0 ? -errno : 0;
+}
+
 /* Consecutive EINTR/EAGAIN results tolerated before giving up: a signal
  * storm or a file that keeps saying "try again" must not hang the caller. */
 #define GF_SYS_MAX_RETRIES 16

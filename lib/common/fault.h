@@ -114,6 +114,12 @@ ssize_t gf_sys_pwrite(int fd, const void *buf, size_t len, off_t off);
 int gf_sys_fsync(int fd);
 int gf_sys_fdatasync(int fd);
 int gf_sys_rename(const char *from, const char *to);
+/* renameat2(2) (RENAME_NOREPLACE, RENAME_EXCHANGE, ...), counted under the
+ * rename site. Where the kernel or file system lacks it, the result is
+ * -EINVAL or -ENOSYS as from the real call, so callers keep their fallback
+ * to rename(). */
+int gf_sys_renameat2(int fromdir, const char *from, int todir, const char *to,
+                     unsigned flags);
 
 /* Loops over gf_sys_pread until `len` bytes are read, retrying EINTR and
  * EAGAIN a bounded number of times. Returns the bytes read (fewer than len

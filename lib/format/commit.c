@@ -5,6 +5,8 @@
  * so `--force` cannot wipe a folder that holds anything else. */
 #include "format/format.h"
 
+#include "common/fault.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <libgen.h> /* dirname */
@@ -40,23 +42,27 @@ static int clean_path(const char *in, char *out, size_t cap) {
   return 0;
 }
 
-static int fsync_parent(const char *path) {
+/* The folder that holds `path`, into out. */
+static void parent_of(const char *path, char *out, size_t cap) {
   char copy[PATH_MAX];
   snprintf(copy, sizeof copy, "%s", path);
-  const char *parent = dirname(copy);
-  int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    return gf_fail(-e, parent, GF_NO_INDEX, GF_NO_INDEX,
+  snprintf(out, cap, "%s", dirname(copy));
+}
+
+/* fsync of the folder that holds `path`, so a rename there survives a
+ * crash. */
+static int fsync_parent(const char *path) {
+  char parent[PATH_MAX];
+  parent_of(path, parent, sizeof parent);
+  int fd = gf_sys_open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (fd < 0)
+    return gf_fail(fd, parent, GF_NO_INDEX, GF_NO_INDEX,
                    "opening the folder to make the rename durable: %s",
-                   strerror(e));
-  }
-  int rc = 0;
-  if (fsync(fd) != 0) {
-    int e = errno;
-    rc =
-        gf_fail(-e, parent, GF_NO_INDEX, GF_NO_INDEX, "fsync: %s", strerror(e));
-  }
+                   strerror(-fd));
+  int rc = gf_sys_fsync(fd);
+  if (rc < 0)
+    rc = gf_fail(rc, parent, GF_NO_INDEX, GF_NO_INDEX, "fsync: %s",
+                 strerror(-rc));
   close(fd);
   return rc;
 }
@@ -64,9 +70,10 @@ static int fsync_parent(const char *path) {
 /* 0 when `dir` (a folder, not a link) is empty or a gpufeed dataset: only
  * dataset files, and an index.gfi with the index magic. */
 static int check_replaceable(const char *dir) {
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dfd =
+      gf_sys_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
   if (dfd < 0) {
-    int e = errno;
+    int e = -dfd;
     struct stat st;
     if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
       return gf_fail(-ENOTDIR, dir, GF_NO_INDEX, GF_NO_INDEX,
@@ -105,13 +112,22 @@ static int check_replaceable(const char *dir) {
     }
   }
   if (rc == 0 && any) {
-    char magic[8] = {0};
-    int fd = openat(dfd, GF_INDEX_NAME,
-                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? pread(fd, magic, sizeof magic, 0) : -1;
+    char magic[8] = {0}, index[PATH_MAX + 16];
+    snprintf(index, sizeof index, "%s/%s", dir, GF_INDEX_NAME);
+    int fd = gf_sys_open(index, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                         0);
+    ssize_t n = fd >= 0 ? gf_sys_pread_full(fd, magic, sizeof magic, 0) : fd;
     if (fd >= 0)
       close(fd);
-    if (n != (ssize_t)sizeof magic || memcmp(magic, GF_INDEX_MAGIC, 8) != 0)
+    /* An I/O error says nothing about what the folder holds: report it as
+     * such, not as "not a dataset". */
+    if (n < 0 && n != -ENOENT && n != -ELOOP)
+      rc = gf_fail((int)n, index, GF_NO_INDEX, GF_NO_INDEX,
+                   "reading it to check that %s is a gpufeed dataset before "
+                   "replacing it: %s",
+                   dir, strerror((int)-n));
+    else if (n != (ssize_t)sizeof magic ||
+             memcmp(magic, GF_INDEX_MAGIC, 8) != 0)
       rc = gf_fail(-ENOTEMPTY, dir, GF_NO_INDEX, GF_NO_INDEX,
                    "is not a gpufeed dataset (no %s with the index magic); "
                    "refusing to replace it",
@@ -173,26 +189,48 @@ int gf_dir_remove(const char *dir) {
 }
 
 /* Without RENAME_EXCHANGE (file systems that lack it): move the old one
- * aside, move the new one in, put the old one back if that fails. Not
- * atomic: a crash between the renames leaves no dataset at `final` (the
+ * aside to `old`, move the new one in, put the old one back if that fails.
+ * Not atomic: a crash between the renames leaves no dataset at `final` (the
  * old one is kept beside it). */
-static int swap_fallback(const char *tmp, const char *final, char *old,
-                         size_t old_cap) {
-  snprintf(old, old_cap, "%s.gf-old.%ld", final, (long)getpid());
-  if (rename(final, old) != 0) {
-    int e = errno;
-    return gf_fail(-e, final, GF_NO_INDEX, GF_NO_INDEX,
-                   "moving the old dataset aside to %s: %s", old, strerror(e));
-  }
-  if (rename(tmp, final) != 0) {
-    int e = errno;
-    if (rename(old, final) != 0)
-      gf_log(GF_LOG_ERROR, "%s: could not move the old dataset back from %s",
-             final, old);
-    return gf_fail(-e, final, GF_NO_INDEX, GF_NO_INDEX,
-                   "moving %s into place: %s", tmp, strerror(e));
+static int swap_fallback(const char *tmp, const char *final, const char *old) {
+  int rc = gf_sys_rename(final, old);
+  if (rc < 0)
+    return gf_fail(rc, final, GF_NO_INDEX, GF_NO_INDEX,
+                   "moving the old dataset aside to %s: %s", old,
+                   strerror(-rc));
+  rc = gf_sys_rename(tmp, final);
+  if (rc < 0) {
+    int back = gf_sys_rename(old, final);
+    return gf_fail(rc, final, GF_NO_INDEX, GF_NO_INDEX,
+                   "moving %s into place: %s%s%s", tmp, strerror(-rc),
+                   back < 0 ? "; the old dataset could not be moved back "
+                              "and is kept at "
+                            : "",
+                   back < 0 ? old : "");
   }
   return 0;
+}
+
+/* Reports a failed fsync (or open) of the folder after the rename that
+ * published the new dataset: it is in place and complete, only its
+ * durability is in doubt, so nothing may be removed and the caller must
+ * not say that nothing changed. `old` is where the replaced dataset is
+ * kept (NULL: there was none). The code is the fsync's. */
+static int fail_not_durable(int rc, const char *final, const char *old) {
+  char why[sizeof gf_last_error()->message];
+  memcpy(why, gf_last_error()->message, sizeof why);
+  why[sizeof why - 1] = '\0';
+  if (old)
+    return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "the new dataset is in place at %s but making the rename "
+                   "durable failed: %s (a crash now may bring back the old "
+                   "one); the old dataset is kept at %s",
+                   final, why, old);
+  return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "the new dataset is in place at %s but making the rename "
+                 "durable failed: %s (a crash now may undo the rename and "
+                 "leave no dataset at %s)",
+                 final, why, final);
 }
 
 int gf_dir_commit(const char *tmp_in, const char *final_in, bool force) {
@@ -212,16 +250,17 @@ int gf_dir_commit(const char *tmp_in, const char *final_in, bool force) {
                    "has no %s: not a finished dataset, nothing committed",
                    GF_INDEX_NAME);
 
-  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
-    goto durable;
-  int e = errno;
+  rc = gf_sys_renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE);
+  if (rc == 0)
+    goto published;
+  int e = -rc;
   if (e == EINVAL || e == ENOSYS) {
     /* No RENAME_NOREPLACE here: check, then rename. Between the two only an
      * empty folder could be replaced by rename(). */
     if (lstat(final, &st) != 0 && errno == ENOENT) {
-      if (rename(tmp, final) == 0)
-        goto durable;
-      e = errno;
+      if ((rc = gf_sys_rename(tmp, final)) == 0)
+        goto published;
+      e = -rc;
     } else {
       e = EEXIST;
     }
@@ -238,30 +277,54 @@ int gf_dir_commit(const char *tmp_in, const char *final_in, bool force) {
   rc = check_replaceable(final);
   if (rc < 0)
     return rc;
-  char old[PATH_MAX + 32];
-  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) == 0) {
-    /* The old dataset now sits at tmp's name. */
-    snprintf(old, sizeof old, "%s", tmp);
+  /* Where the old dataset goes if it cannot be removed safely: a visible
+   * name beside the target, so the user can find it. */
+  char backup[PATH_MAX + 32];
+  snprintf(backup, sizeof backup, "%s.gf-old.%ld", final, (long)getpid());
+  const char *old; /* where the old dataset sits once the new one is in */
+  rc = gf_sys_renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE);
+  if (rc == 0) {
+    old = tmp;
   } else {
-    e = errno;
-    if (e != EINVAL && e != ENOSYS)
-      return gf_fail(-e, final, GF_NO_INDEX, GF_NO_INDEX,
-                     "exchanging it with %s: %s", tmp, strerror(e));
-    if ((rc = swap_fallback(tmp, final, old, sizeof old)) < 0)
+    if (rc != -EINVAL && rc != -ENOSYS)
+      return gf_fail(rc, final, GF_NO_INDEX, GF_NO_INDEX,
+                     "exchanging it with %s: %s", tmp, strerror(-rc));
+    if ((rc = swap_fallback(tmp, final, backup)) < 0)
       return rc;
+    old = backup;
   }
-  if ((rc = fsync_parent(final)) < 0)
-    return rc;
-  if (gf_dir_remove(old) < 0)
+  /* From here on the new dataset is at `final`. The old one is removed only
+   * once the switch is durable: before that, a crash may bring it back at
+   * `final`, and it must then still be whole. */
+  if ((rc = fsync_parent(final)) < 0) {
+    if (old == tmp && gf_sys_rename(tmp, backup) == 0)
+      old = backup;
+    return fail_not_durable(rc, final, old);
+  }
+  /* No fsync after the removal: the new dataset is durable already, and a
+   * crash could at worst bring back the removed folder's name. */
+  if (gf_dir_remove(old) < 0) {
+    char why[sizeof gf_last_error()->message];
+    memcpy(why, gf_last_error()->message, sizeof why);
+    why[sizeof why - 1] = '\0';
+    if (old == tmp && gf_sys_rename(tmp, backup) == 0)
+      old = backup;
     gf_log(GF_LOG_WARN,
-           "committed %s, but could not remove the old dataset: "
-           "%s",
-           final, gf_last_error()->message);
-  return fsync_parent(old);
+           "committed %s, but could not remove the old dataset (what is "
+           "left of it is at %s): %s",
+           final, old, why);
+  }
+  return 0;
 
-durable:
+published:
   rc = fsync_parent(final);
-  if (rc == 0)
-    rc = fsync_parent(tmp); /* tmp's folder lost an entry (often the same) */
-  return rc;
+  if (rc == 0) {
+    /* tmp's folder lost an entry; often it is the same folder. */
+    char a[PATH_MAX], b[PATH_MAX];
+    parent_of(final, a, sizeof a);
+    parent_of(tmp, b, sizeof b);
+    if (strcmp(a, b) != 0)
+      rc = fsync_parent(tmp);
+  }
+  return rc < 0 ? fail_not_durable(rc, final, NULL) : 0;
 }

@@ -164,7 +164,21 @@ void gf_writer_destroy(gf_writer *w);
  * folder holding anything else gives -ENOTEMPTY and a file or symbolic link
  * -ENOTDIR, each with a message, and nothing is touched. `tmp` and `final`
  * must be on one file system (-EXDEV). fsyncs the parent folder(s).
- * Returns 0 or -errno with context. One caller at a time per target. */
+ * Returns 0 or -errno with context. One caller at a time per target.
+ * Failures, by step. Before the rename that publishes the new dataset
+ * (the checks, the NOREPLACE rename, the exchange): nothing has changed,
+ * `tmp` still holds the new dataset (the caller removes it). After it (the
+ * open or fsync of the folder fails): the new dataset is in place at
+ * `final` and complete, but a crash may still undo the rename; the error
+ * (the fsync's code) says "the new dataset is in place at FINAL but making
+ * the rename durable failed: ... (a crash now may ...)", `tmp` no longer
+ * holds anything of the new dataset, and nothing has been removed: with
+ * force the old dataset is kept whole at FINAL.gf-old.PID (named in the
+ * message; at `tmp` if even that move failed, also named). Callers tell
+ * the two apart by whether final's index.gfi is the inode tmp's was, and
+ * must not remove `tmp` after a publishing failure. The old dataset is
+ * removed only once the switch is durable; failing to remove it then is
+ * only a warning (the commit succeeded). */
 int gf_dir_commit(const char *tmp, const char *final, bool force);
 /* Removes a folder written by the writer: its index, shards and temporary
  * index (only files with those names), then the folder, which fails with

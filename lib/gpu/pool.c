@@ -1067,7 +1067,10 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     row(&s, "host", "decode scratch", p->scratch_buffers,
         p->scratch_buffer_bytes, scratch, true);
   if (p->cache_budget)
-    row(&s, "host", "sample cache (budget)", 0, 0, p->cache_budget, false);
+    row(&s, "host",
+        p->cache_pinned ? "sample cache (pinned)"
+                        : "sample cache (budget)",
+        0, 0, p->cache_budget, false);
   row(&s, "host", "total", 0, 0, host, false);
   if (pool) {
     if (p->device_slots)

@@ -185,6 +185,8 @@ typedef struct gf_memory_plan {
   uint64_t device_slot_bytes;   /* one transformed batch */
   uint64_t device_pool_bytes;   /* the reservation; 0: what the slots need
                                    (gf_memory_plan_device_need) */
+  uint64_t cache_pinned;        /* 1: the cache is pinned as it fills when
+                                   a GPU is in use (gf_cache_direct) */
 } gf_memory_plan;
 
 /* Device bytes the batch slots need inside a pool with the default

@@ -57,14 +57,40 @@ void gf_stage_destroy(gf_stage *st);
 /* The pinned staging memory of slot i (in_bytes bytes). */
 uint8_t *gf_stage_host(gf_stage *st, uint32_t i);
 
+/* The device address of slot i's pinned staging memory (mapped). */
+uint64_t gf_stage_host_dev(gf_stage *st, uint32_t i);
+
+/* One range of a batch's device input gathered from pinned host memory:
+ * the slot's staging memory or a record of the pinned host cache. */
+typedef struct gf_stage_seg {
+  const uint8_t *host; /* the bytes, in pinned host memory */
+  uint64_t dev;        /* the same bytes' device address (mapped) */
+  uint64_t dst;        /* offset in the slot's device input */
+  uint64_t len;        /* bytes, > 0 */
+} gf_stage_seg;
+
+/* How gathered ranges reach the device (GPUFEED_DIRECT_COPY=engine|kernel
+ * overrides the default for experiments; see docs/BENCH.md). */
+typedef enum gf_direct_copy {
+  GF_DIRECT_COPY_ENGINE = 0, /* the copy engines: one batched memcpy call */
+  GF_DIRECT_COPY_KERNEL = 1, /* a gather kernel on a few SMs reading the
+                                mapped host memory */
+} gf_direct_copy;
+/* The method in use ("engine" or "kernel"). */
+const char *gf_stage_direct_copy(const gf_stage *st);
+
 /* Enqueues slot i's batch: n samples described by params (offsets into the
- * slot's in_bytes), `used` bytes of staging to copy, the transform t into
- * out_h x out_w x out_c. *out gets the device output pointer and *out_len
- * its bytes. Returns 0, GF_ECUDA, GF_ESHAPE/GF_EUNSUPPORTED (from
- * validation) with context. */
+ * slot's device input), the transform t into out_h x out_w x out_c. The
+ * input comes from the staging memory, its first `used` bytes copied as
+ * one block (segs NULL), or gathered from nsegs ranges (segs: at most
+ * max_samples, each inside `used`, used <= in_bytes). *out gets the device
+ * output pointer and *out_len its bytes. Returns 0, GF_ECUDA,
+ * GF_ESHAPE/GF_EUNSUPPORTED (from validation), GF_EINTERNAL (a range
+ * outside the input) with context. */
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     const gf_xform_sample *params, uint32_t n,
-                    uint32_t n_filtered, uint64_t used, uint32_t out_h,
+                    uint32_t n_filtered, uint64_t used,
+                    const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
                     uint32_t out_w, uint32_t out_c, void **out,
                     uint64_t *out_len);
 /* Makes `stream` (a cudaStream_t; NULL: the host waits) wait for slot i's
@@ -122,6 +148,16 @@ int gf_gpu_spin(void *stream, double ms);
  * a device buffer, `reps` copies timed with events on one stream (after a
  * warm-up copy). Writes GB/s (1e9 bytes/s). */
 int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps);
+/* Pins [addr, addr + len) of anonymous host memory for device reads
+ * (cudaHostRegister, mapped) and writes its device address to *dev: the
+ * host cache's pinner. Returns 0, GF_ENODEVICE (no CUDA) or GF_ECUDA /
+ * GF_EDEVOOM with context. Any thread. */
+int gf_gpu_pin(int32_t device, void *addr, size_t len, uint64_t *dev);
+/* Undoes gf_gpu_pin once no device work reads the memory any more. */
+void gf_gpu_unpin(int32_t device, void *addr);
+/* Copies n bytes of device memory at src to host memory at dst and waits
+ * (tests checking a device batch). Returns 0, GF_ENODEVICE or GF_ECUDA. */
+int gf_gpu_copy_to_host(void *dst, const void *src, size_t n);
 /* Free and total device memory (cudaMemGetInfo). */
 int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total);
 

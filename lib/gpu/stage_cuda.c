@@ -3,6 +3,7 @@
 
 #include "common/fault.h"
 #include "delay.h"
+#include "gather.h"
 #include "kernels.h"
 
 #include <cuda_runtime.h>
@@ -14,12 +15,21 @@
 #include <time.h>
 
 typedef struct stage_slot {
-  uint8_t *host;           /* staging bytes, then the parameters */
+  uint8_t *host;           /* staging bytes, then the parameters, then the
+                              gather list */
+  uint64_t host_dev;       /* the mapping's device address */
   size_t map_len;
   bool registered;
   gf_xform_sample *h_params; /* inside the pinned mapping */
+  gf_gather_seg *h_segs;     /* inside the pinned mapping, after h_params
+                                at the same offset as d_segs after d_params */
   void *d_in, *d_out;
   gf_xform_sample *d_params;
+  gf_gather_seg *d_segs;
+  /* Engine gathers: the batched copy's arguments (max_samples each). */
+  void **e_dst;
+  const void **e_src;
+  size_t *e_len;
   cudaEvent_t copied, ready, released;
   bool events;
   bool submitted;          /* a copy was enqueued from this slot */
@@ -37,6 +47,9 @@ struct gf_stage {
   bool timing;             /* trace mode (gf_stage_timing_enable) */
   cudaEvent_t t_ref;       /* recorded when the host clock read t_ref_ns */
   uint64_t t_ref_ns;
+  gf_direct_copy direct;   /* how gathers reach the device */
+  uint32_t gather_blocks;  /* kernel gathers: grid bound */
+  size_t params_span;      /* round256(max_samples * sizeof params) */
 };
 
 static int cuda_fail(cudaError_t e, const char *what) {
@@ -63,6 +76,116 @@ int gf_stage_probe(int32_t device, char *why, size_t cap) {
   }
   why[0] = '\0';
   return 1;
+}
+
+/* The gather method: the copy engines unless GPUFEED_DIRECT_COPY says
+ * otherwise; the kernel's grid bound from GPUFEED_GATHER_BLOCKS (default
+ * 32: enough 64 KiB tiles in flight to cover the bus latency, a fraction
+ * of the SMs). */
+static void choose_direct(gf_stage *st) {
+  st->direct = GF_DIRECT_COPY_ENGINE;
+  st->gather_blocks = 32;
+  const char *m = getenv("GPUFEED_DIRECT_COPY");
+  if (m && strcmp(m, "kernel") == 0)
+    st->direct = GF_DIRECT_COPY_KERNEL;
+  else if (m && *m && strcmp(m, "engine") != 0)
+    gf_log(GF_LOG_WARN, "GPUFEED_DIRECT_COPY=%s is neither engine nor "
+                        "kernel: using engine", m);
+  const char *b = getenv("GPUFEED_GATHER_BLOCKS");
+  if (b && *b) {
+    char *end;
+    unsigned long v = strtoul(b, &end, 10);
+    if (*end == '\0' && v >= 1 && v <= 65535)
+      st->gather_blocks = (uint32_t)v;
+    else
+      gf_log(GF_LOG_WARN, "GPUFEED_GATHER_BLOCKS=%s is not 1..65535: using "
+                          "%u", b, st->gather_blocks);
+  }
+}
+
+const char *gf_stage_direct_copy(const gf_stage *st) {
+  return st->direct == GF_DIRECT_COPY_KERNEL ? "kernel" : "engine";
+}
+
+uint64_t gf_stage_host_dev(gf_stage *st, uint32_t i) {
+  return st->slots[i].host_dev;
+}
+
+int gf_gpu_pin(int32_t device, void *addr, size_t len, uint64_t *dev) {
+  *dev = 0;
+  cudaError_t e = cudaSetDevice(device);
+  if (e != cudaSuccess)
+    return cuda_fail(e, "cudaSetDevice");
+  int f = gf_fault_check(GF_FAULT_CUDA_HOST_REGISTER);
+  e = f ? cudaErrorMemoryAllocation
+        : cudaHostRegister(addr, len, cudaHostRegisterMapped);
+  if (e != cudaSuccess)
+    return cuda_fail(e, "cudaHostRegister (pinning the host cache)");
+  void *dp = NULL;
+  if ((e = cudaHostGetDevicePointer(&dp, addr, 0)) != cudaSuccess) {
+    cudaHostUnregister(addr);
+    return cuda_fail(e, "cudaHostGetDevicePointer (host cache)");
+  }
+  *dev = (uint64_t)(uintptr_t)dp;
+  return 0;
+}
+
+void gf_gpu_unpin(int32_t device, void *addr) {
+  cudaSetDevice(device);
+  cudaHostUnregister(addr);
+}
+
+/* Puts segs into slot s's gather list (device side after the copy) and
+ * checks each range against the input block. *tiles: the kernel's tiles. */
+static int stage_segs(gf_stage *st, stage_slot *s, const gf_stage_seg *segs,
+                      uint32_t nsegs, uint64_t used, uint64_t *tiles) {
+  uint64_t t = 0;
+  for (uint32_t k = 0; k < nsegs; k++) {
+    const gf_stage_seg *g = &segs[k];
+    if (g->len == 0 || g->dst > used || g->len > used - g->dst || !g->host ||
+        !g->dev)
+      return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "gather range %u (%llu bytes at %llu) is outside the "
+                     "batch input of %llu bytes",
+                     k, (unsigned long long)g->len, (unsigned long long)g->dst,
+                     (unsigned long long)used);
+    s->h_segs[k] = (gf_gather_seg){g->dev, g->dst, g->len, t};
+    t += gf_gather_tiles(g->len);
+    s->e_dst[k] = (uint8_t *)s->d_in + g->dst;
+    s->e_src[k] = g->host;
+    s->e_len[k] = (size_t)g->len;
+  }
+  (void)st;
+  *tiles = t;
+  return 0;
+}
+
+/* Enqueues the gather of slot s's list on the copy stream. */
+static cudaError_t gather(gf_stage *st, stage_slot *s, uint32_t nsegs,
+                          uint64_t tiles) {
+  if (nsegs == 0)
+    return cudaSuccess;
+  if (st->direct == GF_DIRECT_COPY_ENGINE) {
+    struct cudaMemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.srcLocHint.type = cudaMemLocationTypeHost;
+    attr.dstLocHint.type = cudaMemLocationTypeDevice;
+    attr.dstLocHint.id = st->cfg.device;
+    attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+    size_t idx0 = 0;
+    cudaError_t e = cudaMemcpyBatchAsync(s->e_dst, s->e_src, s->e_len, nsegs,
+                                         &attr, &idx0, 1, st->copy);
+    if (e != cudaErrorNotSupported && e != cudaErrorInvalidValue)
+      return e;
+    /* An older driver: the kernel does it, from now on. */
+    cudaGetLastError();
+    gf_log(GF_LOG_WARN, "cudaMemcpyBatchAsync: %s: gathering with a kernel",
+           cudaGetErrorString(e));
+    st->direct = GF_DIRECT_COPY_KERNEL;
+  }
+  return gf_launch_gather(s->d_segs, nsegs, tiles, (uint8_t *)s->d_in,
+                          st->gather_blocks, st->copy);
 }
 
 int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
@@ -94,11 +217,16 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     rc = -ENOMEM;
     goto fail;
   }
-  size_t params = (size_t)cfg->max_samples * sizeof(gf_xform_sample);
+  choose_direct(st);
+  size_t params = (size_t)round256((uint64_t)cfg->max_samples *
+                                   sizeof(gf_xform_sample));
+  size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
+                                 sizeof(gf_gather_seg));
+  st->params_span = params;
   for (uint32_t i = 0; i < cfg->slots; i++) {
     stage_slot *s = &st->slots[i];
     size_t in = (size_t)round256(cfg->in_bytes);
-    s->map_len = (in + params + 4095) / 4096 * 4096;
+    s->map_len = (in + params + segs + 4095) / 4096 * 4096;
     void *p = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) {
@@ -109,23 +237,39 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     }
     s->host = p;
     s->h_params = (gf_xform_sample *)(s->host + in);
+    s->h_segs = (gf_gather_seg *)(s->host + in + params);
     /* Anonymous memory pinned by registration (not cudaHostAlloc): the
-     * readers may register the same pages with io_uring. */
+     * readers may register the same pages with io_uring. Mapped, so a
+     * gather kernel can read it too. */
     int f = gf_fault_check(GF_FAULT_CUDA_HOST_REGISTER);
     e = f ? cudaErrorMemoryAllocation
-          : cudaHostRegister(s->host, s->map_len, cudaHostRegisterDefault);
+          : cudaHostRegister(s->host, s->map_len, cudaHostRegisterMapped);
     if (e != cudaSuccess) {
       rc = cuda_fail(e, "cudaHostRegister (pinning the staging slots)");
       goto fail;
     }
     s->registered = true;
+    void *dp = NULL;
+    if ((e = cudaHostGetDevicePointer(&dp, s->host, 0)) != cudaSuccess) {
+      rc = cuda_fail(e, "cudaHostGetDevicePointer (staging slots)");
+      goto fail;
+    }
+    s->host_dev = (uint64_t)(uintptr_t)dp;
+    s->e_dst = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
+    s->e_src = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
+    s->e_len = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(size_t));
+    if (!s->e_dst || !s->e_src || !s->e_len) {
+      rc = -ENOMEM;
+      goto fail;
+    }
     if ((rc = gf_device_pool_alloc(st->pool, round256(cfg->in_bytes), NULL,
                                    &s->d_in)) < 0 ||
         (rc = gf_device_pool_alloc(st->pool, round256(cfg->out_bytes), NULL,
                                    &s->d_out)) < 0 ||
-        (rc = gf_device_pool_alloc(st->pool, round256(params), NULL,
+        (rc = gf_device_pool_alloc(st->pool, params + segs, NULL,
                                    (void **)&s->d_params)) < 0)
       goto fail;
+    s->d_segs = (gf_gather_seg *)((uint8_t *)s->d_params + params);
     if ((e = cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming)) !=
             cudaSuccess ||
         (e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming)) !=
@@ -167,6 +311,9 @@ void gf_stage_destroy(gf_stage *st) {
       cudaEventDestroy(s->t_start);
       cudaEventDestroy(s->t_end);
     }
+    free(s->e_dst);
+    free(s->e_src);
+    free(s->e_len);
     if (s->registered)
       cudaHostUnregister(s->host);
     if (s->map_len)
@@ -188,7 +335,8 @@ gf_device_pool *gf_stage_pool(gf_stage *st) { return st->pool; }
 
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     const gf_xform_sample *params, uint32_t n,
-                    uint32_t n_filtered, uint64_t used, uint32_t out_h,
+                    uint32_t n_filtered, uint64_t used,
+                    const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
                     uint32_t out_w, uint32_t out_c, void **out,
                     uint64_t *out_len) {
   stage_slot *s = &st->slots[i];
@@ -201,7 +349,7 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
       0)
     return rc;
   if (bytes > st->cfg.out_bytes || used > st->cfg.in_bytes ||
-      n > st->cfg.max_samples)
+      n > st->cfg.max_samples || nsegs > st->cfg.max_samples)
     return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "batch output of %llu bytes exceeds the %llu bytes the "
                    "memory plan gave a slot",
@@ -215,19 +363,28 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
   if (s->release_pending &&
       (e = cudaStreamWaitEvent(st->copy, s->released, 0)) != cudaSuccess)
     return cuda_fail(e, "cudaStreamWaitEvent (release)");
+  uint64_t tiles = 0;
+  if (segs && (rc = stage_segs(st, s, segs, nsegs, used, &tiles)) < 0)
+    return rc;
   memcpy(s->h_params, params, (size_t)n * sizeof *params);
   s->timed = false;
   if (st->timing && (e = cudaEventRecord(s->t_start, st->copy)) != cudaSuccess)
     return cuda_fail(e, "cudaEventRecord (trace)");
+  /* The parameters (and gather list) first: the gather kernel reads it. */
+  size_t meta = segs ? st->params_span + (size_t)nsegs * sizeof(gf_gather_seg)
+                     : (size_t)n * sizeof *params;
   int f = gf_fault_check(GF_FAULT_CUDA_MEMCPY);
   e = f ? cudaErrorUnknown
-        : cudaMemcpyAsync(s->d_in, s->host, used, cudaMemcpyHostToDevice,
-                          st->copy);
+        : cudaMemcpyAsync(s->d_params, s->h_params, meta,
+                          cudaMemcpyHostToDevice, st->copy);
   if (e == cudaSuccess)
-    e = cudaMemcpyAsync(s->d_params, s->h_params, (size_t)n * sizeof *params,
-                        cudaMemcpyHostToDevice, st->copy);
+    e = segs ? gather(st, s, nsegs, tiles)
+             : cudaMemcpyAsync(s->d_in, s->host, used, cudaMemcpyHostToDevice,
+                               st->copy);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaMemcpyAsync (staging to device)");
+    return cuda_fail(e, segs ? "gathering the batch (staging and pinned "
+                               "cache to device)"
+                             : "cudaMemcpyAsync (staging to device)");
   if ((e = cudaEventRecord(s->copied, st->copy)) != cudaSuccess)
     return cuda_fail(e, "cudaEventRecord");
   s->submitted = true;
@@ -434,6 +591,11 @@ int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps) {
   cudaFree(d);
   cudaFreeHost(h);
   return e == cudaSuccess ? 0 : cuda_fail(e, "pinned host-to-device probe");
+}
+
+int gf_gpu_copy_to_host(void *dst, const void *src, size_t n) {
+  cudaError_t e = cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost);
+  return e == cudaSuccess ? 0 : cuda_fail(e, "cudaMemcpy (device to host)");
 }
 
 int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total) {

@@ -23,15 +23,32 @@ uint8_t *gf_stage_host(gf_stage *st, uint32_t i) {
   (void)i;
   return NULL;
 }
+uint64_t gf_stage_host_dev(gf_stage *st, uint32_t i) {
+  (void)st, (void)i;
+  return 0;
+}
+const char *gf_stage_direct_copy(const gf_stage *st) {
+  (void)st;
+  return "none";
+}
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     const gf_xform_sample *params, uint32_t n,
-                    uint32_t n_filtered, uint64_t used, uint32_t out_h,
+                    uint32_t n_filtered, uint64_t used,
+                    const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
                     uint32_t out_w, uint32_t out_c, void **out,
                     uint64_t *out_len) {
   (void)st, (void)i, (void)t, (void)params, (void)n, (void)n_filtered;
-  (void)used, (void)out_h, (void)out_w, (void)out_c, (void)out, (void)out_len;
+  (void)used, (void)segs, (void)nsegs, (void)out_h, (void)out_w, (void)out_c;
+  (void)out, (void)out_len;
   return GF_ENODEVICE;
 }
+int gf_gpu_pin(int32_t device, void *addr, size_t len, uint64_t *dev) {
+  (void)device, (void)addr, (void)len;
+  *dev = 0;
+  return gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "gpufeed was built without CUDA");
+}
+void gf_gpu_unpin(int32_t device, void *addr) { (void)device, (void)addr; }
 int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   (void)st, (void)i, (void)stream;
   return GF_ENODEVICE;
@@ -86,6 +103,10 @@ int gf_gpu_spin(void *stream, double ms) {
 int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps) {
   (void)device, (void)bytes, (void)reps;
   *gbps = 0;
+  return GF_ENODEVICE;
+}
+int gf_gpu_copy_to_host(void *dst, const void *src, size_t n) {
+  (void)dst, (void)src, (void)n;
   return GF_ENODEVICE;
 }
 int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total) {

@@ -15,6 +15,15 @@
  * UINT64_MAX). */
 #define CLAIMED UINT64_MAX
 
+/* A pin chunk's state. */
+enum { CHUNK_FREE = 0, CHUNK_PINNING, CHUNK_PINNED, CHUNK_FAILED };
+
+typedef struct pin_chunk {
+  _Atomic uint32_t state;
+  uint32_t reserved0;
+  uint64_t dev; /* written before state becomes CHUNK_PINNED (release) */
+} pin_chunk;
+
 struct gf_cache {
   uint64_t budget;
   uint64_t n;
@@ -22,6 +31,12 @@ struct gf_cache {
   size_t table_map;        /* bytes mapped for the table */
   uint8_t *arena;          /* budget bytes, or NULL when disabled */
   size_t arena_map;
+  gf_cache_pinner pinner;  /* pin NULL: no pinning */
+  uint64_t chunk;          /* pin chunk bytes */
+  uint64_t nchunks;
+  pin_chunk *chunks;       /* nchunks entries, or NULL */
+  _Atomic uint64_t pinned_bytes;
+  _Atomic uint64_t pin_failures;
   /* Counters written by many threads sit on their own cache lines, so a
    * get's increment does not slow down the cursor's compare-and-swap. */
   alignas(64) _Atomic uint64_t cursor; /* arena bytes reserved */
@@ -79,6 +94,8 @@ int gf_cache_create(uint64_t budget, uint64_t n, gf_cache **out) {
   atomic_init(&c->rejected, 0);
   atomic_init(&c->present, 0);
   atomic_init(&c->payload, 0);
+  atomic_init(&c->pinned_bytes, 0);
+  atomic_init(&c->pin_failures, 0);
   if (budget > 0 && n > 0) {
     void *p = NULL;
     int rc = map_bytes(table_bytes, &c->table_map, &p);
@@ -104,9 +121,76 @@ int gf_cache_create(uint64_t budget, uint64_t n, gf_cache **out) {
   return 0;
 }
 
+int gf_cache_set_pinner(gf_cache *c, const gf_cache_pinner *p) {
+  if (!c || !p || !p->pin || !p->unpin)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: set_pinner needs a cache and pin/unpin functions");
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t chunk = p->chunk_bytes ? p->chunk_bytes : GF_CACHE_PIN_CHUNK;
+  if (chunk % page)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: pin chunk of %llu bytes is not a multiple of the "
+                   "page size (%llu)",
+                   (unsigned long long)chunk, (unsigned long long)page);
+  if (atomic_load_explicit(&c->cursor, memory_order_relaxed) != 0 ||
+      c->chunks)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: set_pinner after records were admitted");
+  if (!c->arena)
+    return 0;
+  uint64_t n = (c->arena_map + chunk - 1) / chunk;
+  pin_chunk *t = calloc(n, sizeof *t);
+  if (!t)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cache: cannot allocate the table of %llu pin chunks",
+                   (unsigned long long)n);
+  c->pinner = *p;
+  c->chunk = chunk;
+  c->nchunks = n;
+  c->chunks = t;
+  return 0;
+}
+
+static uint64_t chunk_len(const gf_cache *c, uint64_t k) {
+  uint64_t start = k * c->chunk;
+  return c->arena_map - start < c->chunk ? c->arena_map - start : c->chunk;
+}
+
+/* Pins chunk k unless someone did or is doing it. */
+static void pin_chunk_once(gf_cache *c, uint64_t k) {
+  pin_chunk *ch = &c->chunks[k];
+  uint32_t expect = CHUNK_FREE;
+  if (atomic_load_explicit(&ch->state, memory_order_relaxed) != CHUNK_FREE ||
+      !atomic_compare_exchange_strong_explicit(&ch->state, &expect,
+                                               CHUNK_PINNING,
+                                               memory_order_relaxed,
+                                               memory_order_relaxed))
+    return;
+  uint64_t len = chunk_len(c, k), dev = 0;
+  gf_error_info saved = *gf_last_error();
+  int rc = c->pinner.pin(c->pinner.ctx, c->arena + k * c->chunk, (size_t)len,
+                         &dev);
+  /* A failed pin is not this put's error: the sample is still cached. */
+  gf_error_restore(&saved);
+  if (rc == 0 && dev != 0) {
+    ch->dev = dev;
+    atomic_fetch_add_explicit(&c->pinned_bytes, len, memory_order_relaxed);
+    atomic_store_explicit(&ch->state, CHUNK_PINNED, memory_order_release);
+  } else {
+    count(&c->pin_failures);
+    atomic_store_explicit(&ch->state, CHUNK_FAILED, memory_order_release);
+  }
+}
+
 void gf_cache_destroy(gf_cache *c) {
   if (!c)
     return;
+  for (uint64_t k = 0; c->chunks && k < c->nchunks; k++)
+    if (atomic_load_explicit(&c->chunks[k].state, memory_order_acquire) ==
+        CHUNK_PINNED)
+      c->pinner.unpin(c->pinner.ctx, c->arena + k * c->chunk,
+                      (size_t)chunk_len(c, k));
+  free(c->chunks);
   if (c->table)
     munmap((void *)c->table, c->table_map);
   if (c->arena)
@@ -122,6 +206,13 @@ static int out_of_range(const gf_cache *c, uint64_t idx, const char *what) {
 }
 
 int gf_cache_get(gf_cache *c, uint64_t idx, const void **data, size_t *len) {
+  return gf_cache_get_dev(c, idx, data, len, NULL);
+}
+
+int gf_cache_get_dev(gf_cache *c, uint64_t idx, const void **data,
+                     size_t *len, uint64_t *dev) {
+  if (dev)
+    *dev = 0;
   if (GF_UNLIKELY(idx >= c->n))
     return out_of_range(c, idx, "get");
   uint64_t w =
@@ -142,6 +233,15 @@ int gf_cache_get(gf_cache *c, uint64_t idx, const void **data, size_t *len) {
                    (unsigned long long)(w - 1), (unsigned long long)hdr[1]);
   *data = rec + GF_CACHE_RECORD_HEADER;
   *len = (size_t)hdr[0];
+  if (dev && c->chunks) {
+    uint64_t off = w - 1, k = off / c->chunk;
+    uint64_t end = off + gf_cache_record_bytes(hdr[0]);
+    const pin_chunk *ch = &c->chunks[k];
+    if (end <= (k + 1) * c->chunk &&
+        atomic_load_explicit(&((pin_chunk *)ch)->state,
+                             memory_order_acquire) == CHUNK_PINNED)
+      *dev = ch->dev + (off - k * c->chunk) + GF_CACHE_RECORD_HEADER;
+  }
   count(&c->hits);
   return 1;
 }
@@ -170,18 +270,26 @@ int gf_cache_put_parts(gf_cache *c, uint64_t idx, const void *head,
     count(&c->present);
     return GF_CACHE_PRESENT;
   }
-  uint64_t cur = atomic_load_explicit(&c->cursor, memory_order_relaxed);
+  uint64_t cur = atomic_load_explicit(&c->cursor, memory_order_relaxed), at;
   do {
-    if (need > c->budget - cur) {
+    /* With pinning, a record that fits a chunk starts a new chunk rather
+     * than cross into it. */
+    at = cur;
+    if (c->chunks && need <= c->chunk && at % c->chunk + need > c->chunk)
+      at = (at / c->chunk + 1) * c->chunk;
+    if (at > c->budget || need > c->budget - at) {
       atomic_store_explicit(&c->table[idx], 0, memory_order_relaxed);
       count(&c->rejected);
       return GF_CACHE_FULL;
     }
-  } while (!atomic_compare_exchange_weak_explicit(&c->cursor, &cur, cur + need,
+  } while (!atomic_compare_exchange_weak_explicit(&c->cursor, &cur, at + need,
                                                   memory_order_relaxed,
                                                   memory_order_relaxed));
-  /* [cur, cur + need) is ours alone: no other thread reads it before the
+  if (c->chunks && need <= c->chunk)
+    pin_chunk_once(c, at / c->chunk);
+  /* [at, at + need) is ours alone: no other thread reads it before the
    * release store below publishes it. */
+  cur = at;
   uint8_t *rec = c->arena + cur;
   uint64_t hdr[2] = {(uint64_t)len, idx};
   memcpy(rec, hdr, sizeof hdr);
@@ -216,4 +324,8 @@ void gf_cache_stats(const gf_cache *c, gf_cache_counters *out) {
   out->budget = c->budget;
   out->table_bytes = c->table ? c->n * sizeof(uint64_t) : 0;
   out->n = c->n;
+  out->pinned_bytes =
+      atomic_load_explicit(&m->pinned_bytes, memory_order_relaxed);
+  out->pin_failures =
+      atomic_load_explicit(&m->pin_failures, memory_order_relaxed);
 }

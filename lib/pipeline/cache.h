@@ -31,7 +31,21 @@
  * the arena cursor (exact: it never overshoots the budget), copies the
  * bytes, and publishes the record's offset with a release store; a reader
  * that sees the offset therefore sees the bytes. Records are never moved or
- * freed, so data returned by get stays valid until destroy. */
+ * freed, so data returned by get stays valid until destroy.
+ *
+ * Pinning (GPU mode): with a pinner set before the first put, the arena is
+ * pinned for device reads chunk by chunk (GF_CACHE_PIN_CHUNK bytes) as the
+ * records reach each chunk, so pinned memory follows what was admitted
+ * (rounded up to a chunk) and never exceeds the budget. A record no larger
+ * than a chunk is then placed so it does not cross a chunk boundary (the
+ * skipped tail of a chunk counts as used budget: at most one record's
+ * bytes a chunk). gf_cache_get_dev gives a hit's device address when its
+ * chunk is pinned, so the GPU can copy it where it lies instead of the CPU
+ * copying it into a staging buffer first. The chunk is pinned by the put
+ * that first reaches it, before that put publishes its record; other puts
+ * into the same chunk meanwhile publish theirs unpinned (their gets report
+ * no device address until the pin completes). A failed pin leaves its
+ * chunk unpinned for good: its samples take the copying path. */
 #ifndef GF_PIPELINE_CACHE_H
 #define GF_PIPELINE_CACHE_H
 
@@ -48,6 +62,7 @@ enum {
 };
 
 #define GF_CACHE_RECORD_HEADER 16u
+#define GF_CACHE_PIN_CHUNK (64ull << 20)
 #define GF_CACHE_ALIGN 16u
 
 /* Budget bytes a sample of len bytes takes when admitted (UINT64_MAX when
@@ -70,14 +85,34 @@ typedef struct gf_cache_counters {
   uint64_t budget;
   uint64_t table_bytes;   /* the per-sample table: 8 * n (0 if disabled) */
   uint64_t n;
+  uint64_t pinned_bytes;  /* arena bytes pinned for device reads */
+  uint64_t pin_failures;  /* chunks whose pin failed */
 } gf_cache_counters;
+
+/* Pins arena memory for device reads (the GPU stage's cudaHostRegister).
+ * pin: [addr, addr + len) is page-aligned; on success it writes the device
+ * address of addr to *dev and returns 0, else a negative code with context
+ * (the cache counts it and logs nothing). unpin undoes one successful pin,
+ * at destroy. Both may be called from any thread the cache is used on. */
+typedef struct gf_cache_pinner {
+  int (*pin)(void *ctx, void *addr, size_t len, uint64_t *dev);
+  void (*unpin)(void *ctx, void *addr, size_t len);
+  void *ctx;
+  uint64_t chunk_bytes; /* pin granularity, a multiple of the page size
+                           (0: GF_CACHE_PIN_CHUNK) */
+} gf_cache_pinner;
 
 /* Creates a cache for samples 0 .. n-1 holding at most `budget` bytes of
  * records. *out is owned by the caller and freed with gf_cache_destroy().
  * Returns 0, -EINVAL (out NULL), -EOVERFLOW (8 * n overflows) or -ENOMEM
  * (the address space could not be reserved), with context. Any thread. */
 int gf_cache_create(uint64_t budget, uint64_t n, gf_cache **out);
-/* Frees every byte; NULL accepted. No other call on the cache may be
+/* Sets the pinner (copied). Must come before any put. Returns 0, -EINVAL
+ * (after a put, or a chunk size that is not a page multiple), or -ENOMEM
+ * (the per-chunk table: 16 bytes a chunk) with context. A disabled cache
+ * (budget 0) accepts it and never pins. */
+int gf_cache_set_pinner(gf_cache *c, const gf_cache_pinner *p);
+/* Frees every byte, unpinning what was pinned first; NULL accepted. No other call on the cache may be
  * running or follow; data pointers from get become invalid. */
 void gf_cache_destroy(gf_cache *c);
 
@@ -85,6 +120,10 @@ void gf_cache_destroy(gf_cache *c);
  * valid and unchanged until destroy; *data is 16-byte aligned), 0 (miss)
  * or -ERANGE (idx >= n, with context). Any thread, lock-free. */
 int gf_cache_get(gf_cache *c, uint64_t idx, const void **data, size_t *len);
+/* gf_cache_get, and on a hit *dev is the device address of *data when the
+ * record lies in a pinned chunk, else 0. */
+int gf_cache_get_dev(gf_cache *c, uint64_t idx, const void **data,
+                     size_t *len, uint64_t *dev);
 /* Copies len bytes of data in as sample idx. Returns GF_CACHE_INSERTED,
  * GF_CACHE_PRESENT or GF_CACHE_FULL (none of which records an error), or
  * -ERANGE (idx >= n) / -EINVAL (data NULL with len > 0) with context. Any

@@ -91,6 +91,13 @@ typedef struct slot {
   uint64_t lent_ns;  /* trace: when next() lent it (the step starts) */
   uint64_t gpu_seq;  /* trace: the batch whose GPU work was last timed */
   uint64_t nvtx_step; /* NVTX range of the caller's step, or 0 */
+  /* Direct mode (GPU, pinned cache): per sample, the device address of
+   * its bytes in the pinned cache (0: they are in the staging slot) and
+   * their host address; the gather list made from them; how many. */
+  uint64_t *dsrc_dev;
+  const uint8_t **dsrc_host;
+  gf_stage_seg *segs;
+  uint32_t ndirect;
 } slot;
 
 typedef struct worker {
@@ -153,6 +160,9 @@ struct gf_loader {
   char tuning[256];  /* how threads and prefetch were chosen */
   gf_trace *trace;   /* NULL: tracing off */
   bool nvtx;         /* GPU mode: NVTX ranges around the stages */
+  bool direct;       /* GPU mode with a pinned cache: cached samples go to
+                        the device from where they lie in the cache */
+  _Atomic uint64_t cache_direct;
 };
 
 static uint64_t now_ns(void) {
@@ -259,22 +269,32 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
   return 0;
 }
 
-/* Takes sample idx from the cache into dst. Returns true on a hit. */
+/* Takes sample idx from the cache into dst. Returns true on a hit. With
+ * dev (direct mode), a hit in a pinned chunk is not copied: *dev and *host
+ * get the device and host addresses of its bytes (else *dev is 0). */
 static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
-                       gf_shape *shape, uint8_t *filtered) {
+                       gf_shape *shape, uint8_t *filtered, uint64_t *dev,
+                       const uint8_t **host) {
   if (!l->cache)
     return false;
   const void *data;
   size_t len;
-  if (gf_cache_get(l->cache, idx, &data, &len) != 1) {
+  uint64_t d = 0;
+  if (gf_cache_get_dev(l->cache, idx, &data, &len, dev ? &d : NULL) != 1) {
     add(&l->cache_misses, 1);
     return false;
   }
-  uint64_t t0 = now_ns();
   cache_head h;
   memcpy(&h, data, CACHE_HEAD);
   *shape = h.shape;
   *filtered = (uint8_t)h.filtered;
+  if (d) {
+    *dev = d + CACHE_HEAD;
+    *host = (const uint8_t *)data + CACHE_HEAD;
+    add(&l->cache_hits, 1);
+    return true;
+  }
+  uint64_t t0 = now_ns();
   memcpy(dst, (const uint8_t *)data + CACHE_HEAD, len - CACHE_HEAD);
   uint64_t t1 = now_ns();
   span(l, GF_TR_CACHE, tid, t0, t1, idx);
@@ -307,7 +327,8 @@ static int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
   if (rc < 0)
     return rc;
   *label = smp.label;
-  if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered))
+  if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered, NULL,
+                 NULL))
     return 0;
   int fd = smp.fd;
   bool own_fd = false;
@@ -407,7 +428,11 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       continue;
     }
     s->labels[j] = p->smp.label;
-    if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j])) {
+    if (s->dsrc_dev)
+      s->dsrc_dev[j] = 0;
+    if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
+                   s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL)) {
       s->status[j] = 0;
       continue;
     }
@@ -612,16 +637,62 @@ static void take_gpu_span(gf_loader *l, slot *s, bool wait) {
                   g0 + gd, s->gpu_seq);
 }
 
+/* Direct mode: copies the samples that are still in the pinned cache into
+ * the staging slot (for a batch whose host pixels the caller gets). */
+static void materialize(gf_loader *l, slot *s) {
+  for (uint32_t j = 0; j < s->count; j++)
+    if (s->dsrc_dev[j]) {
+      memcpy(s->data + (uint64_t)j * l->stride, s->dsrc_host[j],
+             gf_shape_bytes(&s->shapes[j]));
+      s->dsrc_dev[j] = 0;
+    }
+}
+
+/* Direct mode: the gather list of slot s (its samples at offsets[j] of the
+ * device input, from the cache or from the staging slot). */
+static uint32_t make_segs(gf_loader *l, slot *s) {
+  uint64_t base = gf_stage_host_dev(l->stage, s->index);
+  uint32_t n = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    uint64_t len = gf_shape_bytes(&s->shapes[j]);
+    if (len == 0)
+      continue;
+    gf_stage_seg *g = &s->segs[n++];
+    g->dst = s->offsets[j];
+    g->len = len;
+    if (s->dsrc_dev[j]) {
+      g->host = s->dsrc_host[j];
+      g->dev = s->dsrc_dev[j];
+    } else {
+      g->host = s->data + (uint64_t)j * l->stride;
+      g->dev = base + (uint64_t)j * l->stride;
+    }
+  }
+  return n;
+}
+
 static void finalize_body(gf_loader *l, slot *s) {
   s->fin_rc = 0;
   uint64_t stride = l->stride;
   bool same = s->count > 0;
   for (uint32_t j = 1; j < s->count && same; j++)
     same = memcmp(&s->shapes[j], &s->shapes[0], sizeof(gf_shape)) == 0;
+  uint32_t nd = 0;
+  for (uint32_t j = 0; s->dsrc_dev && j < s->count; j++)
+    nd += s->dsrc_dev[j] != 0;
+  if (nd && !same && l->identity) {
+    /* A ragged batch with nothing asked of the transform: the caller gets
+     * the host pixels, so they must all be there. */
+    materialize(l, s);
+    nd = 0;
+  }
+  s->ndirect = nd;
   s->batch.uniform = same;
   if (same) {
     uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
-    if (bytes < stride) /* one dense array */
+    /* One dense array; when gathering, the gather list places each sample
+     * where it belongs and the staging copies stay where they are. */
+    if (bytes < stride && !nd)
       for (uint32_t j = 1; j < s->count; j++)
         memmove(s->data + j * bytes, s->data + (uint64_t)j * stride, bytes);
     stride = bytes;
@@ -668,8 +739,10 @@ static void finalize_body(gf_loader *l, slot *s) {
       uint64_t len;
       take_gpu_span(l, s, true);
       s->gpu_seq = s->seq;
+      uint32_t nsegs = nd ? make_segs(l, s) : 0;
       rc = gf_stage_submit(l->stage, s->index, t, s->params, s->count, nf,
-                           s->batch.data_bytes, oh, ow, oc, &out, &len);
+                           s->batch.data_bytes, nd ? s->segs : NULL, nsegs,
+                           oh, ow, oc, &out, &len);
       if (rc == 0) {
         s->batch.output = out;
         s->batch.output_bytes = len;
@@ -835,6 +908,10 @@ static int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     c->io_queue_depth = 16;
   if (c->io_queue_depth > 64)
     c->io_queue_depth = 64;
+  if (c->reserved0)
+    return cfg_fail("reserved0", "must be zero");
+  if (c->cache_direct > GF_CACHE_DIRECT_OFF)
+    return cfg_fail("cache_direct", "is not a gf_cache_direct value");
   if (c->staging_slots > 64)
     return cfg_fail("staging_slots", "is above 64");
   if (c->device < GF_DEVICE_AUTO)
@@ -862,6 +939,14 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
                      "cannot allocate a batch output of %llu bytes",
                      (unsigned long long)l->out_cap);
   }
+  if (l->direct) {
+    s->dsrc_dev = calloc(B, sizeof *s->dsrc_dev);
+    s->dsrc_host = calloc(B, sizeof *s->dsrc_host);
+    s->segs = calloc(B, sizeof *s->segs);
+    if (!s->dsrc_dev || !s->dsrc_host || !s->segs)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch slot's gather list");
+  }
   s->shapes = calloc(B, sizeof *s->shapes);
   s->offsets = calloc(B, sizeof *s->offsets);
   s->labels = calloc(B, sizeof *s->labels);
@@ -888,6 +973,9 @@ static void free_slot(gf_loader *l, slot *s) {
   free(s->labels);
   free(s->indices);
   free(s->status);
+  free(s->dsrc_dev);
+  free(s->dsrc_host);
+  free(s->segs);
 }
 
 /* MemAvailable from /proc/meminfo, else the free pages; 0 when unknown. */
@@ -1075,6 +1163,22 @@ static int plan_sizes(gf_loader *l) {
   return 0;
 }
 
+/* The host cache's pinner in GPU mode. */
+static int pin_cb(void *ctx, void *addr, size_t len, uint64_t *dev) {
+  const gf_loader *l = ctx;
+  int rc = gf_gpu_pin(l->device, addr, len, dev);
+  if (rc < 0)
+    gf_log(GF_LOG_WARN, "cache: %s (its samples are copied through the "
+                        "staging slots instead)",
+           gf_last_error()->message);
+  return rc;
+}
+static void unpin_cb(void *ctx, void *addr, size_t len) {
+  const gf_loader *l = ctx;
+  (void)len;
+  gf_gpu_unpin(l->device, addr);
+}
+
 int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
     return cfg_fail("out", "is NULL");
@@ -1165,6 +1269,15 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
       goto fail;
     l->nvtx = true;
+    if (l->cache && l->cfg.cache_direct == GF_CACHE_DIRECT_AUTO) {
+      gf_cache_pinner pn = {pin_cb, unpin_cb, l, 0};
+      if ((rc = gf_cache_set_pinner(l->cache, &pn)) < 0)
+        goto fail;
+      l->direct = true;
+      gf_log(GF_LOG_INFO, "cache: pinned as it fills; cached samples go to "
+                          "the device from it (%s)",
+             gf_stage_direct_copy(l->stage));
+    }
   }
   l->slots = calloc(l->nslots, sizeof *l->slots);
   if (!l->slots) {
@@ -1336,6 +1449,8 @@ static void repair(gf_loader *l, slot *s) {
       uint64_t idx = gf_sampler_get(&l->sampler, pos++);
       uint8_t *dst = s->data + (uint64_t)j * l->stride;
       s->indices[j] = idx;
+      if (s->dsrc_dev)
+        s->dsrc_dev[j] = 0;
       s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->filtered[j],
                                &s->labels[j]);
       if (s->status[j] != 0) {
@@ -1353,6 +1468,10 @@ static void repair(gf_loader *l, slot *s) {
       s->indices[out] = s->indices[j];
       s->filtered[out] = s->filtered[j];
       s->status[out] = 0;
+      if (s->dsrc_dev) {
+        s->dsrc_dev[out] = s->dsrc_dev[j];
+        s->dsrc_host[out] = s->dsrc_host[j];
+      }
     }
     out++;
   }
@@ -1379,7 +1498,10 @@ static void present(slot *s) {
   b->epoch = s->epoch;
   b->index = s->k;
   b->count = s->count;
-  b->data = s->data;
+  /* Samples gathered from the pinned cache never passed through the host
+   * slot: its pixels are not the batch's. */
+  b->data = s->ndirect ? NULL : s->data;
+  b->direct_count = s->ndirect;
   b->shapes = s->shapes;
   b->offsets = s->offsets;
   b->labels = s->labels;
@@ -1486,6 +1608,7 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
     return e.code;
   }
   present(s);
+  add(&l->cache_direct, s->ndirect); /* counted as delivered */
   s->state = SLOT_LENT;
   pthread_mutex_unlock(&l->mu);
   if (l->stage) {
@@ -1662,7 +1785,10 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
     gf_cache_stats(l->cache, &cc);
     o.cache_bytes = cc.bytes_used;
     o.cache_budget = cc.budget;
+    o.cache_pinned_bytes = cc.pinned_bytes;
+    o.cache_pin_failures = cc.pin_failures;
   }
+  o.cache_direct = atomic_load(&l->cache_direct);
   o.batches = atomic_load(&l->batches);
   o.consumer_wait_ns = atomic_load(&l->consumer_wait_ns);
   o.next_calls = atomic_load(&l->next_calls);
@@ -1715,6 +1841,8 @@ static int format_plan(const gf_loader *l, uint32_t slots, uint32_t threads,
   p.read_buffers = threads;
   p.read_buffer_bytes = (uint64_t)chunk_for(l, threads) * l->stored_cap;
   p.cache_budget = l->cfg.cache_bytes;
+  p.cache_pinned = l->cfg.device != GF_DEVICE_CPU &&
+                   l->cfg.cache_direct == GF_CACHE_DIRECT_AUTO;
   p.device_slots = slots;
   gf_stage_config sc;
   memset(&sc, 0, sizeof sc);
