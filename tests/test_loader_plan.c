@@ -44,6 +44,19 @@ int main(void) {
    * 5,888 + 6,144 + 768 + 512. */
   CHECK(strstr(a, "5,760") != NULL);
   CHECK(strstr(a, "13,312") != NULL);
+  /* Native channels: a dataset's index says RGB, so the output is sized
+   * for 3 channels, as above; a PNG folder may hold any count: 4, so the
+   * f16 output takes 16 x 8x8x4 x 2 = 8,192 bytes. */
+  cfg.channels = 0;
+  CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
+  CHECK(strstr(b, "13,312") != NULL);
+  cfg.source = f.png_dir;
+  cfg.max_sample_bytes = 360;
+  CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
+  CHECK(strstr(b, "15,360") != NULL);
+  cfg.source = f.ds_dir;
+  cfg.max_sample_bytes = 0;
+  cfg.channels = 3;
   cfg.threads = 7;
   CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
   char da[256], db[256];

@@ -1136,7 +1136,9 @@ static int open_direct(gf_loader *l) {
 static int plan_sizes(gf_loader *l) {
   int rc;
   uint64_t max_dec, max_stored;
-  if ((rc = gf_source_max_sizes(l->src, &l->dopts, &max_dec, &max_stored)) < 0)
+  uint32_t cmax;
+  if ((rc = gf_source_max_sizes(l->src, &l->dopts, &max_dec, &max_stored,
+                                &cmax)) < 0)
     return rc;
   l->stride = l->cfg.max_sample_bytes ? l->cfg.max_sample_bytes : max_dec;
   if (l->stride < max_dec && gf_source_is_dataset(l->src))
@@ -1151,8 +1153,9 @@ static int plan_sizes(gf_loader *l) {
   l->identity = t->out_dtype == GF_OUT_U8 && t->layout == GF_LAYOUT_NHWC &&
                 !t->height && !t->width && !t->random_crop && !t->pad &&
                 !t->hflip;
+  /* A sized output holds out_h x out_w pixels of the most channels a
+   * sample can have (a dataset's index says; a folder: 4). */
   uint64_t per;
-  uint32_t cmax = l->cfg.channels ? l->cfg.channels : 4;
   if (t->height)
     per = (uint64_t)t->height * t->width * cmax;
   else

@@ -172,6 +172,7 @@ typedef struct scan_ctx {
   const gf_decode_opts *opts;
   gf_limits lim;
   uint64_t max_decoded, max_stored;
+  uint32_t max_channels;
 } scan_ctx;
 
 /* A damaged record cannot make the buffers larger than the limits allow:
@@ -182,19 +183,27 @@ static void scan_one(void *ctx, int codec, const gf_shape *shape,
   uint64_t d = out_bytes(codec, shape, c->opts);
   if (d <= c->lim.max_bytes && d > c->max_decoded)
     c->max_decoded = d;
+  uint32_t ch = c->opts->channels ? c->opts->channels : shape->channels;
+  if (d <= c->lim.max_bytes && ch > c->max_channels)
+    c->max_channels = ch;
   if (length <= c->lim.max_bytes && length > c->max_stored)
     c->max_stored = length;
 }
 
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
-                        uint64_t *max_decoded, uint64_t *max_stored) {
+                        uint64_t *max_decoded, uint64_t *max_stored,
+                        uint32_t *max_channels) {
   *max_decoded = 0;
   *max_stored = 0;
+  /* A folder's files may differ from the first one: any channel count. */
+  *max_channels = opts->channels ? opts->channels : 4;
   if (s->ds) {
-    scan_ctx c = {opts, gf_limits_resolve(&opts->limits), 0, 0};
+    scan_ctx c = {opts, gf_limits_resolve(&opts->limits), 0, 0, 0};
     gf_dataset_scan_sizes(s->ds, scan_one, &c);
     *max_decoded = c.max_decoded;
     *max_stored = c.max_stored;
+    if (c.max_channels)
+      *max_channels = c.max_channels;
     return 0;
   }
   /* A folder: the first file's header stands for all. */
