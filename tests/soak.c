@@ -87,17 +87,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long long size = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%llu %llu", &size, &res) != 2)
-      res = 0;
-    fclose(f);
-  }
-  return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 static int fd_count(void) {
   DIR *d = opendir("/proc/self/fd");
   if (!d)
@@ -412,7 +401,7 @@ int main(int argc, char **argv) {
   }
   int base_fds = fd_count();
   int fd_min = base_fds, fd_max = base_fds;
-  uint64_t rss0 = rss_bytes(), rss_peak = rss0, rss_warm = 0, loaders_warm = 0;
+  uint64_t rss0 = gf_proc_rss_bytes(), rss_peak = rss0, rss_warm = 0, loaders_warm = 0;
   double t0 = now_s(), warm_at = t0 + seconds * 0.25, next_report = t0 + 10;
   uint64_t rs = seed;
   while (now_s() - t0 < seconds) {
@@ -483,7 +472,7 @@ int main(int argc, char **argv) {
     int fds = fd_count();
     fd_min = fds < fd_min ? fds : fd_min;
     fd_max = fds > fd_max ? fds : fd_max;
-    uint64_t rss = rss_bytes();
+    uint64_t rss = gf_proc_rss_bytes();
     rss_peak = rss > rss_peak ? rss : rss_peak;
     if (!rss_warm && now_s() >= warm_at) {
       rss_warm = rss;
@@ -503,7 +492,7 @@ int main(int argc, char **argv) {
     }
   }
   double el = now_s() - t0;
-  uint64_t rss_end = rss_bytes();
+  uint64_t rss_end = gf_proc_rss_bytes();
   if (!rss_warm) {
     rss_warm = rss_end;
     loaders_warm = tot.loaders;

@@ -10,7 +10,7 @@
  * can reach the device: one contiguous cudaMemcpyAsync of the same bytes
  * (the yardstick), 256 cudaMemcpyAsync calls, one cudaMemcpyBatchAsync,
  * and the gather kernel with 8 to 132 blocks; prints GB/s for each. */
-#include "testutil.h"
+#include "cuda_testutil.h"
 
 #include "gather.h"
 
@@ -19,15 +19,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define CUDA_OK(x)                                                           \
-  do {                                                                       \
-    cudaError_t e_ = (x);                                                    \
-    if (e_ != cudaSuccess) {                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,             \
-              cudaGetErrorString(e_));                                       \
-      exit(1);                                                               \
-    }                                                                        \
-  } while (0)
 
 #define HOST_BYTES (96u << 20)
 #define DST_BYTES (64u << 20)
@@ -202,11 +193,7 @@ static int bench(void) {
 }
 
 int main(int argc, char **argv) {
-  int ndev = 0;
-  cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev == 0)
-    gf_test_skip(true, "no CUDA device (%s)",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+  gf_test_need_cuda_device();
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   /* Anonymous memory registered mapped, as the loader's cache is. */
   host = mmap(NULL, HOST_BYTES, PROT_READ | PROT_WRITE,

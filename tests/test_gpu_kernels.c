@@ -18,7 +18,7 @@
  * prints GB/s (source bytes read + output bytes written a second) beside a
  * device-to-device cudaMemcpy measured in the same run (2 x bytes a
  * second). */
-#include "testutil.h"
+#include "cuda_testutil.h"
 
 #include "decode/decode.h"
 #include "kernels.h"
@@ -29,15 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_OK(x)                                                           \
-  do {                                                                       \
-    cudaError_t e_ = (x);                                                    \
-    if (e_ != cudaSuccess) {                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,             \
-              cudaGetErrorString(e_));                                       \
-      exit(1);                                                               \
-    }                                                                        \
-  } while (0)
 
 /* Device buffers reused across cases, grown when a case needs more. */
 typedef struct devbuf {
@@ -562,11 +553,7 @@ static int bench(void) {
 }
 
 int main(int argc, char **argv) {
-  int ndev = 0;
-  cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev == 0)
-    gf_test_skip(true, "no CUDA device (%s)",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+  gf_test_need_cuda_device();
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
     int rc = bench();

@@ -15,6 +15,7 @@
 #include "loader_fixture.h"
 
 #include "common/fault.h"
+#include "cuda_testutil.h"
 #include "delay.h"
 #include "gpu/stage.h"
 #include "pipeline/transform.h"
@@ -23,15 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_OK(x)                                                           \
-  do {                                                                       \
-    cudaError_t e_ = (x);                                                    \
-    if (e_ != cudaSuccess) {                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,             \
-              cudaGetErrorString(e_));                                       \
-      gf_test_failures++;                                                    \
-    }                                                                        \
-  } while (0)
 
 /* The expected output of batch b under t, from the fixture's reference
  * pixels (libpng's, decoded independently of the loader). */
@@ -67,7 +59,7 @@ static int check_output(const fixture *f, const gf_transform *t,
   void *got = malloc(n);
   CHECK(b->on_device == 1);
   CHECK(b->output_bytes == n);
-  CUDA_OK(cudaMemcpy(got, b->output, n, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(got, b->output, n, cudaMemcpyDeviceToHost));
   int bad = memcmp(got, want, n) != 0;
   if (bad)
     fprintf(stderr, "epoch %llu batch %llu: device output differs from the "
@@ -200,9 +192,9 @@ int main(void) {
     uint64_t n;
     void *want = expected(&f, &t, b, &n);
     void *dst;
-    CUDA_OK(cudaMalloc(&dst, n));
+    CUDA_CHECK(cudaMalloc(&dst, n));
     /* 200 ms on the stream, then copy what the batch's output holds. */
-    CUDA_OK(gf_launch_spin((cudaStream_t)stream, 200000000ull, b->output, dst, n));
+    CUDA_CHECK(gf_launch_spin((cudaStream_t)stream, 200000000ull, b->output, dst, n));
     CHECK_OK(gf_loader_release_on(l, b, stream));
     /* Meanwhile the host takes and releases more batches: with two slots,
      * the second one after this reuses the released batch's blocks. */
@@ -213,7 +205,7 @@ int main(void) {
     }
     CHECK_OK(gf_gpu_stream_sync(stream));
     void *got = malloc(n);
-    CUDA_OK(cudaMemcpy(got, dst, n, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(got, dst, n, cudaMemcpyDeviceToHost));
     CHECK(memcmp(got, want, n) == 0);
     printf("released batch intact after a 200 ms kernel: %s\n",
            memcmp(got, want, n) == 0 ? "yes" : "NO");
@@ -235,8 +227,8 @@ int main(void) {
     cfg.transform = t;
     cfg.device_pool_bytes = 64ull << 20;
     uint64_t free0, total, free1;
-    CUDA_OK(cudaSetDevice(0));
-    CUDA_OK(cudaFree(0)); /* the context exists before the baseline */
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaFree(0)); /* the context exists before the baseline */
     CHECK_OK(gf_gpu_mem_info(0, &free0, &total));
     uint64_t worst = 0;
     /* GPUFEED_TEST_QUICK (under compute-sanitizer): 10 cycles. */
@@ -300,10 +292,10 @@ int main(void) {
         }
         int dev = -1;
         struct cudaPointerAttributes pa;
-        CUDA_OK(cudaPointerGetAttributes(&pa, b->output));
+        CUDA_CHECK(cudaPointerGetAttributes(&pa, b->output));
         dev = pa.device;
         CHECK(dev == r);
-        CUDA_OK(cudaSetDevice(r));
+        CUDA_CHECK(cudaSetDevice(r));
         gf_test_failures += check_output(&f, &t, b);
         for (uint32_t j = 0; j < b->count; j++)
           cnt[b->indices[j]]++;

@@ -24,17 +24,6 @@ static double cpu_seconds(void) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-static uint64_t rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long long size = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%llu %llu", &size, &res) != 2)
-      res = 0;
-    fclose(f);
-  }
-  return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 static uint64_t peak_rss_bytes(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -258,7 +247,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   double cpu = cpu_seconds() - cpu0;
   gf_loader_stats st = {.struct_size = sizeof st};
   gf_loader_stats_get(l, &st);
-  uint64_t rss = rss_bytes(); /* before destroy: what the loader holds */
+  uint64_t rss = gf_proc_rss_bytes(); /* before destroy: what the loader holds */
   if (o->trace && status == GFC_EXIT_OK &&
       (rc = gf_loader_trace_write(l, o->trace)) < 0) {
     gfc_error_last("bench", rc);

@@ -109,4 +109,8 @@ static inline void gf_put64(void *p, uint64_t v) {
  * the size field. */
 int gf_check_struct_size(uint32_t given, size_t known, const char *what);
 
+/* This process's resident memory now (/proc/self/statm), in bytes; 0 when
+ * it cannot be read. For the bench's report and the soak's leak check. */
+uint64_t gf_proc_rss_bytes(void);
+
 #endif /* GF_COMMON_H */

@@ -137,8 +137,8 @@ void gf_gpu_unpin(int32_t device, void *addr) {
 
 /* Puts segs into slot s's gather list (device side after the copy) and
  * checks each range against the input block. *tiles: the kernel's tiles. */
-static int stage_segs(gf_stage *st, stage_slot *s, const gf_stage_seg *segs,
-                      uint32_t nsegs, uint64_t used, uint64_t *tiles) {
+static int stage_segs(stage_slot *s, const gf_stage_seg *segs, uint32_t nsegs,
+                      uint64_t used, uint64_t *tiles) {
   uint64_t t = 0;
   for (uint32_t k = 0; k < nsegs; k++) {
     const gf_stage_seg *g = &segs[k];
@@ -155,7 +155,6 @@ static int stage_segs(gf_stage *st, stage_slot *s, const gf_stage_seg *segs,
     s->e_src[k] = g->host;
     s->e_len[k] = (size_t)g->len;
   }
-  (void)st;
   *tiles = t;
   return 0;
 }
@@ -364,7 +363,7 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
       (e = cudaStreamWaitEvent(st->copy, s->released, 0)) != cudaSuccess)
     return cuda_fail(e, "cudaStreamWaitEvent (release)");
   uint64_t tiles = 0;
-  if (segs && (rc = stage_segs(st, s, segs, nsegs, used, &tiles)) < 0)
+  if (segs && (rc = stage_segs(s, segs, nsegs, used, &tiles)) < 0)
     return rc;
   memcpy(s->h_params, params, (size_t)n * sizeof *params);
   s->timed = false;

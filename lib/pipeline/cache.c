@@ -236,10 +236,10 @@ int gf_cache_get_dev(gf_cache *c, uint64_t idx, const void **data,
   if (dev && c->chunks) {
     uint64_t off = w - 1, k = off / c->chunk;
     uint64_t end = off + gf_cache_record_bytes(hdr[0]);
-    const pin_chunk *ch = &c->chunks[k];
+    pin_chunk *ch = &c->chunks[k];
     if (end <= (k + 1) * c->chunk &&
-        atomic_load_explicit(&((pin_chunk *)ch)->state,
-                             memory_order_acquire) == CHUNK_PINNED)
+        atomic_load_explicit(&ch->state, memory_order_acquire) ==
+            CHUNK_PINNED)
       *dev = ch->dev + (off - k * c->chunk) + GF_CACHE_RECORD_HEADER;
   }
   count(&c->hits);
