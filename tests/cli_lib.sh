@@ -62,7 +62,7 @@ no_crash() {
 # Files left in a folder whose names start with a dot and hold ".gftmp-":
 # the builder's temporary folders.
 tmp_left() {
-  find "$1" -maxdepth 1 -name '.*.gftmp-*' | grep -q .
+  [ -n "$(find "$1" -maxdepth 1 -name '.*.gftmp-*')" ]
 }
 
 skip() {

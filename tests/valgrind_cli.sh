@@ -16,7 +16,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 [ "${GPUFEED_VALGRIND:-0}" = 1 ] || skip "set GPUFEED_VALGRIND=1 to run the CLI under valgrind"
 command -v valgrind >/dev/null || skip "valgrind is not installed (apt-get install valgrind)"
-if nm "$GPUFEED" 2>/dev/null | grep -q '__asan_init\|__tsan_init'; then
+syms=$(nm "$GPUFEED" 2>/dev/null || true)
+if grep -q '__asan_init\|__tsan_init' <<<"$syms"; then
   skip "$GPUFEED is built with a sanitizer; use a plain build for valgrind"
 fi
 
