@@ -2,13 +2,16 @@
 # The GPU tests on a machine with a GPU, from a build folder made elsewhere
 # (run from the repository root; logs in $OUT or ./gpu-logs): every GPU test
 # with GPUFEED_REQUIRE_GPU=1, the loader tests in GPU mode, then
-# compute-sanitizer memcheck and racecheck.   bash bench/gpu_tests.sh [BUILD]
+# the loader's fault sweep in GPU mode, then compute-sanitizer memcheck and
+# racecheck.   bash bench/gpu_tests.sh [BUILD]
 set -u; OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"; cd "${1:-build-dev}"; export GPUFEED_REQUIRE_GPU=1; L=$OUT/gpu_tests.log; : > $L
 nvidia-smi -L | tee -a $L
 for t in test_gpu_loader test_gpu_pool test_gpu_kernels test_gpu_gather test_cache_pin test_trace test_loader_once test_loader_errors test_loader_order test_loader_lifetime test_loader_plan; do
   s=$(date +%s.%N); GPUFEED_TEST_TMP=/tmp/gt/$t timeout 300 ./tests/$t >> $L 2>&1; rc=$?
   echo "=== $t rc=$rc ($(echo "$(date +%s.%N) - $s" | awk '{print $1-$3}')s)" | tee -a $L
 done
+s=$(date +%s.%N); GPUFEED_TEST_TMP=/tmp/gt/sweep timeout 300 ./tests/test_fault_sweep_load --gpu >> $L 2>&1; rc=$?
+echo "=== test_fault_sweep_load --gpu rc=$rc ($(echo "$(date +%s.%N) - $s" | awk '{print $1-$3}')s)" | tee -a $L
 S=$OUT/sanitizer.log; : > $S
 for tool in memcheck racecheck; do
   GPUFEED_TEST_QUICK=1 GPUFEED_TEST_TMP=/tmp/gs/$tool timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 ./tests/test_gpu_loader >> $S 2>&1; echo "=== $tool test_gpu_loader rc=$?" | tee -a $S

@@ -23,8 +23,16 @@ if(NOT PNG_FOUND)
 endif()
 find_package(Threads REQUIRED)
 
-# gpufeed_deps: one interface target carrying the three libraries, linked
-# dynamically by default or from their .a files with GPUFEED_STATIC_DEPS.
+# gpufeed_deps_dynamic: the three libraries as shared objects. The shared
+# libgpufeed always links these: Debian's libzstd.a is not built as
+# position-independent code, so it cannot go into a shared object.
+add_library(gpufeed_deps_dynamic INTERFACE)
+target_link_libraries(gpufeed_deps_dynamic INTERFACE
+  PkgConfig::URING PkgConfig::ZSTD PNG::PNG Threads::Threads)
+
+# gpufeed_deps: what the static library and the programs link, the same
+# shared objects by default or their .a files with GPUFEED_STATIC_DEPS (a
+# program that runs where liburing is not installed).
 add_library(gpufeed_deps INTERFACE)
 if(GPUFEED_STATIC_DEPS)
   foreach(lib uring zstd png16 z)
@@ -33,8 +41,7 @@ if(GPUFEED_STATIC_DEPS)
   endforeach()
   target_include_directories(gpufeed_deps INTERFACE
     ${URING_INCLUDE_DIRS} ${ZSTD_INCLUDE_DIRS} ${PNG_INCLUDE_DIRS})
-  target_link_libraries(gpufeed_deps INTERFACE m)
+  target_link_libraries(gpufeed_deps INTERFACE m Threads::Threads)
 else()
-  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::URING PkgConfig::ZSTD PNG::PNG)
+  target_link_libraries(gpufeed_deps INTERFACE gpufeed_deps_dynamic)
 endif()
-target_link_libraries(gpufeed_deps INTERFACE Threads::Threads)

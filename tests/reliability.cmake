@@ -19,3 +19,8 @@ gpufeed_test_props(soak_smoke 600 "soak;threaded")
 
 gpufeed_add_script_test(valgrind_cli SCRIPT valgrind_cli.sh TIMEOUT 1800
                         LABELS valgrind)
+
+# The same sweep in GPU mode, with the CUDA sites: compiled in every build,
+# skips (77) without a usable device.
+add_test(NAME test_fault_sweep_gpu COMMAND test_fault_sweep_load --gpu)
+gpufeed_test_props(test_fault_sweep_gpu 900 "fault;loader;gpu")

@@ -18,10 +18,21 @@
  * exit). Stricter, per kind: EIO on a read fails exactly the batches it
  * hit; EINTR, EAGAIN and short reads are retried and invisible; io_uring
  * refused at setup falls back to the pread pool. Read sites also get a
- * sticky EIO (every read from call N on fails: a dying disk). */
+ * sticky EIO (every read from call N on fails: a dying disk).
+ *
+ * With --gpu (ctest's test_fault_sweep_gpu; skips without a device, fails
+ * without one under GPUFEED_REQUIRE_GPU=1) the same loads run in GPU mode
+ * on device 0: no cache, a pinned cache gathered straight to the device,
+ * and a pageable cache; the CUDA sites are swept as well, each failing as
+ * cudaErrorMemoryAllocation (GF_EDEVOOM) and as another CUDA error
+ * (GF_ECUDA). Per CUDA site: cudaMalloc (the device pool at create) and the
+ * staging slots' registration may only fail create, a failed pin of a
+ * cache chunk is absorbed (its samples are copied instead), and a failed
+ * host-to-device copy fails exactly the batch it carried. */
 #include "loader_fixture.h"
 
 #include "common/fault.h"
+#include "gpu/stage.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -34,8 +45,11 @@
 #define RUN_ALARM_S 120
 
 static const gf_fault_site sites[] = {
-    GF_FAULT_OPEN,  GF_FAULT_READ,   GF_FAULT_PREAD,       GF_FAULT_WRITE,
-    GF_FAULT_FSYNC, GF_FAULT_RENAME, GF_FAULT_URING_SETUP, GF_FAULT_URING_CQE};
+    GF_FAULT_OPEN,        GF_FAULT_READ,         GF_FAULT_PREAD,
+    GF_FAULT_WRITE,       GF_FAULT_FSYNC,        GF_FAULT_RENAME,
+    GF_FAULT_URING_SETUP, GF_FAULT_URING_CQE,    GF_FAULT_CUDA_MALLOC,
+    GF_FAULT_CUDA_HOST_ALLOC, GF_FAULT_CUDA_HOST_REGISTER,
+    GF_FAULT_CUDA_MEMCPY};
 #define NSITES (sizeof sites / sizeof sites[0])
 
 typedef struct what {
@@ -43,23 +57,43 @@ typedef struct what {
   int err;        /* 0: short count */
   bool reads_only;
   unsigned flags; /* GF_FAULT_STICKY: every call from N on fails */
+  bool cuda;      /* a CUDA call's failure (CUDA sites get only these) */
 } what;
-static const what whats[] = {{"EIO", -EIO, false, 0},
-                             {"ENOSPC", -ENOSPC, false, 0},
-                             {"EAGAIN", -EAGAIN, false, 0},
-                             {"EINTR", -EINTR, false, 0},
-                             {"EPERM", -EPERM, false, 0},
-                             {"short", 0, true, 0},
-                             {"EIO:sticky", -EIO, false, GF_FAULT_STICKY}};
+static const what whats[] = {{"EIO", -EIO, false, 0, false},
+                             {"ENOSPC", -ENOSPC, false, 0, false},
+                             {"EAGAIN", -EAGAIN, false, 0, false},
+                             {"EINTR", -EINTR, false, 0, false},
+                             {"EPERM", -EPERM, false, 0, false},
+                             {"short", 0, true, 0, false},
+                             {"EIO:sticky", -EIO, false, GF_FAULT_STICKY, false},
+                             {"cudaErrorMemoryAllocation", GF_EDEVOOM, false,
+                              0, true},
+                             {"cuda error", GF_ECUDA, false, 0, true}};
 #define NWHATS (sizeof whats / sizeof whats[0])
 
 static bool is_read_site(gf_fault_site s) {
   return s == GF_FAULT_READ || s == GF_FAULT_PREAD || s == GF_FAULT_URING_CQE;
 }
 
+static bool is_cuda_site(gf_fault_site s) {
+  return s == GF_FAULT_CUDA_MALLOC || s == GF_FAULT_CUDA_HOST_ALLOC ||
+         s == GF_FAULT_CUDA_HOST_REGISTER || s == GF_FAULT_CUDA_MEMCPY;
+}
+
+/* A site called once a batch, by workers that run on into an epoch nobody
+ * takes: its count in a clean run varies by a few batches. */
+static bool is_batch_site(gf_fault_site s) {
+  return is_read_site(s) || s == GF_FAULT_CUDA_MEMCPY;
+}
+
 /* Which kinds each site gets: ENOSPC only where something is written,
- * EPERM where a kernel really answers it (ring setup under seccomp). */
+ * EPERM where a kernel really answers it (ring setup under seccomp), CUDA
+ * errors at the CUDA sites and nowhere else. */
 static bool applies(gf_fault_site s, const what *w) {
+  if (is_cuda_site(s) != w->cuda)
+    return false;
+  if (w->cuda)
+    return true;
   if (w->flags & GF_FAULT_STICKY)
     return is_read_site(s) || s == GF_FAULT_OPEN;
   if (w->reads_only)
@@ -81,6 +115,13 @@ static void on_alarm(int sig) {
   w = write(2, "\n", 1);
   (void)w;
   _exit(1);
+}
+
+static uint64_t calls_of(const uint64_t *calls, gf_fault_site site) {
+  for (size_t i = 0; i < NSITES; i++)
+    if (sites[i] == site)
+      return calls[i];
+  return 0;
 }
 
 typedef struct outcome {
@@ -165,9 +206,27 @@ typedef struct load_cfg {
   const char *name;
   uint32_t backend;
   uint64_t cache;
+  uint32_t cache_direct;
 } load_cfg;
 
-int main(void) {
+static const load_cfg host_loads[] = {
+    {"io_uring", GF_IO_AUTO, 0, GF_CACHE_DIRECT_AUTO},
+    {"pread", GF_IO_PREAD, 0, GF_CACHE_DIRECT_AUTO},
+    {"io_uring+cache", GF_IO_AUTO, 1 << 20, GF_CACHE_DIRECT_AUTO}};
+static const load_cfg gpu_loads[] = {
+    {"gpu", GF_IO_AUTO, 0, GF_CACHE_DIRECT_AUTO},
+    {"gpu+pinned cache", GF_IO_AUTO, 1 << 20, GF_CACHE_DIRECT_AUTO},
+    {"gpu+pageable cache", GF_IO_PREAD, 1 << 20, GF_CACHE_DIRECT_OFF}};
+
+int main(int argc, char **argv) {
+  bool gpu = argc > 1 && strcmp(argv[1], "--gpu") == 0;
+  if (argc > 1 && !gpu) {
+    fprintf(stderr, "usage: test_fault_sweep_load [--gpu]\n");
+    return 2;
+  }
+  char why[256];
+  if (gpu && !gf_stage_probe(0, why, sizeof why))
+    gf_test_skip(true, "no GPU for the GPU-mode sweep: %s", why);
   signal(SIGALRM, on_alarm);
   const char *dir = gf_test_tmpdir();
   fixture f;
@@ -175,15 +234,18 @@ int main(void) {
   if (gf_test_failures)
     return gf_test_finish();
 
-  const load_cfg loads[] = {{"io_uring", GF_IO_AUTO, 0},
-                            {"pread", GF_IO_PREAD, 0},
-                            {"io_uring+cache", GF_IO_AUTO, 1 << 20}};
+  const load_cfg *loads = gpu ? gpu_loads : host_loads;
+  size_t nloads = gpu ? sizeof gpu_loads / sizeof gpu_loads[0]
+                      : sizeof host_loads / sizeof host_loads[0];
   unsigned long values = 0, site_sweeps = 0, absorbed = 0, failed = 0,
-                create_failed = 0, eio_seen = 0;
-  for (size_t li = 0; li < sizeof loads / sizeof loads[0]; li++) {
+                create_failed = 0, eio_seen = 0, cuda_runs = 0,
+                cuda_create_failed = 0, cuda_batch_failed = 0;
+  for (size_t li = 0; li < nloads; li++) {
     const load_cfg *lc = &loads[li];
     gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
     cfg.source = f.ds_dir;
+    cfg.device = gpu ? 0 : GF_DEVICE_CPU;
+    cfg.cache_direct = lc->cache_direct;
     cfg.channels = 3;
     cfg.batch_size = 5;
     cfg.threads = 2;
@@ -211,14 +273,26 @@ int main(void) {
       printf(" %s %llu", gf_fault_site_name(sites[i]),
              (unsigned long long)calls[i]);
     printf("\n");
-    if (lc->backend == GF_IO_AUTO && calls[NSITES - 1] == 0)
+    if (gpu) {
+      /* Every GPU load reaches the pool's cudaMalloc, the staging slots'
+       * registration and a copy a batch; a pinned cache pins its chunk. */
+      uint64_t reg = calls_of(calls, GF_FAULT_CUDA_HOST_REGISTER);
+      CHECK(calls_of(calls, GF_FAULT_CUDA_MALLOC) > 0 && reg > 0 &&
+            calls_of(calls, GF_FAULT_CUDA_MEMCPY) > 0);
+      if (lc->cache && lc->cache_direct == GF_CACHE_DIRECT_AUTO)
+        CHECK(reg > 1);
+      else
+        CHECK(reg == 1);
+    }
+    if (lc->backend == GF_IO_AUTO && calls_of(calls, GF_FAULT_URING_CQE) == 0)
       printf("%s: io_uring is not available here; the load used pread\n",
              lc->name);
 
-    /* Reads of the clean run that may not belong to the epochs run: a
-     * batch a slot prefetched into the next epoch, plus one batch whose
-     * reads may interleave with those. */
+    /* Reads (copies) of the clean run that may not belong to the epochs
+     * run: a batch a slot prefetched into the next epoch, plus one batch
+     * whose reads may interleave with those. */
     uint64_t margin = ((uint64_t)cfg.prefetch + 1) * cfg.batch_size;
+    uint64_t copy_margin = (uint64_t)cfg.prefetch + 1;
     for (size_t si = 0; si < NSITES; si++) {
       gf_fault_site site = sites[si];
       if (!calls[si])
@@ -253,11 +327,35 @@ int main(void) {
            * destroy, and their reads interleave with the last batch's, so
            * the number of reads varies by up to a few batches from run to
            * run and read count + 1 may be one of the epochs run. */
-          if (n > calls[si] && !is_read_site(site) &&
+          if (n > calls[si] && !is_batch_site(site) &&
               (o.create_rc < 0 || errs)) {
             fprintf(stderr, "%s: past the clean run's %llu calls, yet the "
                     "load failed\n", current, (unsigned long long)calls[si]);
             gf_test_failures++;
+          }
+          if (is_cuda_site(site) && o.create_rc == 0) {
+            cuda_runs++;
+            /* After create, only a copy may fail a batch: a chunk of the
+             * cache that cannot be pinned stays pageable and is copied. */
+            if (site != GF_FAULT_CUDA_MEMCPY && errs) {
+              fprintf(stderr, "%s: a fault after create that must be "
+                      "absorbed gave %d error(s)\n", current, errs);
+              gf_test_failures++;
+            }
+            if (site == GF_FAULT_CUDA_MEMCPY && (uint64_t)errs > fired) {
+              fprintf(stderr, "%s: one failed copy gave %d errors\n",
+                      current, errs);
+              gf_test_failures++;
+            }
+            if (site == GF_FAULT_CUDA_MEMCPY && n + copy_margin <= calls[si] &&
+                errs != 1) {
+              fprintf(stderr, "%s: a failed copy in the epochs run gave %d "
+                      "errors, wanted 1\n", current, errs);
+              gf_test_failures++;
+            }
+            cuda_batch_failed += site == GF_FAULT_CUDA_MEMCPY && errs == 1;
+          } else if (is_cuda_site(site)) {
+            cuda_create_failed++;
           }
           if (!is_read_site(site) || o.create_rc < 0)
             continue;
@@ -285,12 +383,17 @@ int main(void) {
       }
     }
   }
-  printf("fault sweep (loader, %d epochs of %llu samples): %lu site sweeps, "
-         "%lu faulted runs (site x N x error): %lu loads absorbed the fault, "
-         "%lu delivered errors (%lu read EIOs failed exactly their batch), "
-         "%lu creates failed cleanly\n",
-         EPOCHS, (unsigned long long)f.n, site_sweeps, values, absorbed,
-         failed, eio_seen, create_failed);
+  printf("fault sweep (loader, %s mode, %d epochs of %llu samples): %lu site "
+         "sweeps, %lu faulted runs (site x N x error): %lu loads absorbed the "
+         "fault, %lu delivered errors (%lu read EIOs failed exactly their "
+         "batch), %lu creates failed cleanly\n",
+         gpu ? "GPU" : "host", EPOCHS, (unsigned long long)f.n, site_sweeps,
+         values, absorbed, failed, eio_seen, create_failed);
+  if (gpu)
+    printf("CUDA sites: %lu faults failed create cleanly, %lu hit a running "
+           "loader (%lu failed copies failed exactly their batch, the rest "
+           "absorbed)\n",
+           cuda_create_failed, cuda_runs, cuda_batch_failed);
   fixture_free(&f);
   return gf_test_finish();
 }
