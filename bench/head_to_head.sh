@@ -49,11 +49,14 @@ record pytorch env PYTHONUNBUFFERED=1 python3 "$peer" "$work/png" --workers "$th
 for c in png zstd gradzstd; do
   record "cache_$c" "$gf" bench "$work/cache-$c" --device 0 --threads "$threads" --epochs 3 --batch $B --dtype f32 --layout nchw --json --quiet
 done
-record raw_ram_4cores "$gf" bench "$work/cache-raw" --device 0 --threads 4 --cache 16G --epochs 4 --batch $B --h2d-probe --json --quiet
+# 12 epochs: the first fills the cache, the 11 after it are the rate.
+record raw_ram_4cores "$gf" bench "$work/cache-raw" --device 0 --threads 4 --cache 16G --epochs 12 --batch $B --h2d-probe --json --quiet
 # The stall with a training step as long as a batch's load (from the
-# gradzstd rate just measured).
-step=$(python3 -c "import json;d=[json.loads(l) for l in open('$out')];r=[x for x in d if x['name']=='cache_gradzstd'][0]['result'];print(round(1.05*$B/r['images_per_s']*1000,3))")
-record stall_gradzstd "$gf" bench "$work/cache-gradzstd" --device 0 --threads "$threads" --epochs 3 --batch $B --step-ms "$step" --dtype f32 --layout nchw --json --quiet
+# gradzstd rate just measured), and a control with a step shorter than the
+# load (0.8x), where the loop must wait: the stall measure has to show it.
+steptime() { python3 -c "import json;d=[json.loads(l) for l in open('$out')];r=[x for x in d if x['name']=='cache_gradzstd'][0]['result'];print(round($1*$B/r['images_per_s']*1000,3))"; }
+record stall_gradzstd "$gf" bench "$work/cache-gradzstd" --device 0 --threads "$threads" --epochs 6 --batch $B --step-ms "$(steptime 1.05)" --dtype f32 --layout nchw --json --quiet
+record stall_control "$gf" bench "$work/cache-gradzstd" --device 0 --threads "$threads" --epochs 6 --batch $B --step-ms "$(steptime 0.8)" --dtype f32 --layout nchw --json --quiet
 record first_batch_1m "$gf" bench "$work/index1m" --device 0 --threads "$threads" --batches 5 --batch $B --json --quiet
 record ceiling_end "$bin/bench/png_ceiling" "$work/png" --threads "$threads" --seconds 5 --json
 
@@ -73,6 +76,7 @@ for name in ["png_folder", "cache_png", "cache_zstd", "cache_gradzstd", "raw_ram
     print(f"{name:28} {r['images_per_s']:10.0f} {r['gb_per_s']:7.2f} {r['images_per_s']/ceil:9.2f} "
           f"{r['images_per_s']/torch:9.2f}  {r['bottleneck']}")
 raw = rows["raw_ram_4cores"]; st = rows["stall_gradzstd"]; fb = rows["first_batch_1m"]
+ctl = rows["stall_control"]
 print("\ntargets:")
 def t(ok, what): print(f"  [{'met' if ok else 'MISSED'}] {what}")
 png = rows["png_folder"]["images_per_s"]
@@ -85,6 +89,7 @@ t(ratio >= 0.90 and raw["cpu_cores_used"] <= 4.5,
 g = rows["cache_gradzstd"]["images_per_s"]
 t(g >= 15 * torch, f"gradzstd cache to GPU >= 15x PyTorch: {g/torch:.1f}x")
 t(st["consumer_stall_pct"] < 1.0, f"stall < 1% with a {st['step_ms']:.2f} ms step: {st['consumer_stall_pct']:.2f}%")
+t(ctl["consumer_stall_pct"] > 10.0, f"control: stall > 10% with a step 0.8x a batch's load ({ctl['step_ms']:.2f} ms): {ctl['consumer_stall_pct']:.2f}%")
 t(st["next_release_us_p50"] < 10, f"next+release < 10 us a batch: {st['next_release_us_p50']:.1f} us median")
 t(fb["first_batch_ms"] < 100, f"first batch within 100 ms on a 1M-sample index: {fb['first_batch_ms']:.1f} ms")
 PY

@@ -142,6 +142,14 @@ int gf_gpu_stream_create(int32_t device, void **stream);
 void gf_gpu_stream_destroy(void *stream);
 /* Waits on the host for everything queued on `stream`. */
 int gf_gpu_stream_sync(void *stream);
+/* An event for the host to wait on without spinning: recorded on a stream,
+ * waited on with the calling thread asleep (cudaEventBlockingSync), so a
+ * consumer waiting for its training step leaves its core to the workers.
+ * *ev is a cudaEvent_t. */
+int gf_gpu_event_create(int32_t device, void **ev);
+void gf_gpu_event_destroy(void *ev);
+int gf_gpu_event_record(void *ev, void *stream);
+int gf_gpu_event_wait(void *ev);
 /* Keeps `stream` busy for ms milliseconds (a spinning kernel). */
 int gf_gpu_spin(void *stream, double ms);
 /* Pinned host-to-device bandwidth: `bytes` from cudaHostAlloc'd memory to

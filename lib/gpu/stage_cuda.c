@@ -542,6 +542,34 @@ int gf_gpu_stream_sync(void *stream) {
   return e == cudaSuccess ? 0 : cuda_fail(e, "cudaStreamSynchronize");
 }
 
+int gf_gpu_event_create(int32_t device, void **ev) {
+  *ev = NULL;
+  cudaError_t e = cudaSetDevice(device);
+  cudaEvent_t x;
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&x, cudaEventBlockingSync |
+                                         cudaEventDisableTiming);
+  if (e != cudaSuccess)
+    return cuda_fail(e, "creating a blocking-sync event");
+  *ev = x;
+  return 0;
+}
+
+void gf_gpu_event_destroy(void *ev) {
+  if (ev)
+    cudaEventDestroy((cudaEvent_t)ev);
+}
+
+int gf_gpu_event_record(void *ev, void *stream) {
+  cudaError_t e = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream);
+  return e == cudaSuccess ? 0 : cuda_fail(e, "cudaEventRecord");
+}
+
+int gf_gpu_event_wait(void *ev) {
+  cudaError_t e = cudaEventSynchronize((cudaEvent_t)ev);
+  return e == cudaSuccess ? 0 : cuda_fail(e, "cudaEventSynchronize");
+}
+
 int gf_gpu_spin(void *stream, double ms) {
   cudaError_t e = gf_launch_spin((cudaStream_t)stream, (uint64_t)(ms * 1e6),
                                  NULL, NULL, 0);

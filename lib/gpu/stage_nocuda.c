@@ -96,6 +96,20 @@ int gf_gpu_stream_sync(void *stream) {
   (void)stream;
   return GF_ENODEVICE;
 }
+int gf_gpu_event_create(int32_t device, void **ev) {
+  (void)device;
+  *ev = NULL;
+  return GF_ENODEVICE;
+}
+void gf_gpu_event_destroy(void *ev) { (void)ev; }
+int gf_gpu_event_record(void *ev, void *stream) {
+  (void)ev, (void)stream;
+  return GF_ENODEVICE;
+}
+int gf_gpu_event_wait(void *ev) {
+  (void)ev;
+  return GF_ENODEVICE;
+}
 int gf_gpu_spin(void *stream, double ms) {
   (void)stream, (void)ms;
   return GF_ENODEVICE;
