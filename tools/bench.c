@@ -194,8 +194,6 @@ int gfc_bench(const gfc_bench_opts *o) {
     gf_batch *b;
     for (;;) {
       if (o->max_batches && steps >= o->max_batches) {
-        if (gpu)
-          gf_gpu_stream_sync(stream);
         stop = true;
         break;
       }
@@ -204,12 +202,8 @@ int gfc_bench(const gfc_bench_opts *o) {
       double c0 = gfc_now();
       rc = gf_loader_next_on(l, stream, &b);
       double c1 = gfc_now();
-      if (rc == GF_EEPOCHEND) {
-        /* The epoch's time ends with its last step. */
-        if (gpu)
-          gf_gpu_stream_sync(stream);
+      if (rc == GF_EEPOCHEND)
         break;
-      }
       if (rc < 0) {
         gfc_progress_end(&prog);
         gfc_error_last("bench", rc);
@@ -250,6 +244,9 @@ int gfc_bench(const gfc_bench_opts *o) {
         ov[ov_n++] = (c1 - c0) + (r1 - r0);
       gfc_progress_update(&prog, ep[e].images);
     }
+    /* The epoch's time ends with its last step (one is still queued). */
+    if (gpu)
+      gf_gpu_stream_sync(stream);
     gfc_progress_end(&prog);
     ep[e].seconds = gfc_now() - te;
     if (!o->quiet && !o->json && status == GFC_EXIT_OK)
@@ -257,8 +254,6 @@ int gfc_bench(const gfc_bench_opts *o) {
               (unsigned long long)ep[e].images, ep[e].seconds,
               ep[e].seconds > 0 ? (double)ep[e].images / ep[e].seconds : 0.0);
   }
-  if (gpu)
-    gf_gpu_stream_sync(stream);
   double wall = gfc_now() - t0;
   double cpu = cpu_seconds() - cpu0;
   gf_loader_stats st = {.struct_size = sizeof st};
