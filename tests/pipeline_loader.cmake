@@ -1,4 +1,4 @@
-# The loader (lib/pipeline/loader.c): exactly once, determinism, resume,
+# The loader (lib/pipeline/loader_*.c): exactly once, determinism, resume,
 # cache, bad samples, injected I/O faults, lifetime. All are threaded.
 add_library(gpufeed_loader_fixture STATIC ${CMAKE_CURRENT_LIST_DIR}/loader_fixture.c)
 target_link_libraries(gpufeed_loader_fixture PUBLIC gpufeed_testutil)

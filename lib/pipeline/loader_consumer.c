@@ -1,0 +1,282 @@
+/* The loader's consumer side: next() waits for the batch of the next seq,
+ * repairs it under the skip policy, and lends it; release() takes it back. */
+#include "pipeline/loader_impl.h"
+
+#include <stdio.h>
+
+/* ---- the consumer ------------------------------------------------------- */
+
+static slot *find_seq(gf_loader *l, uint64_t seq) {
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if ((s->state == SLOT_FILLING || s->state == SLOT_READY) && s->seq == seq)
+      return s;
+  }
+  return NULL;
+}
+
+uint32_t lent_count(const gf_loader *l) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    n += l->slots[i].state == SLOT_LENT;
+  return n;
+}
+
+/* Skip policy: fills the holes of ready slot s from the positions after
+ * it, on this thread, after cancelling everything dispatched later. Under
+ * mu. */
+static void repair(gf_loader *l, slot *s) {
+  s->state = SLOT_LENT; /* keep cancel_all off it */
+  cancel_all(l);
+  if (gf_sampler_epoch(&l->sampler) != s->epoch)
+    gf_sampler_set_epoch(&l->sampler, s->epoch);
+  uint64_t pos = s->end_pos;
+  uint32_t out = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    while (s->status[j] != 0) {
+      pthread_mutex_lock(&l->stat_mu);
+      gf_strlcpy(l->last_skip_reason,
+                 s->err_pos == j ? s->err.message : gf_last_error()->message,
+                 sizeof l->last_skip_reason);
+      pthread_mutex_unlock(&l->stat_mu);
+      add(&l->skipped, 1);
+      s->batch.skipped++;
+      if (pos >= l->share)
+        break;
+      uint64_t idx = gf_sampler_get(&l->sampler, pos++);
+      uint8_t *dst = s->data + (uint64_t)j * l->stride;
+      s->indices[j] = idx;
+      if (s->dsrc_dev)
+        s->dsrc_dev[j] = 0;
+      s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->filtered[j],
+                               &s->labels[j]);
+      if (s->status[j] != 0) {
+        s->err_pos = j;
+        s->err = *gf_last_error();
+      }
+    }
+    if (s->status[j] != 0)
+      continue; /* the epoch ran out: compact below */
+    if (out != j) {
+      memmove(s->data + (uint64_t)out * l->stride,
+              s->data + (uint64_t)j * l->stride, l->stride);
+      s->shapes[out] = s->shapes[j];
+      s->labels[out] = s->labels[j];
+      s->indices[out] = s->indices[j];
+      s->filtered[out] = s->filtered[j];
+      s->status[out] = 0;
+      if (s->dsrc_dev) {
+        s->dsrc_dev[out] = s->dsrc_dev[j];
+        s->dsrc_host[out] = s->dsrc_host[j];
+      }
+    }
+    out++;
+  }
+  s->count = out;
+  s->end_pos = pos;
+  s->state = SLOT_READY;
+  restart_at(l, s->epoch, pos, s->k + 1);
+  /* c_seq is s->seq: the next dispatched batch must follow it. */
+  l->next_seq = s->seq + 1;
+}
+
+/* A slot given up: free, or draining while the GPU still copies out of
+ * its staging memory. Under mu. */
+static void free_or_drain(gf_loader *l, slot *s) {
+  s->state = l->stage && !gf_stage_host_free(l->stage, s->index)
+                 ? SLOT_DRAINING
+                 : SLOT_FREE;
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* Fills the parts of s->batch that finalize() does not. */
+static void present(slot *s) {
+  gf_batch *b = &s->batch;
+  b->epoch = s->epoch;
+  b->index = s->k;
+  b->count = s->count;
+  /* Samples gathered from the pinned cache never passed through the host
+   * slot: its pixels are not the batch's. */
+  b->data = s->ndirect ? NULL : s->data;
+  b->direct_count = s->ndirect;
+  b->shapes = s->shapes;
+  b->offsets = s->offsets;
+  b->labels = s->labels;
+  b->indices = s->indices;
+  b->filtered = s->filtered;
+}
+
+/* Waits on ready_cv; while a slot drains (the GPU still copies out of its
+ * staging memory: rare, only when a batch was released before its copy
+ * ran) nothing else would wake the loader when the copy ends, so the wait
+ * is short and the draining slots are checked again. Under mu. */
+static void wait_ready(gf_loader *l) {
+  bool draining = false;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if (l->slots[i].state == SLOT_DRAINING) {
+      if (gf_stage_host_free(l->stage, i))
+        l->slots[i].state = SLOT_FREE;
+      else
+        draining = true;
+    }
+  pthread_cond_broadcast(&l->work_cv);
+  if (!draining) {
+    pthread_cond_wait(&l->ready_cv, &l->mu);
+    return;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 200000;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts);
+}
+
+static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
+  *out = NULL;
+  uint64_t t0 = now_ns();
+  pthread_mutex_lock(&l->mu);
+  uint64_t ready = 0;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    ready += l->slots[i].state == SLOT_READY;
+  add(&l->next_calls, 1);
+  add(&l->ready_sum, ready);
+  slot *s;
+  for (;;) {
+    s = find_seq(l, l->c_seq);
+    if (s && s->state == SLOT_READY)
+      break;
+    if (!s && lent_count(l) == l->nslots) {
+      pthread_mutex_unlock(&l->mu);
+      return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "the caller holds all %u batches (prefetch); release "
+                     "one before taking the next",
+                     l->nslots);
+    }
+    wait_ready(l);
+  }
+  add(&l->consumer_wait_ns, now_ns() - t0);
+  if (s->epoch != l->c_epoch) {
+    /* The current epoch is over; the next call delivers s. */
+    l->c_epoch = s->epoch;
+    l->c_pos = 0;
+    l->c_k = 0;
+    pthread_mutex_unlock(&l->mu);
+    return GF_EEPOCHEND;
+  }
+  bool failed = slot_failed(s);
+  if (failed && l->cfg.error_policy == GF_ON_ERROR_FAIL) {
+    gf_error_info e = s->err;
+    free_or_drain(l, s);
+    l->c_seq++;
+    l->c_pos = s->end_pos;
+    l->c_k++;
+    pthread_mutex_unlock(&l->mu);
+    gf_error_restore(&e);
+    return e.code;
+  }
+  if (failed) {
+    s->batch.skipped = 0;
+    repair(l, s);
+    if (s->count == 0 || (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
+      /* Nothing left of the epoch for this batch. */
+      s->state = SLOT_FREE;
+      l->c_seq++;
+      l->c_pos = s->end_pos;
+      restart_at(l, s->epoch, l->share, s->k + 1);
+      l->next_seq = l->c_seq;
+      pthread_mutex_unlock(&l->mu);
+      return next_impl(l, stream, out);
+    }
+    finalize(l, s, GF_TRACE_TID_CONSUMER);
+  } else {
+    s->batch.skipped = 0;
+  }
+  l->c_seq++;
+  l->c_pos = s->end_pos;
+  l->c_k = s->k + 1;
+  if (s->fin_rc < 0) {
+    gf_error_info e = s->fin_err;
+    free_or_drain(l, s);
+    pthread_mutex_unlock(&l->mu);
+    gf_error_restore(&e);
+    return e.code;
+  }
+  present(s);
+  add(&l->cache_direct, s->ndirect); /* counted as delivered */
+  s->state = SLOT_LENT;
+  pthread_mutex_unlock(&l->mu);
+  if (l->stage) {
+    int rc = gf_stage_handoff(l->stage, s->index, stream);
+    if (rc < 0) {
+      pthread_mutex_lock(&l->mu);
+      free_or_drain(l, s);
+      pthread_mutex_unlock(&l->mu);
+      return rc;
+    }
+  }
+  add(&l->batches, 1);
+  *out = &s->batch;
+  return 0;
+}
+
+int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
+  if (!l || !out)
+    return cfg_fail("next", "needs a loader and an output pointer");
+  if (GF_LIKELY(!l->trace && !l->nvtx))
+    return next_impl(l, stream, out);
+  uint64_t t0 = now_ns();
+  range_push(l, "next");
+  int rc = next_impl(l, stream, out);
+  range_pop(l);
+  uint64_t t1 = now_ns();
+  slot *s = rc == 0 ? (slot *)(void *)*out : NULL;
+  span(l, GF_TR_NEXT, GF_TRACE_TID_CONSUMER, t0, t1, s ? s->seq : GF_NO_INDEX);
+  if (s) {
+    s->lent_ns = t1;
+    /* Not a push: the caller may hold several batches and release them in
+     * any order. */
+    if (l->nvtx)
+      s->nvtx_step = gf_gpu_range_start("step");
+  }
+  return rc;
+}
+
+int gf_loader_next(gf_loader *l, gf_batch **out) {
+  return gf_loader_next_on(l, NULL, out);
+}
+
+int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
+  if (!l || !b)
+    return cfg_fail("release", "needs a loader and a batch");
+  uint64_t t0 = l->trace ? now_ns() : 0;
+  pthread_mutex_lock(&l->mu);
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if (&s->batch == b && s->state == SLOT_LENT) {
+      if (GF_UNLIKELY(l->trace || l->nvtx)) {
+        if (s->nvtx_step) {
+          gf_gpu_range_end(s->nvtx_step);
+          s->nvtx_step = 0;
+        }
+        span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
+        take_gpu_span(l, s, false);
+      }
+      int rc = l->stage ? gf_stage_release(l->stage, s->index, stream) : 0;
+      span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0,
+           l->trace ? now_ns() : 0, s->seq);
+      free_or_drain(l, s);
+      pthread_mutex_unlock(&l->mu);
+      return rc;
+    }
+  }
+  pthread_mutex_unlock(&l->mu);
+  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "release: not a batch this loader has lent");
+}
+
+int gf_loader_release(gf_loader *l, gf_batch *b) {
+  return gf_loader_release_on(l, b, NULL);
+}

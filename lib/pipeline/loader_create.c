@@ -1,0 +1,339 @@
+/* The loader's create and destroy: the source, sampler, cache, GPU stage,
+ * batch slots, workers and their readers; O_DIRECT descriptors; the
+ * cache's pinning callbacks. */
+#include "pipeline/loader_impl.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
+  uint64_t B = l->cfg.batch_size, bytes;
+  if (!gf_mul_u64(B, l->stride, &bytes))
+    return -ENOMEM;
+  s->index = index;
+  /* GPU mode: the stage's pinned staging memory; host mode: our own. */
+  s->data = l->stage ? gf_stage_host(l->stage, index)
+                     : aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  s->filtered = calloc(B, 1);
+  s->params = calloc(B, sizeof *s->params);
+  if (!l->stage && !l->identity) {
+    s->out_host = aligned_alloc(64, (l->out_cap + 63) / 64 * 64);
+    if (!s->out_host)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch output of %llu bytes",
+                     (unsigned long long)l->out_cap);
+  }
+  if (l->direct) {
+    s->dsrc_dev = calloc(B, sizeof *s->dsrc_dev);
+    s->dsrc_host = calloc(B, sizeof *s->dsrc_host);
+    s->segs = calloc(B, sizeof *s->segs);
+    if (!s->dsrc_dev || !s->dsrc_host || !s->segs)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch slot's gather list");
+  }
+  s->shapes = calloc(B, sizeof *s->shapes);
+  s->offsets = calloc(B, sizeof *s->offsets);
+  s->labels = calloc(B, sizeof *s->labels);
+  s->indices = calloc(B, sizeof *s->indices);
+  s->status = calloc(B, sizeof *s->status);
+  if (!s->data || !s->shapes || !s->offsets || !s->labels || !s->indices ||
+      !s->status || !s->filtered || !s->params)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot allocate a batch slot of %llu bytes",
+                   (unsigned long long)bytes);
+  s->state = SLOT_FREE;
+  s->err_pos = UINT32_MAX;
+  return 0;
+}
+
+static void free_slot(gf_loader *l, slot *s) {
+  if (!l->stage)
+    free(s->data);
+  free(s->filtered);
+  free(s->params);
+  free(s->out_host);
+  free(s->shapes);
+  free(s->offsets);
+  free(s->labels);
+  free(s->indices);
+  free(s->status);
+  free(s->dsrc_dev);
+  free(s->dsrc_host);
+  free(s->segs);
+}
+
+/* O_DIRECT: a second set of shard descriptors opened with O_DIRECT; reads
+ * are widened to the alignment and land in the aligned read buffers. A
+ * filesystem that refuses O_DIRECT (tmpfs) keeps buffered reads, said in
+ * the log. */
+static int open_direct(gf_loader *l) {
+  uint32_t align = gf_source_alignment(l->src);
+  const char *why = NULL;
+  if (!gf_source_is_dataset(l->src))
+    why = "the source is a PNG folder";
+  else if (align < 512)
+    why = "the dataset was built without --align 4096";
+  if (why) {
+    gf_log(GF_LOG_WARN, "io_direct ignored: %s", why);
+    return 0;
+  }
+  l->nshards = gf_source_num_shards(l->src);
+  l->direct_fds = malloc(l->nshards * sizeof *l->direct_fds);
+  if (!l->direct_fds)
+    return -ENOMEM;
+  for (uint32_t i = 0; i < l->nshards; i++)
+    l->direct_fds[i] = -1;
+  for (uint32_t i = 0; i < l->nshards; i++) {
+    const char *path = gf_source_shard_path(l->src, i);
+    l->direct_fds[i] = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (l->direct_fds[i] < 0) {
+      int e = errno;
+      gf_log(GF_LOG_WARN, "io_direct ignored: %s: %s", path, strerror(e));
+      for (uint32_t k = 0; k < i; k++)
+        close(l->direct_fds[k]);
+      free(l->direct_fds);
+      l->direct_fds = NULL;
+      return 0;
+    }
+  }
+  l->direct_align = align;
+  /* The widened read can start up to align - 1 bytes early and end up to
+   * align - 1 bytes late. */
+  l->stored_cap = (l->stored_cap + 2ull * align + align - 1) / align * align;
+  return 0;
+}
+
+/* The host cache's pinner in GPU mode. */
+static int pin_cb(void *ctx, void *addr, size_t len, uint64_t *dev) {
+  const gf_loader *l = ctx;
+  int rc = gf_gpu_pin(l->device, addr, len, dev);
+  if (rc < 0)
+    gf_log(GF_LOG_WARN, "cache: %s (its samples are copied through the "
+                        "staging slots instead)",
+           gf_last_error()->message);
+  return rc;
+}
+static void unpin_cb(void *ctx, void *addr, size_t len) {
+  const gf_loader *l = ctx;
+  (void)len;
+  gf_gpu_unpin(l->device, addr);
+}
+
+int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
+  if (!out)
+    return cfg_fail("out", "is NULL");
+  *out = NULL;
+  uint64_t t_create = now_ns();
+  gf_loader *l = calloc(1, sizeof *l);
+  if (!l)
+    return -ENOMEM;
+  int rc = resolve_config(cfg, &l->cfg);
+  if (rc < 0) {
+    free(l);
+    return rc;
+  }
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_mutex_init(&l->stat_mu, NULL);
+  pthread_cond_init(&l->work_cv, NULL);
+  pthread_cond_init(&l->ready_cv, NULL);
+  l->source_path = strdup(cfg->source ? cfg->source : "");
+  l->labels_path = cfg->labels_file ? strdup(cfg->labels_file) : NULL;
+  l->cfg.source = l->source_path;
+  l->cfg.labels_file = l->labels_path;
+  gf_decode_opts d = GF_DECODE_OPTS_INIT;
+  d.channels = l->cfg.channels;
+  d.keep_16bit = l->cfg.keep_16bit;
+  d.limits = l->cfg.limits;
+  l->dopts = d;
+
+  if ((rc = gf_source_open(l->source_path, l->labels_path, &l->src)) < 0)
+    goto fail;
+  uint64_t n = gf_source_count(l->src);
+  gf_sampler_config sc = GF_SAMPLER_CONFIG_INIT;
+  sc.n = n;
+  sc.seed = l->cfg.seed;
+  sc.order = l->cfg.order;
+  sc.partition = l->cfg.partition;
+  sc.rank = l->cfg.rank;
+  sc.world = l->cfg.world;
+  sc.batch_size = l->cfg.batch_size;
+  sc.drop_last = l->cfg.drop_last;
+  sc.block_size = l->cfg.block_size;
+  if ((rc = gf_sampler_init(&l->sampler, &sc)) < 0)
+    goto fail;
+  l->share = gf_sampler_samples_per_epoch(&l->sampler);
+  if (l->share == 0 || gf_sampler_batches_per_epoch(&l->sampler) == 0) {
+    rc = gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
+                 "rank %u of %u gets no batch of %u from %llu samples",
+                 l->cfg.rank, l->cfg.world, l->cfg.batch_size,
+                 (unsigned long long)n);
+    goto fail;
+  }
+
+  if ((rc = plan_sizes(l)) < 0)
+    goto fail;
+  if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
+    goto fail;
+
+  if (l->cfg.cache_bytes &&
+      (rc = gf_cache_create(l->cfg.cache_bytes, n, &l->cache)) < 0)
+    goto fail;
+
+  /* The device: GPU mode when one is asked for or, under AUTO, found. */
+  l->device = GF_DEVICE_CPU;
+  if (l->cfg.device != GF_DEVICE_CPU) {
+    char why[256];
+    if (gf_stage_probe(l->cfg.device, why, sizeof why)) {
+      l->device = l->cfg.device < 0 ? 0 : l->cfg.device;
+    } else if (l->cfg.device == GF_DEVICE_AUTO) {
+      gf_strlcpy(l->host_reason, why, sizeof l->host_reason);
+      gf_log(GF_LOG_INFO, "host mode: %s", why);
+    } else {
+      rc = gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loader config: device %d: %s", l->cfg.device, why);
+      goto fail;
+    }
+  }
+  autotune(l, l->device >= 0);
+  l->chunk = chunk_for(l, l->cfg.threads);
+  l->nslots = l->cfg.staging_slots ? l->cfg.staging_slots : l->cfg.prefetch;
+  if (l->device >= 0) {
+    gf_stage_config sc2;
+    memset(&sc2, 0, sizeof sc2);
+    sc2.device = l->device;
+    sc2.slots = l->nslots;
+    sc2.max_samples = l->cfg.batch_size;
+    sc2.in_bytes = l->cfg.batch_size * l->stride;
+    sc2.out_bytes = l->out_cap;
+    sc2.pool_bytes = l->cfg.device_pool_bytes;
+    if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
+      goto fail;
+    l->nvtx = true;
+    if (l->cache && l->cfg.cache_direct == GF_CACHE_DIRECT_AUTO) {
+      gf_cache_pinner pn = {pin_cb, unpin_cb, l, 0};
+      if ((rc = gf_cache_set_pinner(l->cache, &pn)) < 0)
+        goto fail;
+      l->direct = true;
+      gf_log(GF_LOG_INFO, "cache: pinned as it fills; cached samples go to "
+                          "the device from it (%s)",
+             gf_stage_direct_copy(l->stage));
+    }
+  }
+  l->slots = calloc(l->nslots, sizeof *l->slots);
+  if (!l->slots) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if ((rc = alloc_slot(l, &l->slots[i], i)) < 0)
+      goto fail;
+
+  l->nworkers = l->cfg.threads;
+  if (l->cfg.trace_events) {
+    if ((rc = gf_trace_create(l->cfg.trace_events, l->nworkers, t_create,
+                              l->stage != NULL, &l->trace)) < 0)
+      goto fail;
+    if (l->stage && (rc = gf_stage_timing_enable(l->stage)) < 0)
+      goto fail;
+  }
+  l->workers = calloc(l->nworkers, sizeof *l->workers);
+  if (!l->workers) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  gf_reader_opts ro = GF_READER_OPTS_INIT;
+  ro.backend = (int32_t)l->cfg.io_backend;
+  ro.queue_depth = l->chunk;
+  ro.max_pending = l->chunk;
+  ro.pread_threads = 2;
+  ro.direct = l->direct_fds != NULL;
+  ro.direct_align = l->direct_align;
+  for (uint32_t i = 0; i < l->nworkers; i++) {
+    worker *w = &l->workers[i];
+    w->l = l;
+    w->tid = GF_TRACE_TID_WORKER(i);
+    uint64_t rb;
+    if (!gf_mul_u64(l->chunk, l->stored_cap, &rb) ||
+        !(w->rbuf = aligned_alloc(4096, (rb + 4095) / 4096 * 4096))) {
+      rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot allocate a read buffer of %llu bytes",
+                   (unsigned long long)rb);
+      goto fail;
+    }
+    if ((rc = gf_reader_create(&ro, &w->reader)) < 0)
+      goto fail;
+    /* Fixed buffers save pinning the read buffer's pages on every read;
+     * a kernel that refuses (RLIMIT_MEMLOCK) only costs that saving. */
+    struct iovec iov = {w->rbuf, (size_t)((rb + 4095) / 4096 * 4096)};
+    if (iov.iov_len <= (1ull << 30) && gf_reader_register(w->reader, &iov, 1) < 0)
+      gf_log(GF_LOG_INFO, "read buffers not registered: %s",
+             gf_last_error()->message);
+  }
+  gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
+             sizeof l->io_backend);
+  gf_strlcpy(l->io_fallback, gf_reader_fallback_reason(l->workers[0].reader),
+             sizeof l->io_fallback);
+  for (uint32_t i = 0; i < l->nworkers; i++) {
+    if ((rc = -pthread_create(&l->workers[i].thread, NULL, worker_main,
+                              &l->workers[i])) < 0) {
+      gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+              "cannot start worker thread %u", i);
+      goto fail;
+    }
+    l->workers[i].started = true;
+  }
+  *out = l;
+  return 0;
+fail:
+  {
+    gf_error_info saved = *gf_last_error();
+    gf_loader_destroy(l);
+    if (saved.code == rc)
+      gf_fail(rc, saved.path[0] ? saved.path : NULL, saved.sample,
+              saved.offset, "%s", saved.message);
+  }
+  return rc;
+}
+
+void gf_loader_destroy(gf_loader *l) {
+  if (!l)
+    return;
+  pthread_mutex_lock(&l->mu);
+  l->stop = true;
+  for (uint32_t i = 0; i < l->nslots && l->slots; i++)
+    atomic_store(&l->slots[i].cancel, 1);
+  pthread_cond_broadcast(&l->work_cv);
+  pthread_mutex_unlock(&l->mu);
+  for (uint32_t i = 0; i < l->nworkers && l->workers; i++) {
+    worker *w = &l->workers[i];
+    if (w->started)
+      pthread_join(w->thread, NULL);
+    gf_reader_destroy(w->reader);
+    free(w->rbuf);
+  }
+  free(l->workers);
+  for (uint32_t i = 0; i < l->nslots && l->slots; i++)
+    free_slot(l, &l->slots[i]);
+  free(l->slots);
+  /* After the workers: the stage owns the staging memory they wrote. */
+  gf_stage_destroy(l->stage);
+  if (l->direct_fds) {
+    for (uint32_t i = 0; i < l->nshards; i++)
+      if (l->direct_fds[i] >= 0)
+        close(l->direct_fds[i]);
+    free(l->direct_fds);
+  }
+  gf_trace_destroy(l->trace);
+  gf_cache_destroy(l->cache);
+  gf_source_close(l->src);
+  free(l->source_path);
+  free(l->labels_path);
+  pthread_cond_destroy(&l->work_cv);
+  pthread_cond_destroy(&l->ready_cv);
+  pthread_mutex_destroy(&l->mu);
+  pthread_mutex_destroy(&l->stat_mu);
+  free(l);
+}

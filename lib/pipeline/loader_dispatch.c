@@ -1,0 +1,144 @@
+/* The loader's dispatch: a free slot gets the next batch of the order,
+ * workers claim chunks of the oldest filling slot, the worker loop, and
+ * cancelling what was dispatched. */
+#include "pipeline/loader_impl.h"
+
+/* Assigns the next batch of the dispatch order to free slot s. Under mu. */
+static void dispatch(gf_loader *l, slot *s) {
+  uint64_t B = l->cfg.batch_size;
+  for (;;) {
+    uint64_t left = l->share - l->d_pos;
+    if (l->d_pos < l->share && !(l->cfg.drop_last && left < B))
+      break;
+    l->d_epoch++;
+    l->d_pos = 0;
+    l->d_k = 0;
+  }
+  if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
+    gf_sampler_set_epoch(&l->sampler, l->d_epoch);
+  uint64_t left = l->share - l->d_pos;
+  uint32_t count = (uint32_t)(left < B ? left : B);
+  s->seq = l->next_seq++;
+  s->epoch = l->d_epoch;
+  s->k = l->d_k++;
+  s->first_pos = l->d_pos;
+  s->end_pos = l->d_pos + count;
+  l->d_pos += count;
+  s->count = count;
+  for (uint32_t j = 0; j < count; j++) {
+    s->indices[j] = gf_sampler_get(&l->sampler, s->first_pos + j);
+    s->status[j] = 1; /* not done */
+  }
+  s->claimed = 0;
+  s->busy = 0;
+  s->done = 0;
+  s->err_pos = UINT32_MAX;
+  atomic_store(&s->cancel, 0);
+  s->state = SLOT_FILLING;
+}
+
+/* Finds a chunk to work on, dispatching a batch when a slot is free. Under
+ * mu. Returns the slot or NULL. */
+static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
+  slot *best = NULL;
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if (s->state == SLOT_FILLING && s->claimed < s->count &&
+        (!best || s->seq < best->seq))
+      best = s;
+  }
+  if (!best && !l->paused) {
+    for (uint32_t i = 0; i < l->nslots; i++)
+      if (l->slots[i].state == SLOT_DRAINING &&
+          gf_stage_host_free(l->stage, i))
+        l->slots[i].state = SLOT_FREE;
+    for (uint32_t i = 0; i < l->nslots; i++)
+      if (l->slots[i].state == SLOT_FREE) {
+        best = &l->slots[i];
+        dispatch(l, best);
+        break;
+      }
+  }
+  if (!best)
+    return NULL;
+  uint32_t left = best->count - best->claimed;
+  *j0 = best->claimed;
+  *n = left < l->chunk ? left : l->chunk;
+  best->claimed += *n;
+  best->busy++;
+  return best;
+}
+
+bool slot_failed(const slot *s) {
+  for (uint32_t j = 0; j < s->count; j++)
+    if (s->status[j] != 0)
+      return true;
+  return false;
+}
+
+void *worker_main(void *arg) {
+  worker *w = arg;
+  gf_loader *l = w->l;
+  pthread_mutex_lock(&l->mu);
+  while (!l->stop) {
+    uint32_t j0, n;
+    slot *s = claim(l, &j0, &n);
+    if (!s) {
+      uint64_t t0 = now_ns();
+      pthread_cond_wait(&l->work_cv, &l->mu);
+      add(&l->st_read.wait_ns, now_ns() - t0);
+      continue;
+    }
+    pthread_mutex_unlock(&l->mu);
+    run_chunk(w, s, j0, n);
+    pthread_mutex_lock(&l->mu);
+    s->busy--;
+    s->done += n;
+    if (s->state == SLOT_CANCELLED) {
+      if (s->busy == 0)
+        pthread_cond_broadcast(&l->ready_cv);
+    } else if (s->done == s->count) {
+      /* Finalise outside the lock; busy keeps cancel_all waiting. */
+      s->busy++;
+      bool failed = slot_failed(s);
+      pthread_mutex_unlock(&l->mu);
+      if (!failed)
+        finalize(l, s, w->tid);
+      pthread_mutex_lock(&l->mu);
+      s->busy--;
+      if (s->state == SLOT_CANCELLED) {
+        if (s->busy == 0)
+          pthread_cond_broadcast(&l->ready_cv);
+      } else {
+        s->state = SLOT_READY;
+        pthread_cond_broadcast(&l->ready_cv);
+      }
+    }
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+/* Cancels every slot that is filling or ready (not lent) and waits until no
+ * worker touches them. Under mu. */
+void cancel_all(gf_loader *l) {
+  /* Waiting below releases mu: without the pause a worker could dispatch
+   * a batch from the old cursor meanwhile. restart_at() lifts it. */
+  l->paused = true;
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    if (s->state == SLOT_FILLING || s->state == SLOT_READY) {
+      s->state = SLOT_CANCELLED;
+      atomic_store(&s->cancel, 1);
+    }
+  }
+  for (uint32_t i = 0; i < l->nslots; i++) {
+    slot *s = &l->slots[i];
+    while (s->state == SLOT_CANCELLED && s->busy > 0)
+      pthread_cond_wait(&l->ready_cv, &l->mu);
+    if (s->state == SLOT_CANCELLED)
+      s->state = l->stage && !gf_stage_host_free(l->stage, s->index)
+                     ? SLOT_DRAINING
+                     : SLOT_FREE;
+  }
+}

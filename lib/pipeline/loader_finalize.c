@@ -1,0 +1,176 @@
+/* The loader's batch finalize: a filled slot becomes one dense array and
+ * the transform's output (on the CPU, or submitted to the GPU). */
+#include "pipeline/loader_impl.h"
+
+#include <stdio.h>
+
+/* Makes the batch's final form once every sample is in: one dense array
+ * when all samples share a shape, then the transform, on the CPU (host
+ * mode) or submitted to the GPU. Runs on the worker that finished the slot
+ * (or the consumer after a repair), outside the lock: nothing else touches
+ * the slot meanwhile. A failure is kept in fin_rc for next() to return. */
+static void finalize_body(gf_loader *l, slot *s);
+void finalize(gf_loader *l, slot *s, uint32_t tid) {
+  uint64_t t0 = l->trace ? now_ns() : 0;
+  range_push(l, "finalize");
+  finalize_body(l, s);
+  range_pop(l);
+  span(l, GF_TR_FINALIZE, tid, t0, l->trace ? now_ns() : 0, s->seq);
+}
+
+/* The copy stream's span of the slot's previous batch, if not yet taken:
+ * its timing events are about to be recorded again. */
+void take_gpu_span(gf_loader *l, slot *s, bool wait) {
+  uint64_t g0, gd;
+  if (l->trace && l->stage &&
+      gf_stage_timing_take(l->stage, s->index, wait, &g0, &gd) == 1)
+    gf_trace_span(l->trace, GF_TR_GPU_COPY, GF_TRACE_TID_COPY_STREAM, g0,
+                  g0 + gd, s->gpu_seq);
+}
+
+/* Direct mode: copies the samples that are still in the pinned cache into
+ * the staging slot (for a batch whose host pixels the caller gets). */
+static void materialize(gf_loader *l, slot *s) {
+  for (uint32_t j = 0; j < s->count; j++)
+    if (s->dsrc_dev[j]) {
+      memcpy(s->data + (uint64_t)j * l->stride, s->dsrc_host[j],
+             gf_shape_bytes(&s->shapes[j]));
+      s->dsrc_dev[j] = 0;
+    }
+}
+
+/* Direct mode: the gather list of slot s (its samples at offsets[j] of the
+ * device input, from the cache or from the staging slot). */
+static uint32_t make_segs(gf_loader *l, slot *s) {
+  uint64_t base = gf_stage_host_dev(l->stage, s->index);
+  uint32_t n = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    uint64_t len = gf_shape_bytes(&s->shapes[j]);
+    if (len == 0)
+      continue;
+    gf_stage_seg *g = &s->segs[n++];
+    g->dst = s->offsets[j];
+    g->len = len;
+    if (s->dsrc_dev[j]) {
+      g->host = s->dsrc_host[j];
+      g->dev = s->dsrc_dev[j];
+    } else {
+      g->host = s->data + (uint64_t)j * l->stride;
+      g->dev = base + (uint64_t)j * l->stride;
+    }
+  }
+  return n;
+}
+
+static void finalize_body(gf_loader *l, slot *s) {
+  s->fin_rc = 0;
+  uint64_t stride = l->stride;
+  bool same = s->count > 0;
+  for (uint32_t j = 1; j < s->count && same; j++)
+    same = memcmp(&s->shapes[j], &s->shapes[0], sizeof(gf_shape)) == 0;
+  uint32_t nd = 0;
+  for (uint32_t j = 0; s->dsrc_dev && j < s->count; j++)
+    nd += s->dsrc_dev[j] != 0;
+  if (nd && !same && l->identity) {
+    /* A ragged batch with nothing asked of the transform: the caller gets
+     * the host pixels, so they must all be there. */
+    materialize(l, s);
+    nd = 0;
+  }
+  s->ndirect = nd;
+  s->batch.uniform = same;
+  if (same) {
+    uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
+    /* One dense array; when gathering, the gather list places each sample
+     * where it belongs and the staging copies stay where they are. */
+    if (bytes < stride && !nd)
+      for (uint32_t j = 1; j < s->count; j++)
+        memmove(s->data + j * bytes, s->data + (uint64_t)j * stride, bytes);
+    stride = bytes;
+    s->batch.shape = s->shapes[0];
+  }
+  s->batch.stride = stride;
+  for (uint32_t j = 0; j < s->count; j++)
+    s->offsets[j] = (uint64_t)j * stride;
+  s->batch.data_bytes = (uint64_t)s->count * stride;
+  s->batch.output = NULL;
+  s->batch.output_bytes = 0;
+  s->batch.on_device = 0;
+  const gf_transform *t = &l->cfg.transform;
+  s->batch.out_dtype = t->out_dtype;
+  s->batch.out_layout = t->layout;
+  if (l->identity && !l->stage) {
+    /* Nothing to do: the pixels are the output when they are dense. */
+    if (same) {
+      s->batch.output = s->data;
+      s->batch.output_bytes = s->batch.data_bytes;
+      s->batch.out_height = s->shapes[0].height;
+      s->batch.out_width = s->shapes[0].width;
+      s->batch.out_channels = s->shapes[0].channels;
+    }
+    return;
+  }
+  uint32_t oh, ow, oc, nf = 0;
+  int rc = gf_xform_out_shape(t, s->shapes, s->count, &oh, &ow, &oc);
+  if (rc == GF_ESHAPE && l->identity) {
+    /* A ragged batch and nothing asked of the transform: the caller gets
+     * the samples as they are (shapes and offsets), no dense output. */
+    gf_error_clear();
+    return;
+  }
+  if (rc == 0) {
+    for (uint32_t j = 0; j < s->count; j++) {
+      gf_xform_sample_init(t, s->epoch, s->indices[j], s->offsets[j],
+                           &s->shapes[j], oh, ow, s->filtered[j],
+                           &s->params[j]);
+      nf += s->filtered[j];
+    }
+    if (l->stage) {
+      void *out;
+      uint64_t len;
+      take_gpu_span(l, s, true);
+      s->gpu_seq = s->seq;
+      uint32_t nsegs = nd ? make_segs(l, s) : 0;
+      rc = gf_stage_submit(l->stage, s->index, t, s->params, s->count, nf,
+                           s->batch.data_bytes, nd ? s->segs : NULL, nsegs,
+                           oh, ow, oc, &out, &len);
+      if (rc == 0) {
+        s->batch.output = out;
+        s->batch.output_bytes = len;
+        s->batch.on_device = 1;
+      }
+    } else {
+      uint64_t len;
+      rc = gf_xform_out_bytes(s->count, oh, ow, oc, t->out_dtype, &len);
+      if (rc == 0 && len > l->out_cap)
+        rc = gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch output of %llu bytes exceeds the %llu bytes "
+                     "planned a batch",
+                     (unsigned long long)len, (unsigned long long)l->out_cap);
+      if (rc == 0)
+        rc = gf_xform_ref(t, s->data, s->batch.data_bytes, s->params,
+                          s->count, oh, ow, oc, s->out_host);
+      if (rc == 0) {
+        s->batch.output = s->out_host;
+        s->batch.output_bytes = len;
+      }
+    }
+  }
+  if (rc < 0) {
+    s->fin_rc = rc;
+    s->fin_err = *gf_last_error();
+    if (s->fin_err.code != rc) {
+      memset(&s->fin_err, 0, sizeof s->fin_err);
+      s->fin_err.code = rc;
+      s->fin_err.sample = s->fin_err.offset = GF_NO_INDEX;
+      snprintf(s->fin_err.message, sizeof s->fin_err.message,
+               "making batch %llu of epoch %llu: %s",
+               (unsigned long long)s->k, (unsigned long long)s->epoch,
+               gf_strerror(rc));
+    }
+    return;
+  }
+  s->batch.out_height = oh;
+  s->batch.out_width = ow;
+  s->batch.out_channels = oc;
+}

@@ -1,0 +1,259 @@
+/* The loader's private header: the state every loader_*.c file shares
+ * (the loader, its batch slots and workers) and the functions they call
+ * across files. Nothing outside lib/pipeline/loader_*.c includes it.
+ *
+ * Files, one job each:
+ *   loader_sample.c    one sample: cache, read, decode into the slot, failures
+ *   loader_dispatch.c  dispatch and claim, the worker loop, cancel
+ *   loader_finalize.c  a filled slot's final form (dense array, transform)
+ *   loader_plan.c      config resolution, sizing, autotune, the memory plan
+ *   loader_create.c    create / destroy: slots, workers, direct fds, pinning
+ *   loader_consumer.c  next / release, the skip policy's repair
+ *   loader_state.c     epochs, resume state export / import, seek
+ *   loader_stats.c     statistics, the trace file, the device pool
+ *
+ * The design. A pool of workers fills batch slots in dispatch order; the
+ * consumer takes them in the same order.
+ *
+ * Batches form one sequence numbered by `seq` across epochs: the
+ * dispatcher (whichever worker finds a free slot) assigns the next batch
+ * of the current dispatch epoch to a free slot, and moves on to the next
+ * epoch by itself, so the first batches of epoch e+1 load while the
+ * consumer finishes epoch e. Workers claim chunks of a filling slot's
+ * samples (oldest slot first), read them with one submission through their
+ * own reader, and decode each straight into its place in the slot. The
+ * consumer waits for the slot holding the next seq.
+ *
+ * Order is decided at dispatch from the sampler alone, so it never depends
+ * on thread count or timing. The skip policy keeps that: when a delivered
+ * batch has bad samples, every later batch already dispatched is
+ * cancelled, the holes are filled on the consumer's thread from the
+ * following positions, and dispatch restarts after them: the sequence is
+ * the epoch's order with the bad samples removed, whatever the timing.
+ *
+ * Locking: one mutex guards slot states, cursors and claims; the sample
+ * work runs outside it. Statistics are relaxed atomics.
+ *
+ * Tracing (config trace_events): each stage records a span into the
+ * trace (trace.h), guarded by one branch when off; in GPU mode the same
+ * stages are NVTX ranges too. */
+#ifndef GF_PIPELINE_LOADER_IMPL_H
+#define GF_PIPELINE_LOADER_IMPL_H
+
+#include "common/common.h"
+#include "decode/decode.h"
+#include "gpu/pool.h"
+#include "gpu/stage.h"
+#include "io/io.h"
+#include "pipeline/cache.h"
+#include "pipeline/sampler.h"
+#include "pipeline/source.h"
+#include "pipeline/trace.h"
+#include "pipeline/transform.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+/* A slot's life: FREE -> FILLING (workers) -> READY (finalised: output
+ * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE, or
+ * DRAINING while the GPU still copies out of its staging memory.
+ * CANCELLED: dropped by a seek or a repair while workers still touch it. */
+enum {
+  SLOT_FREE,
+  SLOT_FILLING,
+  SLOT_READY,
+  SLOT_LENT,
+  SLOT_CANCELLED,
+  SLOT_DRAINING
+};
+
+
+typedef struct slot {
+  gf_batch batch; /* the view lent to the caller; first member */
+  uint8_t *data;
+  gf_shape *shapes;
+  uint64_t *offsets;
+  int64_t *labels;
+  uint64_t *indices;
+  int32_t *status; /* per sample: 0 or the error */
+  uint8_t *filtered;        /* per sample: bytes still gradient-filtered */
+  gf_xform_sample *params;  /* per sample: the transform's view */
+  uint8_t *out_host;        /* host mode: the transform's output */
+  uint32_t index;           /* the slot's number (its staging slot) */
+  int fin_rc;               /* finalising failed (output shape, GPU) */
+  gf_error_info fin_err;
+  uint64_t seq, epoch, k, first_pos, end_pos;
+  uint32_t count;
+  uint32_t claimed; /* samples handed to workers */
+  uint32_t busy;    /* workers processing a chunk of this slot */
+  uint32_t done;    /* samples finished */
+  int state;
+  _Atomic int cancel;
+  gf_error_info err; /* the first failed position's error */
+  uint32_t err_pos;  /* UINT32_MAX: none */
+  uint64_t lent_ns;  /* trace: when next() lent it (the step starts) */
+  uint64_t gpu_seq;  /* trace: the batch whose GPU work was last timed */
+  uint64_t nvtx_step; /* NVTX range of the caller's step, or 0 */
+  /* Direct mode (GPU, pinned cache): per sample, the device address of
+   * its bytes in the pinned cache (0: they are in the staging slot) and
+   * their host address; the gather list made from them; how many. */
+  uint64_t *dsrc_dev;
+  const uint8_t **dsrc_host;
+  gf_stage_seg *segs;
+  uint32_t ndirect;
+} slot;
+
+typedef struct worker {
+  struct gf_loader *l;
+  uint32_t tid; /* trace track */
+  pthread_t thread;
+  bool started;
+  gf_reader *reader;
+  uint8_t *rbuf; /* chunk * stored_cap bytes, for reads that decode */
+} worker;
+
+typedef struct stage_atomic {
+  _Atomic uint64_t samples, bytes, busy_ns, wait_ns;
+} stage_atomic;
+
+struct gf_loader {
+  gf_loader_config cfg;
+  char *source_path, *labels_path;
+  gf_source *src;
+  gf_sampler sampler; /* the dispatcher's; under mu */
+  uint64_t share;     /* samples of this rank's epoch share */
+  gf_decode_opts dopts;
+  gf_cache *cache;
+  uint64_t stride;     /* bytes a sample in a slot */
+  uint64_t stored_cap; /* bytes a read buffer entry */
+  uint32_t chunk;
+  uint32_t direct_align; /* 0: buffered reads */
+  int *direct_fds;       /* per shard, O_DIRECT; NULL when not direct */
+  uint32_t nshards;
+
+  gf_stage *stage;      /* NULL: host mode */
+  int32_t device;       /* the GPU in use, or GF_DEVICE_CPU */
+  char host_reason[256];/* why host mode under GF_DEVICE_AUTO */
+  bool identity;        /* the transform changes nothing */
+  uint64_t out_cap;     /* output bytes a slot */
+
+  uint32_t nslots;
+  slot *slots;
+  uint32_t nworkers;
+  worker *workers;
+
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv;  /* workers: a slot to fill or to dispatch */
+  pthread_cond_t ready_cv; /* consumer: a slot ready or a cancel drained */
+  bool stop;
+  bool paused; /* no dispatch while the cursors are being moved */
+
+  /* dispatch cursor */
+  uint64_t d_epoch, d_pos, d_k, next_seq;
+  /* consumer cursor: the next batch to deliver */
+  uint64_t c_epoch, c_pos, c_k, c_seq;
+
+  stage_atomic st_read, st_decode, st_cache;
+  _Atomic uint64_t batches, consumer_wait_ns, skipped, cache_hits,
+      cache_misses, next_calls, ready_sum;
+  pthread_mutex_t stat_mu; /* last_skip_reason */
+  char last_skip_reason[512];
+  char io_backend[16];
+  char io_fallback[256];
+  char tuning[256];  /* how threads and prefetch were chosen */
+  gf_trace *trace;   /* NULL: tracing off */
+  bool nvtx;         /* GPU mode: NVTX ranges around the stages */
+  bool direct;       /* GPU mode with a pinned cache: cached samples go to
+                        the device from where they lie in the cache */
+  _Atomic uint64_t cache_direct;
+};
+
+static inline uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void add(_Atomic uint64_t *a, uint64_t v) {
+  atomic_fetch_add_explicit(a, v, memory_order_relaxed);
+}
+
+/* A span of the trace; off, it costs the branch. */
+static inline void span(gf_loader *l, gf_trace_kind k, uint32_t tid,
+                        uint64_t t0, uint64_t t1, uint64_t arg) {
+  if (GF_UNLIKELY(l->trace != NULL))
+    gf_trace_span(l->trace, k, tid, t0, t1, arg);
+}
+static inline void range_push(const gf_loader *l, const char *name) {
+  if (l->nvtx)
+    gf_gpu_range_push(name);
+}
+static inline void range_pop(const gf_loader *l) {
+  if (l->nvtx)
+    gf_gpu_range_pop();
+}
+
+/* Functions called across the loader's files. Their library symbols carry
+ * a gf_loader__ prefix (liburing's "__" for internal names) so that a
+ * program linking the static library meets no short name of ours; the code
+ * keeps the short names. */
+#define load_sync gf_loader__load_sync
+#define run_chunk gf_loader__run_chunk
+#define slot_failed gf_loader__slot_failed
+#define worker_main gf_loader__worker_main
+#define cancel_all gf_loader__cancel_all
+#define finalize gf_loader__finalize
+#define take_gpu_span gf_loader__take_gpu_span
+#define cfg_fail gf_loader__cfg_fail
+#define resolve_config gf_loader__resolve_config
+#define chunk_for gf_loader__chunk_for
+#define autotune gf_loader__autotune
+#define plan_sizes gf_loader__plan_sizes
+#define lent_count gf_loader__lent_count
+#define restart_at gf_loader__restart_at
+
+/* loader_sample.c */
+/* Loads one sample on the calling thread with plain preads (the consumer's
+ * repair path, rare). */
+int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
+              uint8_t *filtered, int64_t *label);
+/* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
+void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
+
+/* loader_dispatch.c */
+bool slot_failed(const slot *s);
+/* A worker thread's loop: claims chunks, runs them, finalises full slots. */
+void *worker_main(void *arg);
+/* Cancels every slot that is filling or ready (not lent) and waits until no
+ * worker touches them. Under mu. */
+void cancel_all(gf_loader *l);
+
+/* loader_finalize.c */
+/* Makes the batch's final form once every sample is in (see the file). */
+void finalize(gf_loader *l, slot *s, uint32_t tid);
+/* The copy stream's span of the slot's previous batch, if not yet taken. */
+void take_gpu_span(gf_loader *l, slot *s, bool wait);
+
+/* loader_plan.c */
+/* -EINVAL with "loader config: <field> <why>". */
+int cfg_fail(const char *field, const char *why);
+/* Checks *in and fills *c with it and the defaults. */
+int resolve_config(const gf_loader_config *in, gf_loader_config *c);
+/* Read-buffer samples a worker gets (the chunk). */
+uint32_t chunk_for(const gf_loader *l, uint32_t threads);
+/* Chooses threads and prefetch where the config left them 0. */
+void autotune(gf_loader *l, bool gpu);
+/* stride, stored_cap, identity and out_cap from the config and source. */
+int plan_sizes(gf_loader *l);
+
+/* loader_consumer.c */
+uint32_t lent_count(const gf_loader *l);
+
+/* loader_state.c */
+/* Restarts dispatch at (epoch, pos, k) with the next seq the consumer
+ * expects. Under mu, after cancel_all. */
+void restart_at(gf_loader *l, uint64_t epoch, uint64_t pos, uint64_t k);
+
+#endif /* GF_PIPELINE_LOADER_IMPL_H */

@@ -1,0 +1,372 @@
+/* The loader's per-sample path: a sample from the cache, or read (one
+ * submission a chunk through the worker's reader) and decoded straight into
+ * its place in the slot; a failure recorded against its position. */
+#include "pipeline/loader_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+typedef struct cache_head {
+  gf_shape shape;
+  uint32_t filtered; /* the bytes are still gradient-filtered (GPU mode) */
+  uint32_t pad[3];
+} cache_head;
+#define CACHE_HEAD ((size_t)sizeof(cache_head))
+
+/* ---- one sample --------------------------------------------------------- */
+
+/* Checks the stored bytes, decodes them into dst (unless they were read
+ * there already as raw pixels: in_place) and offers the result to the
+ * cache. Records context and returns the error on failure. */
+/* GPU mode leaves a gradzstd sample gradient-filtered: the transform
+ * kernel undoes the filter in the same pass as the conversion, so the CPU
+ * only runs zstd. Only when nothing else changes the pixels (no channel or
+ * bit-depth conversion) and a row fits the kernel's shared memory. */
+static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
+  if (!l->stage || l->identity || smp->codec != GF_CODEC_GRADZSTD ||
+      smp->stored.dtype != GF_DTYPE_U8)
+    return false;
+  if (l->dopts.channels && l->dopts.channels != smp->stored.channels)
+    return false;
+  return (uint64_t)smp->stored.width * smp->stored.channels <=
+             GF_XFORM_GPU_FILTERED_ROW &&
+         gf_shape_bytes(&smp->stored) <= l->stride;
+}
+
+/* Checks the stored bytes, decodes them into dst (unless they were read
+ * there already as raw pixels: in_place) and offers the result to the
+ * cache. Records context and returns the error on failure. */
+static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
+                         const uint8_t *buf, uint64_t len, bool in_place,
+                         uint8_t *dst, gf_shape *shape, uint8_t *filtered) {
+  int rc;
+  *filtered = 0;
+  if (smp->has_crc) {
+    uint32_t crc = gf_crc32c(0, buf, (size_t)len);
+    if (crc != smp->crc) {
+      char name[1100];
+      gf_source_name(l->src, smp->index, name, sizeof name);
+      return gf_fail(GF_ECORRUPT, name, smp->index, smp->offset,
+                     "checksum 0x%08x, expected 0x%08x: the %llu stored "
+                     "bytes are damaged",
+                     crc, smp->crc, (unsigned long long)len);
+    }
+  }
+  uint64_t t0 = now_ns();
+  range_push(l, "decode");
+  if (in_place) {
+    *shape = smp->stored;
+    rc = 0;
+  } else if (gpu_unfilters(l, smp)) {
+    rc = gf_zstd_decompress(buf, (size_t)len, dst,
+                            (size_t)gf_shape_bytes(&smp->stored));
+    *shape = smp->stored;
+    *filtered = 1;
+  } else {
+    rc = gf_decode(smp->codec, buf, (size_t)len,
+                   smp->codec == GF_CODEC_PNG ? NULL : &smp->stored, &l->dopts,
+                   dst, (size_t)l->stride, shape);
+  }
+  range_pop(l);
+  if (rc < 0) {
+    char name[1100];
+    gf_source_name(l->src, smp->index, name, sizeof name);
+    return gf_fail_context(rc, name, smp->index,
+                           rc == GF_ESHAPE ? "decoding (it does not fit the "
+                                             "batch's max_sample_bytes)"
+                                           : "decoding");
+  }
+  uint64_t out = gf_shape_bytes(shape);
+  uint64_t t1 = now_ns();
+  span(l, GF_TR_DECODE, tid, t0, t1, smp->index);
+  add(&l->st_decode.busy_ns, t1 - t0);
+  add(&l->st_decode.samples, 1);
+  add(&l->st_decode.bytes, out);
+  if (l->cache) {
+    cache_head h;
+    memset(&h, 0, sizeof h);
+    h.shape = *shape;
+    h.filtered = *filtered;
+    gf_cache_put_parts(l->cache, smp->index, &h, CACHE_HEAD, dst, (size_t)out);
+  }
+  return 0;
+}
+
+/* Takes sample idx from the cache into dst. Returns true on a hit. With
+ * dev (direct mode), a hit in a pinned chunk is not copied: *dev and *host
+ * get the device and host addresses of its bytes (else *dev is 0). */
+static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
+                       gf_shape *shape, uint8_t *filtered, uint64_t *dev,
+                       const uint8_t **host) {
+  if (!l->cache)
+    return false;
+  const void *data;
+  size_t len;
+  uint64_t d = 0;
+  if (gf_cache_get_dev(l->cache, idx, &data, &len, dev ? &d : NULL) != 1) {
+    add(&l->cache_misses, 1);
+    return false;
+  }
+  cache_head h;
+  memcpy(&h, data, CACHE_HEAD);
+  *shape = h.shape;
+  *filtered = (uint8_t)h.filtered;
+  if (d) {
+    *dev = d + CACHE_HEAD;
+    *host = (const uint8_t *)data + CACHE_HEAD;
+    add(&l->cache_hits, 1);
+    return true;
+  }
+  uint64_t t0 = now_ns();
+  memcpy(dst, (const uint8_t *)data + CACHE_HEAD, len - CACHE_HEAD);
+  uint64_t t1 = now_ns();
+  span(l, GF_TR_CACHE, tid, t0, t1, idx);
+  add(&l->st_cache.busy_ns, t1 - t0);
+  add(&l->st_cache.samples, 1);
+  add(&l->st_cache.bytes, len - CACHE_HEAD);
+  add(&l->cache_hits, 1);
+  return true;
+}
+
+/* Raw pixels that need no conversion can be read straight into the slot. */
+static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
+  if (smp->codec != GF_CODEC_RAW || l->direct_fds)
+    return false;
+  gf_shape out = smp->stored;
+  if (l->dopts.channels)
+    out.channels = l->dopts.channels;
+  if (out.dtype == GF_DTYPE_U16 && !l->dopts.keep_16bit)
+    out.dtype = GF_DTYPE_U8;
+  return memcmp(&out, &smp->stored, sizeof out) == 0 &&
+         smp->length <= l->stride;
+}
+
+/* Loads one sample on the calling thread with plain preads (the consumer's
+ * repair path, rare). */
+int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
+                     uint8_t *filtered, int64_t *label) {
+  gf_src_sample smp;
+  int rc = gf_source_sample(l->src, idx, &smp);
+  if (rc < 0)
+    return rc;
+  *label = smp.label;
+  if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered, NULL,
+                 NULL))
+    return 0;
+  int fd = smp.fd;
+  bool own_fd = false;
+  if (fd < 0) {
+    if ((rc = gf_source_open_file(l->src, idx, &fd, &smp.length)) < 0)
+      return rc;
+    own_fd = true;
+  }
+  char name[1100];
+  gf_source_name(l->src, idx, name, sizeof name);
+  if (smp.length > l->stored_cap) {
+    rc = gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                 "stored sample of %llu bytes exceeds the read buffer of %llu "
+                 "bytes (raise max_sample_bytes)",
+                 (unsigned long long)smp.length,
+                 (unsigned long long)l->stored_cap);
+  } else {
+    uint8_t *buf = malloc(smp.length ? smp.length : 1);
+    if (!buf) {
+      rc = -ENOMEM;
+    } else {
+      uint64_t got = 0;
+      rc = 0;
+      while (got < smp.length) {
+        ssize_t n = pread(fd, buf + got, smp.length - got,
+                          (off_t)(smp.offset + got));
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0) {
+          rc = gf_fail(n < 0 ? -errno : GF_ETRUNCATED, name, idx,
+                       smp.offset + got, "reading %llu bytes: %s",
+                       (unsigned long long)smp.length,
+                       n < 0 ? strerror(errno) : "end of file");
+          break;
+        }
+        got += (uint64_t)n;
+      }
+      if (rc == 0) {
+        add(&l->st_read.samples, 1);
+        add(&l->st_read.bytes, smp.length);
+        rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, buf, smp.length,
+                           false, dst, shape, filtered);
+      }
+      free(buf);
+    }
+  }
+  if (own_fd)
+    close(fd);
+  return rc;
+}
+
+/* ---- workers ------------------------------------------------------------ */
+
+typedef struct pending {
+  uint32_t j;       /* position in the slot */
+  gf_src_sample smp;
+  int fd_owned;     /* folder file to close, or -1 */
+  uint8_t *buf;     /* where the read lands */
+  uint64_t skew;    /* direct: sample start within buf */
+  bool in_place;
+} pending;
+
+static void record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
+                           uint64_t idx) {
+  s->status[j] = rc;
+  const gf_error_info *e = gf_last_error();
+  pthread_mutex_lock(&l->mu);
+  if (s->err_pos == UINT32_MAX || j < s->err_pos) {
+    s->err = *e;
+    if (s->err.code != rc) {
+      s->err.code = rc;
+      snprintf(s->err.message, sizeof s->err.message, "sample %llu: %s",
+               (unsigned long long)idx, gf_strerror(rc));
+    }
+    s->err_pos = j;
+  }
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* Processes positions [j0, j0 + n) of slot s. */
+void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
+  gf_loader *l = w->l;
+  pending pend[64];
+  gf_read_req reqs[64];
+  uint32_t nreq = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = j0 + i;
+    uint64_t idx = s->indices[j];
+    uint8_t *dst = s->data + (uint64_t)j * l->stride;
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+      break;
+    pending *p = &pend[nreq];
+    int rc = gf_source_sample(l->src, idx, &p->smp);
+    if (rc < 0) {
+      gf_fail_context(rc, NULL, idx, NULL);
+      record_failure(l, s, j, rc, idx);
+      continue;
+    }
+    s->labels[j] = p->smp.label;
+    if (s->dsrc_dev)
+      s->dsrc_dev[j] = 0;
+    if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
+                   s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL)) {
+      s->status[j] = 0;
+      continue;
+    }
+    p->j = j;
+    p->fd_owned = -1;
+    p->skew = 0;
+    int fd = p->smp.fd;
+    if (fd < 0) {
+      rc = gf_source_open_file(l->src, idx, &fd, &p->smp.length);
+      if (rc < 0) {
+        record_failure(l, s, j, rc, idx);
+        continue;
+      }
+      p->fd_owned = fd;
+    }
+    uint64_t off = p->smp.offset, len = p->smp.length;
+    p->in_place = raw_in_place(l, &p->smp);
+    p->buf = p->in_place ? dst : w->rbuf + (uint64_t)nreq * l->stored_cap;
+    uint32_t flags = 0;
+    if (l->direct_fds && p->fd_owned < 0) {
+      fd = l->direct_fds[p->smp.shard];
+      uint64_t a = l->direct_align;
+      uint64_t start = off & ~(a - 1);
+      p->skew = off - start;
+      len = (off + len + a - 1) / a * a - start;
+      off = start;
+      flags = GF_READ_EOF_OK;
+    }
+    if (len > l->stored_cap && !p->in_place) {
+      char name[1100];
+      gf_source_name(l->src, idx, name, sizeof name);
+      rc = gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                   "stored sample of %llu bytes exceeds the read buffer of "
+                   "%llu bytes (raise max_sample_bytes)",
+                   (unsigned long long)p->smp.length,
+                   (unsigned long long)l->stored_cap);
+      if (p->fd_owned >= 0)
+        close(p->fd_owned);
+      record_failure(l, s, j, rc, idx);
+      continue;
+    }
+    reqs[nreq] = (gf_read_req){.fd = fd, .flags = flags, .offset = off,
+                               .length = len, .buf = p->buf,
+                               .user_data = nreq};
+    nreq++;
+  }
+  if (nreq == 0)
+    return;
+  uint64_t t0 = now_ns(), t_sub = t0;
+  range_push(l, "read");
+  int rc = gf_reader_submit(w->reader, reqs, nreq);
+  if (rc < 0) {
+    range_pop(l);
+    for (uint32_t i = 0; i < nreq; i++) {
+      if (pend[i].fd_owned >= 0)
+        close(pend[i].fd_owned);
+      gf_fail_context(rc, NULL, pend[i].smp.index, "submitting reads");
+      record_failure(l, s, pend[i].j, rc, pend[i].smp.index);
+    }
+    return;
+  }
+  uint32_t left = nreq;
+  gf_read_done done[64];
+  while (left) {
+    int got = gf_reader_wait(w->reader, done, left, 1);
+    if (got <= 0) {
+      /* A ring error: the reads still out cannot be trusted. */
+      range_pop(l);
+      gf_log(GF_LOG_ERROR, "reader wait failed: %s", gf_strerror(got));
+      break;
+    }
+    uint64_t t_got = now_ns();
+    add(&l->st_read.busy_ns, t_got - t0);
+    if ((uint32_t)got == left) {
+      /* The chunk's last reads are in: its read span ends here, before
+       * the decodes that follow, so spans nest on the worker's track. */
+      range_pop(l);
+      span(l, GF_TR_READ, w->tid, t_sub, t_got, pend[0].smp.index);
+    }
+    for (int g = 0; g < got; g++) {
+      pending *p = &pend[done[g].user_data];
+      left--;
+      int64_t res = done[g].result;
+      if (p->fd_owned >= 0) {
+        close(p->fd_owned);
+        p->fd_owned = -1;
+      }
+      uint8_t *dst = s->data + (uint64_t)p->j * l->stride;
+      if (res >= 0 && (uint64_t)res < p->skew + p->smp.length)
+        res = GF_ETRUNCATED;
+      if (res < 0) {
+        char name[1100];
+        gf_source_name(l->src, p->smp.index, name, sizeof name);
+        gf_fail((int)res, name, p->smp.index, done[g].stop_offset,
+                "reading %llu bytes at offset %llu: %s",
+                (unsigned long long)p->smp.length,
+                (unsigned long long)p->smp.offset, gf_strerror((int)res));
+        record_failure(l, s, p->j, (int)res, p->smp.index);
+        continue;
+      }
+      add(&l->st_read.samples, 1);
+      add(&l->st_read.bytes, p->smp.length);
+      rc = finish_sample(l, w->tid, &p->smp, p->buf + p->skew, p->smp.length,
+                         p->in_place, dst, &s->shapes[p->j],
+                         &s->filtered[p->j]);
+      if (rc < 0)
+        record_failure(l, s, p->j, rc, p->smp.index);
+      else
+        s->status[p->j] = 0;
+    }
+    t0 = now_ns();
+  }
+}

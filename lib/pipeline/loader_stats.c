@@ -1,0 +1,79 @@
+/* The loader's statistics, its trace file and its device pool. */
+#include "pipeline/loader_impl.h"
+
+static void stage_get(const stage_atomic *a, gf_stage_stats *o) {
+  o->samples = atomic_load_explicit(&a->samples, memory_order_relaxed);
+  o->bytes = atomic_load_explicit(&a->bytes, memory_order_relaxed);
+  o->busy_ns = atomic_load_explicit(&a->busy_ns, memory_order_relaxed);
+  o->wait_ns = atomic_load_explicit(&a->wait_ns, memory_order_relaxed);
+}
+
+gf_device_pool *gf_loader_device_pool(gf_loader *l) {
+  return l && l->stage ? gf_stage_pool(l->stage) : NULL;
+}
+
+int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
+  if (!l || !st)
+    return cfg_fail("stats", "needs a loader and a stats struct");
+  int rc = gf_check_struct_size(st->struct_size, sizeof *st, "gf_loader_stats");
+  if (rc < 0)
+    return rc;
+  gf_loader_stats o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = st->struct_size;
+  o.threads = l->nworkers;
+  stage_get(&l->st_read, &o.read);
+  stage_get(&l->st_decode, &o.decode);
+  stage_get(&l->st_cache, &o.cache);
+  o.cache_hits = atomic_load(&l->cache_hits);
+  o.cache_misses = atomic_load(&l->cache_misses);
+  if (l->cache) {
+    gf_cache_counters cc;
+    gf_cache_stats(l->cache, &cc);
+    o.cache_bytes = cc.bytes_used;
+    o.cache_budget = cc.budget;
+    o.cache_pinned_bytes = cc.pinned_bytes;
+    o.cache_pin_failures = cc.pin_failures;
+  }
+  o.cache_direct = atomic_load(&l->cache_direct);
+  o.batches = atomic_load(&l->batches);
+  o.consumer_wait_ns = atomic_load(&l->consumer_wait_ns);
+  o.next_calls = atomic_load(&l->next_calls);
+  o.ready_sum = atomic_load(&l->ready_sum);
+  o.slots = l->nslots;
+  o.skipped = atomic_load(&l->skipped);
+  pthread_mutex_lock(&l->stat_mu);
+  memcpy(o.last_skip_reason, l->last_skip_reason, sizeof o.last_skip_reason);
+  pthread_mutex_unlock(&l->stat_mu);
+  memcpy(o.io_backend, l->io_backend, sizeof o.io_backend);
+  memcpy(o.io_fallback_reason, l->io_fallback, sizeof o.io_fallback_reason);
+  o.device = l->device;
+  memcpy(o.host_mode_reason, l->host_reason, sizeof o.host_mode_reason);
+  memcpy(o.tuning, l->tuning, sizeof o.tuning);
+  gf_trace_counts(l->trace, &o.trace_recorded, &o.trace_dropped);
+  if (l->stage) {
+    gf_device_pool_stats ps = {.struct_size = sizeof ps};
+    if (gf_device_pool_stats_get(gf_stage_pool(l->stage), &ps) == 0) {
+      o.device_pool_in_use = ps.in_use;
+      o.device_pool_peak = ps.peak_in_use;
+      o.device_pool_reserved = ps.reserved_bytes;
+    }
+  }
+  memcpy(st, &o, st->struct_size);
+  return 0;
+}
+
+int gf_loader_trace_write(gf_loader *l, const char *path) {
+  if (!l || !path)
+    return cfg_fail("trace_write", "needs a loader and a path");
+  if (!l->trace)
+    return cfg_fail("trace_events",
+                    "is 0: the loader records no trace (set it at create)");
+  /* Batches the caller still holds: their GPU spans, if done by now. */
+  pthread_mutex_lock(&l->mu);
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if (l->slots[i].state == SLOT_LENT)
+      take_gpu_span(l, &l->slots[i], false);
+  pthread_mutex_unlock(&l->mu);
+  return gf_trace_write(l->trace, path);
+}
