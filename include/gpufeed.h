@@ -508,12 +508,18 @@ typedef struct gf_device_pool gf_device_pool;
 GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
 
 /* The memory plan of a loader made from cfg, as a printable table: pinned
- * staging slots, read buffers, the cache budget, the device slots and the
- * device pool reservation, each with its bytes and the totals. It opens
- * the source to size a sample's slot (a dataset's index, or a PNG folder's
- * first image) and allocates nothing else. The device side depends only on
- * cfg and the source, so it is the same on every machine; the host read
- * buffers follow the thread count (autotuned: one per online core).
+ * staging slots, host-mode batch outputs, the slots' per-sample tables,
+ * read buffers, the cache budget, the device slots and the device pool
+ * reservation, each with its bytes and the totals. The sizes come from the
+ * same function gf_loader_create sizes its buffers with, so they are the
+ * bytes create allocates on this machine (threads and prefetch autotuned
+ * as create does: cores and MemAvailable). It describes GPU mode unless
+ * cfg->device is GF_DEVICE_CPU (under GF_DEVICE_AUTO without a GPU, create
+ * runs in host mode: no device memory, and host batch outputs when the
+ * transform changes something). The device side depends only on cfg and
+ * the source, so it is the same on every machine. It opens the source to
+ * size a sample's slot (a dataset's index, or a PNG folder's first image)
+ * and allocates nothing else.
  * Returns the length written (the table is cut to cap and NUL-terminated),
  * -ENOBUFS when cap is too small (the message gives the size needed), or
  * the errors of gf_loader_create's checks. Any thread. */

@@ -21,3 +21,9 @@ set_property(TEST test_loader_once_uring_refused APPEND PROPERTY ENVIRONMENT
   "GPUFEED_FAULT=uring_setup:1:EPERM:sticky;GPUFEED_TEST_CONFIGS=60")
 gpufeed_add_test(test_loader_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_plan.c LABELS loader)
 target_link_libraries(test_loader_plan PRIVATE gpufeed_loader_fixture)
+# The memory plan against what create really allocates (host mode; GPU mode
+# too where a device is found).
+gpufeed_add_test(test_loader_plan_create
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_plan_create.c
+  LABELS threaded loader TIMEOUT 300)
+target_link_libraries(test_loader_plan_create PRIVATE gpufeed_loader_fixture)

@@ -1,4 +1,4 @@
-/* The printable memory plan (gf_memory_plan_format in lib/gpu/pool.h): the
+/* The printable memory plan (gf_memory_plan_format in lib/pipeline/memory_plan.h): the
  * exact table for a GPU loader's plan (bytes grouped by hand, not by the
  * locale, so every machine prints the same), host mode, a pool smaller
  * than its slots, an explicit reservation; measuring, a buffer too small
@@ -6,7 +6,7 @@
  * the item) and bad arguments. */
 #include "testutil.h"
 
-#include "gpu/pool.h"
+#include "pipeline/memory_plan.h"
 
 #include <locale.h>
 #include <string.h>

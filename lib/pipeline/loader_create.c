@@ -9,36 +9,60 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* n bytes aligned to `align` (a power of two); NULL on failure. The size
+ * is what the plan counts: no rounding. */
+static void *aligned_alloc_n(size_t align, uint64_t n) {
+  void *p = NULL;
+  if (n > SIZE_MAX || posix_memalign(&p, align, n ? (size_t)n : 1) != 0)
+    return NULL;
+  return p;
+}
+
+/* A slot's per-sample table of n entries, counted in *a. */
+static void *table(gf_loader_allocs *a, uint64_t n, size_t each) {
+  void *p = calloc(n, each);
+  if (p)
+    a->slot_table_bytes += n * each;
+  return p;
+}
+
 static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
   uint64_t B = l->cfg.batch_size, bytes;
   if (!gf_mul_u64(B, l->stride, &bytes))
     return -ENOMEM;
   s->index = index;
+  gf_loader_allocs *a = &l->allocs;
+  a->slots++;
   /* GPU mode: the stage's pinned staging memory; host mode: our own. */
-  s->data = l->stage ? gf_stage_host(l->stage, index)
-                     : aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-  s->filtered = calloc(B, 1);
-  s->params = calloc(B, sizeof *s->params);
+  if (l->stage) {
+    s->data = gf_stage_host(l->stage, index);
+  } else {
+    s->data = aligned_alloc_n(4096, bytes);
+    a->slot_bytes += bytes;
+  }
+  s->filtered = table(a, B, 1);
+  s->params = table(a, B, sizeof *s->params);
   if (!l->stage && !l->identity) {
-    s->out_host = aligned_alloc(64, (l->out_cap + 63) / 64 * 64);
+    s->out_host = aligned_alloc_n(64, l->out_cap);
     if (!s->out_host)
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "cannot allocate a batch output of %llu bytes",
                      (unsigned long long)l->out_cap);
+    a->slot_out_bytes += l->out_cap;
   }
   if (l->direct) {
-    s->dsrc_dev = calloc(B, sizeof *s->dsrc_dev);
-    s->dsrc_host = calloc(B, sizeof *s->dsrc_host);
-    s->segs = calloc(B, sizeof *s->segs);
+    s->dsrc_dev = table(a, B, sizeof *s->dsrc_dev);
+    s->dsrc_host = table(a, B, sizeof *s->dsrc_host);
+    s->segs = table(a, B, sizeof *s->segs);
     if (!s->dsrc_dev || !s->dsrc_host || !s->segs)
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "cannot allocate a batch slot's gather list");
   }
-  s->shapes = calloc(B, sizeof *s->shapes);
-  s->offsets = calloc(B, sizeof *s->offsets);
-  s->labels = calloc(B, sizeof *s->labels);
-  s->indices = calloc(B, sizeof *s->indices);
-  s->status = calloc(B, sizeof *s->status);
+  s->shapes = table(a, B, sizeof *s->shapes);
+  s->offsets = table(a, B, sizeof *s->offsets);
+  s->labels = table(a, B, sizeof *s->labels);
+  s->indices = table(a, B, sizeof *s->indices);
+  s->status = table(a, B, sizeof *s->status);
   if (!s->data || !s->shapes || !s->offsets || !s->labels || !s->indices ||
       !s->status || !s->filtered || !s->params)
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -99,10 +123,8 @@ static int open_direct(gf_loader *l) {
       return 0;
     }
   }
+  /* The read buffers were sized for it (gf_loader_size). */
   l->direct_align = align;
-  /* The widened read can start up to align - 1 bytes early and end up to
-   * align - 1 bytes late. */
-  l->stored_cap = (l->stored_cap + 2ull * align + align - 1) / align * align;
   return 0;
 }
 
@@ -143,11 +165,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   l->labels_path = cfg->labels_file ? strdup(cfg->labels_file) : NULL;
   l->cfg.source = l->source_path;
   l->cfg.labels_file = l->labels_path;
-  gf_decode_opts d = GF_DECODE_OPTS_INIT;
-  d.channels = l->cfg.channels;
-  d.keep_16bit = l->cfg.keep_16bit;
-  d.limits = l->cfg.limits;
-  l->dopts = d;
+  decode_opts_of(&l->cfg, &l->dopts);
 
   if ((rc = gf_source_open(l->source_path, l->labels_path, &l->src)) < 0)
     goto fail;
@@ -173,11 +191,6 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     goto fail;
   }
 
-  if ((rc = plan_sizes(l)) < 0)
-    goto fail;
-  if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
-    goto fail;
-
   if (l->cfg.cache_bytes &&
       (rc = gf_cache_create(l->cfg.cache_bytes, n, &l->cache)) < 0)
     goto fail;
@@ -197,9 +210,21 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
       goto fail;
     }
   }
-  autotune(l, l->device >= 0);
-  l->chunk = chunk_for(l, l->cfg.threads);
-  l->nslots = l->cfg.staging_slots ? l->cfg.staging_slots : l->cfg.prefetch;
+  /* Every size from the one function gf_loader_plan prints. */
+  gf_loader_sizes z;
+  if ((rc = gf_loader_size(&l->cfg, l->src, l->device >= 0, &z)) < 0)
+    goto fail;
+  l->stride = z.stride;
+  l->stored_cap = z.stored_cap;
+  l->out_cap = z.out_cap;
+  l->identity = z.identity;
+  l->cfg.threads = z.threads;
+  l->cfg.prefetch = z.prefetch;
+  l->chunk = z.chunk;
+  l->nslots = z.slots;
+  gf_strlcpy(l->tuning, z.tuning, sizeof l->tuning);
+  if (z.direct_align && (rc = open_direct(l)) < 0)
+    goto fail;
   if (l->device >= 0) {
     gf_stage_config sc2;
     memset(&sc2, 0, sizeof sc2);
@@ -211,6 +236,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     sc2.pool_bytes = l->cfg.device_pool_bytes;
     if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
       goto fail;
+    l->allocs.stage_slots = sc2.slots;
+    l->allocs.stage_in_bytes = sc2.in_bytes;
     l->nvtx = true;
     if (l->cache && l->cfg.cache_direct == GF_CACHE_DIRECT_AUTO) {
       gf_cache_pinner pn = {pin_cb, unpin_cb, l, 0};
@@ -255,14 +282,16 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     worker *w = &l->workers[i];
     w->l = l;
     w->tid = GF_TRACE_TID_WORKER(i);
-    uint64_t rb;
+    uint64_t rb = 0;
     if (!gf_mul_u64(l->chunk, l->stored_cap, &rb) ||
-        !(w->rbuf = aligned_alloc(4096, (rb + 4095) / 4096 * 4096))) {
+        !(w->rbuf = aligned_alloc_n(4096, (rb + 4095) / 4096 * 4096))) {
       rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot allocate a read buffer of %llu bytes",
                    (unsigned long long)rb);
       goto fail;
     }
+    l->allocs.read_buffers++;
+    l->allocs.read_buffer_bytes += (rb + 4095) / 4096 * 4096;
     if ((rc = gf_reader_create(&ro, &w->reader)) < 0)
       goto fail;
     /* Fixed buffers save pinning the read buffer's pages on every read;

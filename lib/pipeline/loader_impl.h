@@ -46,6 +46,7 @@
 #include "gpu/stage.h"
 #include "io/io.h"
 #include "pipeline/cache.h"
+#include "pipeline/loader_plan.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
 #include "pipeline/trace.h"
@@ -168,6 +169,7 @@ struct gf_loader {
   bool direct;       /* GPU mode with a pinned cache: cached samples go to
                         the device from where they lie in the cache */
   _Atomic uint64_t cache_direct;
+  gf_loader_allocs allocs; /* what create allocated (loader_plan.h) */
 };
 
 static inline uint64_t now_ns(void) {
@@ -208,9 +210,7 @@ static inline void range_pop(const gf_loader *l) {
 #define take_gpu_span gf_loader__take_gpu_span
 #define cfg_fail gf_loader__cfg_fail
 #define resolve_config gf_loader__resolve_config
-#define chunk_for gf_loader__chunk_for
-#define autotune gf_loader__autotune
-#define plan_sizes gf_loader__plan_sizes
+#define decode_opts_of gf_loader__decode_opts_of
 #define lent_count gf_loader__lent_count
 #define restart_at gf_loader__restart_at
 
@@ -241,12 +241,8 @@ void take_gpu_span(gf_loader *l, slot *s, bool wait);
 int cfg_fail(const char *field, const char *why);
 /* Checks *in and fills *c with it and the defaults. */
 int resolve_config(const gf_loader_config *in, gf_loader_config *c);
-/* Read-buffer samples a worker gets (the chunk). */
-uint32_t chunk_for(const gf_loader *l, uint32_t threads);
-/* Chooses threads and prefetch where the config left them 0. */
-void autotune(gf_loader *l, bool gpu);
-/* stride, stored_cap, identity and out_cap from the config and source. */
-int plan_sizes(gf_loader *l);
+/* The decode options a resolved config asks for. */
+void decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 
 /* loader_consumer.c */
 uint32_t lent_count(const gf_loader *l);

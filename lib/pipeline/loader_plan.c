@@ -2,13 +2,14 @@
  * defaults, every buffer's size, threads and prefetch chosen, and the
  * printable memory plan. */
 #include "pipeline/loader_impl.h"
+#include "pipeline/loader_plan.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-/* ---- create / destroy --------------------------------------------------- */
+/* ---- the configuration ------------------------------------------------ */
 
 int cfg_fail(const char *field, const char *why) {
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -72,6 +73,16 @@ int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
   return 0;
 }
 
+void decode_opts_of(const gf_loader_config *c, gf_decode_opts *d) {
+  gf_decode_opts def = GF_DECODE_OPTS_INIT;
+  *d = def;
+  d->channels = c->channels;
+  d->keep_16bit = c->keep_16bit;
+  d->limits = c->limits;
+}
+
+/* ---- sizing ------------------------------------------------------------- */
+
 /* MemAvailable from /proc/meminfo, else the free pages; 0 when unknown. */
 static uint64_t mem_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
@@ -89,25 +100,41 @@ static uint64_t mem_available(void) {
   return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 }
 
-/* Read-buffer samples a worker gets (the chunk), as create computes it. */
-uint32_t chunk_for(const gf_loader *l, uint32_t threads) {
-  uint32_t chunk = l->cfg.io_queue_depth;
-  uint32_t per = l->cfg.batch_size / (2 * threads);
+/* Read-buffer samples a worker gets (the chunk). */
+static uint32_t chunk_for(const gf_loader_config *c, uint32_t threads) {
+  uint32_t chunk = c->io_queue_depth;
+  uint32_t per = c->batch_size / (2 * threads);
   if (per < chunk)
     chunk = per ? per : 1;
   return chunk;
 }
 
+/* A worker's read buffer: chunk entries, in whole pages (the reader
+ * registers it as such). */
+static uint64_t read_buffer_bytes(const gf_loader_config *c,
+                                  const gf_loader_sizes *z, uint32_t threads) {
+  uint64_t rb;
+  if (!gf_mul_u64(chunk_for(c, threads), z->stored_cap, &rb) ||
+      rb > UINT64_MAX - 4095)
+    return UINT64_MAX;
+  return (rb + 4095) / 4096 * 4096;
+}
+
 /* Host bytes the loader's buffers take with these counts: the batch slots
- * (staging, plus the output in host mode) and each worker's read buffer. */
-static uint64_t host_bytes(const gf_loader *l, uint32_t threads,
-                           uint32_t prefetch, bool gpu) {
-  uint64_t per_slot = l->cfg.batch_size * l->stride;
-  if (!gpu && !l->identity)
-    per_slot += l->out_cap;
-  uint64_t slots = l->cfg.staging_slots ? l->cfg.staging_slots : prefetch;
-  return per_slot * slots +
-         (uint64_t)threads * chunk_for(l, threads) * l->stored_cap;
+ * (pixels, tables, and the output in host mode) and each worker's read
+ * buffer; saturates at UINT64_MAX. */
+static uint64_t host_bytes(const gf_loader_config *c, const gf_loader_sizes *z,
+                           uint32_t threads, uint32_t prefetch) {
+  uint64_t per_slot = z->slot_bytes, slots, a, b, sum;
+  if (!gf_add_u64(per_slot, z->slot_out_bytes, &per_slot) ||
+      !gf_add_u64(per_slot, z->slot_table_bytes, &per_slot))
+    return UINT64_MAX;
+  slots = c->staging_slots ? c->staging_slots : prefetch;
+  if (!gf_mul_u64(per_slot, slots, &a) ||
+      !gf_mul_u64(threads, read_buffer_bytes(c, z, threads), &b) ||
+      !gf_add_u64(a, b, &sum))
+    return UINT64_MAX;
+  return sum;
 }
 
 static void fmt_gb(uint64_t b, char *buf, size_t cap) {
@@ -125,13 +152,15 @@ static void fmt_gb(uint64_t b, char *buf, size_t cap) {
  * RAM budget (the loader's host buffers at most 1/8 of MemAvailable, so a
  * training process keeps the rest); prefetch 2 (double buffering), up to 4
  * with 8 threads or more, where fast workers finish batches in bursts and
- * the extra slots absorb them. Writes the choice and why to l->tuning. */
-void autotune(gf_loader *l, bool gpu) {
-  bool auto_t = l->cfg.threads == 0, auto_p = l->cfg.prefetch == 0;
+ * the extra slots absorb them. Writes the choice and why to z->tuning. */
+static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
+  bool auto_t = c->threads == 0, auto_p = c->prefetch == 0;
   if (!auto_t && !auto_p) {
-    snprintf(l->tuning, sizeof l->tuning,
-             "%u threads, prefetch %u (as configured)", l->cfg.threads,
-             l->cfg.prefetch);
+    z->threads = c->threads;
+    z->prefetch = c->prefetch;
+    snprintf(z->tuning, sizeof z->tuning,
+             "%u threads, prefetch %u (as configured)", c->threads,
+             c->prefetch);
     return;
   }
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -139,10 +168,10 @@ void autotune(gf_loader *l, bool gpu) {
   uint32_t cpu_budget = cores > 2 ? cores - 1 : cores;
   uint64_t avail = mem_available();
   uint64_t budget = avail ? avail / 8 : UINT64_MAX;
-  uint32_t p = auto_p ? 2 : l->cfg.prefetch;
-  uint32_t t = auto_t ? cpu_budget : l->cfg.threads;
+  uint32_t p = auto_p ? 2 : c->prefetch;
+  uint32_t t = auto_t ? cpu_budget : c->threads;
   bool ram_cut = false;
-  while (auto_t && t > 1 && host_bytes(l, t, p, gpu) > budget) {
+  while (auto_t && t > 1 && host_bytes(c, z, t, p) > budget) {
     t--;
     ram_cut = true;
   }
@@ -150,15 +179,15 @@ void autotune(gf_loader *l, bool gpu) {
    * not depend on the machine, so only host mode takes more. */
   if (auto_p && t >= 8 && !gpu)
     for (uint32_t q = 4; q > 2; q--)
-      if (host_bytes(l, t, q, gpu) <= budget) {
+      if (host_bytes(c, z, t, q) <= budget) {
         p = q;
         break;
       }
-  l->cfg.threads = t;
-  l->cfg.prefetch = p;
+  z->threads = t;
+  z->prefetch = p;
   char ram[32], need[32], why_t[96], why_p[96];
   fmt_gb(budget == UINT64_MAX ? 0 : budget, ram, sizeof ram);
-  fmt_gb(host_bytes(l, t, p, gpu), need, sizeof need);
+  fmt_gb(host_bytes(c, z, t, p), need, sizeof need);
   if (!auto_t)
     snprintf(why_t, sizeof why_t, "%u threads (as configured)", t);
   else if (ram_cut)
@@ -177,33 +206,43 @@ void autotune(gf_loader *l, bool gpu) {
   else
     snprintf(msg, sizeof msg, "%s, %s (RAM budget %s, %s used%s)", why_t,
              why_p, ram, need,
-             host_bytes(l, t, p, gpu) > budget ? ", over budget"
-                                               : "");
-  gf_strlcpy(l->tuning, msg, sizeof l->tuning);
+             host_bytes(c, z, t, p) > budget ? ", over budget" : "");
+  gf_strlcpy(z->tuning, msg, sizeof z->tuning);
 }
 
 /* The sizes every buffer follows from: a sample's slot in a batch
  * (stride), a read buffer entry, whether the transform is the identity,
- * and a batch's output. From the config and the source alone: create and
- * gf_loader_plan share it. */
-int plan_sizes(gf_loader *l) {
+ * and a batch's output. From the config and the source alone. */
+static int sample_sizes(const gf_loader_config *c, gf_source *src,
+                        gf_loader_sizes *z) {
   int rc;
   uint64_t max_dec, max_stored;
   uint32_t cmax;
-  if ((rc = gf_source_max_sizes(l->src, &l->dopts, &max_dec, &max_stored,
+  gf_decode_opts dopts;
+  decode_opts_of(c, &dopts);
+  if ((rc = gf_source_max_sizes(src, &dopts, &max_dec, &max_stored,
                                 &cmax)) < 0)
     return rc;
-  l->stride = l->cfg.max_sample_bytes ? l->cfg.max_sample_bytes : max_dec;
-  if (l->stride < max_dec && gf_source_is_dataset(l->src))
-    return gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
+  z->stride = c->max_sample_bytes ? c->max_sample_bytes : max_dec;
+  if (z->stride < max_dec && gf_source_is_dataset(src))
+    return gf_fail(-EINVAL, c->source, GF_NO_INDEX, GF_NO_INDEX,
                    "max_sample_bytes %llu is below the largest sample (%llu "
                    "bytes decoded)",
-                   (unsigned long long)l->stride, (unsigned long long)max_dec);
+                   (unsigned long long)z->stride, (unsigned long long)max_dec);
   /* A PNG file is smaller than its pixels but for tiny or noisy images;
    * the margin bounds the read buffer without a scan of every file. */
-  l->stored_cap = max_stored ? max_stored : l->stride + l->stride / 4 + 65536;
-  const gf_transform *t = &l->cfg.transform;
-  l->identity = t->out_dtype == GF_OUT_U8 && t->layout == GF_LAYOUT_NHWC &&
+  z->stored_cap = max_stored ? max_stored : z->stride + z->stride / 4 + 65536;
+  /* O_DIRECT (a dataset built aligned): the widened read can start up to
+   * align - 1 bytes early and end up to align - 1 bytes late. Sized so
+   * whether or not the filesystem then accepts O_DIRECT. */
+  uint32_t align = gf_source_alignment(src);
+  if (c->io_direct && gf_source_is_dataset(src) && align >= 512) {
+    z->direct_align = align;
+    z->stored_cap =
+        (z->stored_cap + 2ull * align + align - 1) / align * align;
+  }
+  const gf_transform *t = &c->transform;
+  z->identity = t->out_dtype == GF_OUT_U8 && t->layout == GF_LAYOUT_NHWC &&
                 !t->height && !t->width && !t->random_crop && !t->pad &&
                 !t->hflip;
   /* A sized output holds out_h x out_w pixels of the most channels a
@@ -212,63 +251,108 @@ int plan_sizes(gf_loader *l) {
   if (t->height)
     per = (uint64_t)t->height * t->width * cmax;
   else
-    per = l->stride; /* a sample's own pixels, at most stride bytes */
+    per = z->stride; /* a sample's own pixels, at most stride bytes */
   if (!gf_mul_u64(per, gf_out_dtype_size(t->out_dtype), &per) ||
-      !gf_mul_u64(per, l->cfg.batch_size, &l->out_cap))
+      !gf_mul_u64(per, c->batch_size, &z->out_cap))
     return cfg_fail("transform", "gives a batch output beyond 2^64 bytes");
   return 0;
 }
 
-/* The plan of a loader whose sizes are set: host and device bytes. */
-static int format_plan(const gf_loader *l, uint32_t slots, uint32_t threads,
-                       char *buf, size_t cap) {
-  gf_memory_plan p;
-  memset(&p, 0, sizeof p);
-  p.pinned_slots = slots;
-  p.pinned_slot_bytes = (uint64_t)l->cfg.batch_size * l->stride;
-  p.read_buffers = threads;
-  p.read_buffer_bytes = (uint64_t)chunk_for(l, threads) * l->stored_cap;
-  p.cache_budget = l->cfg.cache_bytes;
-  p.cache_pinned = l->cfg.device != GF_DEVICE_CPU &&
-                   l->cfg.cache_direct == GF_CACHE_DIRECT_AUTO;
-  p.device_slots = slots;
-  gf_stage_config sc;
-  memset(&sc, 0, sizeof sc);
-  sc.slots = 1;
-  sc.max_samples = l->cfg.batch_size;
-  sc.in_bytes = p.pinned_slot_bytes;
-  sc.out_bytes = l->out_cap;
-  p.device_slot_bytes = gf_stage_pool_need(&sc);
-  p.device_pool_bytes = l->cfg.device_pool_bytes;
-  return gf_memory_plan_format(&p, buf, cap);
+/* A slot's per-sample tables (alloc_slot makes them). */
+static uint64_t table_bytes(uint64_t B, bool direct) {
+  const slot *s = NULL;
+  uint64_t each = sizeof *s->shapes + sizeof *s->offsets + sizeof *s->labels +
+                  sizeof *s->indices + sizeof *s->status +
+                  sizeof *s->filtered + sizeof *s->params;
+  if (direct)
+    each += sizeof *s->dsrc_dev + sizeof *s->dsrc_host + sizeof *s->segs;
+  return B * each;
+}
+
+int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
+                   gf_loader_sizes *z) {
+  memset(z, 0, sizeof *z);
+  int rc = sample_sizes(c, src, z);
+  if (rc < 0)
+    return rc;
+  uint64_t B = c->batch_size;
+  if (!gf_mul_u64(B, z->stride, &z->slot_bytes))
+    return cfg_fail("max_sample_bytes", "gives a batch beyond 2^64 bytes");
+  z->slot_out_bytes = !gpu && !z->identity ? z->out_cap : 0;
+  /* GPU mode with a cache pinned as it fills: each slot keeps a gather
+   * list. */
+  bool direct = gpu && c->cache_bytes &&
+                c->cache_direct == GF_CACHE_DIRECT_AUTO;
+  z->slot_table_bytes = table_bytes(B, direct);
+  autotune(c, z, gpu);
+  z->slots = c->staging_slots ? c->staging_slots : z->prefetch;
+  z->chunk = chunk_for(c, z->threads);
+  z->read_buffer_bytes = read_buffer_bytes(c, z, z->threads);
+  if (z->read_buffer_bytes == UINT64_MAX)
+    return cfg_fail("max_sample_bytes", "gives a read buffer beyond 2^64 "
+                                        "bytes");
+  if (gpu) {
+    gf_stage_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.slots = 1;
+    sc.max_samples = c->batch_size;
+    sc.in_bytes = z->slot_bytes;
+    sc.out_bytes = z->out_cap;
+    z->device_slot_bytes = gf_stage_pool_need(&sc);
+  }
+  return 0;
+}
+
+void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
+                          bool gpu, gf_memory_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->pinned_slots = z->slots;
+  p->pinned_slot_bytes = z->slot_bytes;
+  p->output_slots = z->slot_out_bytes ? z->slots : 0;
+  p->output_slot_bytes = z->slot_out_bytes;
+  p->table_slots = z->slots;
+  p->table_slot_bytes = z->slot_table_bytes;
+  p->read_buffers = z->threads;
+  p->read_buffer_bytes = z->read_buffer_bytes;
+  p->cache_budget = c->cache_bytes;
+  p->cache_pinned = gpu && c->cache_direct == GF_CACHE_DIRECT_AUTO;
+  if (gpu) {
+    p->device_slots = z->slots;
+    p->device_slot_bytes = z->device_slot_bytes;
+    p->device_pool_bytes = c->device_pool_bytes;
+  }
+}
+
+/* ---- the printable plan ------------------------------------------------- */
+
+int gf_loader_plan_get(const gf_loader_config *cfg, gf_memory_plan *p,
+                       gf_loader_sizes *zout) {
+  gf_loader_config c;
+  gf_source *src = NULL;
+  gf_loader_sizes z;
+  int rc = resolve_config(cfg, &c);
+  if (rc == 0)
+    rc = gf_source_open(c.source, c.labels_file, &src);
+  /* GPU mode unless the config asks for the host: the plan is what a
+   * loader needs where a GPU is found (create falls back to host mode,
+   * which needs no device memory and no more host memory but the outputs'
+   * when there is none). */
+  bool gpu = c.device != GF_DEVICE_CPU;
+  if (rc == 0)
+    rc = gf_loader_size(&c, src, gpu, &z);
+  if (rc == 0) {
+    gf_loader_sizes_plan(&c, &z, gpu, p);
+    if (zout)
+      *zout = z;
+  }
+  gf_source_close(src);
+  return rc;
 }
 
 int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap) {
-  gf_loader *l = calloc(1, sizeof *l);
-  if (!l)
-    return -ENOMEM;
-  int rc = resolve_config(cfg, &l->cfg);
-  if (rc == 0) {
-    l->source_path = (char *)l->cfg.source;
-    l->dopts = (gf_decode_opts)GF_DECODE_OPTS_INIT;
-    l->dopts.channels = l->cfg.channels;
-    l->dopts.keep_16bit = l->cfg.keep_16bit;
-    l->dopts.limits = l->cfg.limits;
-    rc = gf_source_open(l->cfg.source, l->cfg.labels_file, &l->src);
-  }
-  if (rc == 0)
-    rc = plan_sizes(l);
-  if (rc == 0) {
-    /* Device slots: as configured, else the 2 autotune keeps in GPU mode;
-     * read buffers: as configured, else one per online core. */
-    uint32_t slots = l->cfg.staging_slots ? l->cfg.staging_slots
-                     : l->cfg.prefetch    ? l->cfg.prefetch
-                                          : 2;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t threads = l->cfg.threads ? l->cfg.threads : (n > 0 ? (uint32_t)n : 1);
-    rc = format_plan(l, slots, threads, buf, cap);
-  }
-  gf_source_close(l->src);
-  free(l);
-  return rc;
+  gf_memory_plan p;
+  int rc = gf_loader_plan_get(cfg, &p, NULL);
+  if (rc < 0)
+    return rc;
+  return gf_memory_plan_format(&p, buf, cap);
 }

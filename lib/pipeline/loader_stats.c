@@ -1,5 +1,6 @@
 /* The loader's statistics, its trace file and its device pool. */
 #include "pipeline/loader_impl.h"
+#include "pipeline/loader_plan.h"
 
 static void stage_get(const stage_atomic *a, gf_stage_stats *o) {
   o->samples = atomic_load_explicit(&a->samples, memory_order_relaxed);
@@ -76,4 +77,8 @@ int gf_loader_trace_write(gf_loader *l, const char *path) {
       take_gpu_span(l, &l->slots[i], false);
   pthread_mutex_unlock(&l->mu);
   return gf_trace_write(l->trace, path);
+}
+
+void gf_loader_allocated(const gf_loader *l, gf_loader_allocs *out) {
+  *out = l->allocs;
 }

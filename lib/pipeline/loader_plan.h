@@ -1,0 +1,73 @@
+/* The loader's sizes: one function resolves what every buffer of a loader
+ * takes, from the configuration and the source, and both gf_loader_create
+ * (which allocates exactly that) and gf_loader_plan (which prints it) call
+ * it. Private to lib/pipeline (and the tests that hold create to the plan).
+ */
+#ifndef GF_PIPELINE_LOADER_PLAN_H
+#define GF_PIPELINE_LOADER_PLAN_H
+
+#include "common/common.h"
+#include "pipeline/memory_plan.h"
+#include "pipeline/source.h"
+
+/* What a loader allocates, and why threads and prefetch are what they are.
+ * Every byte count is what one allocation asks for. */
+typedef struct gf_loader_sizes {
+  /* From the config and the source. */
+  uint64_t stride;        /* bytes a sample in a slot */
+  uint64_t stored_cap;    /* bytes a read buffer entry (widened for
+                             O_DIRECT when direct_align is set) */
+  uint64_t out_cap;       /* output bytes a batch */
+  bool identity;          /* the transform changes nothing */
+  uint32_t direct_align;  /* O_DIRECT applies with this alignment; 0: not */
+  /* From the machine (autotune) unless the config sets them. */
+  uint32_t threads;       /* workers, each with one read buffer */
+  uint32_t prefetch;
+  uint32_t slots;         /* batch slots (staging_slots, else prefetch) */
+  uint32_t chunk;         /* read-buffer entries a worker */
+  /* One of each, per slot or per worker. */
+  uint64_t slot_bytes;        /* a slot's pixels: batch_size * stride (in
+                                 GPU mode the stage's staging slot) */
+  uint64_t slot_out_bytes;    /* host mode, a transform that changes
+                                 something: a slot's output; else 0 */
+  uint64_t slot_table_bytes;  /* a slot's per-sample tables */
+  uint64_t read_buffer_bytes; /* a worker's read buffer (whole pages) */
+  uint64_t device_slot_bytes; /* GPU: pool bytes one slot needs */
+  char tuning[256];           /* how threads and prefetch were chosen */
+} gf_loader_sizes;
+
+/* Sizes a loader. cfg: resolved (gf_loader__resolve_config); gpu: whether
+ * it runs in GPU mode. Reads the source's largest sample sizes, the online
+ * cores and MemAvailable (autotune). Returns 0, or -EINVAL
+ * (max_sample_bytes below the largest sample, a transform whose output
+ * overflows) with context. Any thread. */
+int gf_loader_size(const gf_loader_config *cfg, gf_source *src, bool gpu,
+                   gf_loader_sizes *out);
+
+/* The memory plan of a loader sized by z (gpu: as given to
+ * gf_loader_size). */
+void gf_loader_sizes_plan(const gf_loader_config *cfg,
+                          const gf_loader_sizes *z, bool gpu,
+                          gf_memory_plan *p);
+
+/* What create really allocated, summed at the allocation sites (for the
+ * test that holds create to the plan). */
+typedef struct gf_loader_allocs {
+  uint32_t slots, read_buffers;
+  uint64_t slot_bytes;        /* host-mode slot pixels, all slots */
+  uint64_t slot_out_bytes;    /* host-mode outputs, all slots */
+  uint64_t slot_table_bytes;  /* per-sample tables, all slots */
+  uint64_t read_buffer_bytes; /* all workers */
+  uint64_t stage_in_bytes;    /* GPU: asked of the stage a slot */
+  uint64_t stage_slots;       /* GPU: slots asked of the stage */
+} gf_loader_allocs;
+
+/* Fills *out with l's allocations. Any thread. */
+void gf_loader_allocated(const gf_loader *l, gf_loader_allocs *out);
+
+/* The memory plan of cfg as gf_loader_plan prints it, with the sizes
+ * behind it (z may be NULL). Returns 0 or the error gf_loader_plan would. */
+int gf_loader_plan_get(const gf_loader_config *cfg, gf_memory_plan *p,
+                       gf_loader_sizes *z);
+
+#endif /* GF_PIPELINE_LOADER_PLAN_H */

@@ -1,0 +1,208 @@
+/* The printable memory plan (memory_plan.h): a table of a loader's
+ * buffers, the same text for the same plan on every machine. */
+#include "pipeline/memory_plan.h"
+
+#include "gpu/pool.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Rounds up to a multiple of the power of two a; false on overflow. */
+static bool align_up(uint64_t x, uint64_t a, uint64_t *out) {
+  uint64_t r;
+  if (!gf_add_u64(x, a - 1, &r))
+    return false;
+  *out = r & ~(a - 1);
+  return true;
+}
+
+/* Appends to a buffer that counts what it could not hold. */
+typedef struct sbuf {
+  char *buf;
+  size_t cap, len;
+} sbuf;
+
+static void put(sbuf *s, const char *fmt, ...) GF_PRINTF(2, 3);
+static void put(sbuf *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = s->len < s->cap ? s->cap - s->len : 0;
+  int n = vsnprintf(room ? s->buf + s->len : NULL, room, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    s->len += (size_t)n;
+}
+
+/* 1234567 -> "1,234,567", without the locale. */
+static const char *grouped(uint64_t v, char out[32]) {
+  char tmp[24];
+  int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
+  int o = 0;
+  for (int i = 0; i < n; i++) {
+    if (i && (n - i) % 3 == 0)
+      out[o++] = ',';
+    out[o++] = tmp[i];
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* Bytes in KiB, MiB or GiB with one decimal, by integer arithmetic so
+ * every machine prints the same. */
+static const char *human(uint64_t v, char out[32]) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  uint64_t whole = v, rest = 0, div = 1;
+  while (u < 4 && whole >= 1024) {
+    u++;
+    div <<= 10;
+    whole = v >> (10 * u);
+  }
+  if (u == 0) {
+    snprintf(out, 32, "%llu B", (unsigned long long)v);
+    return out;
+  }
+  rest = v & (div - 1);
+  /* Tenths, rounded half up: rest * 10 / div, from the top 20 bits of rest
+   * so it cannot overflow. */
+  int shift = 10 * u > 20 ? 10 * u - 20 : 0;
+  uint64_t r = rest >> shift, d = div >> shift;
+  uint64_t tenths = (r * 10 + d / 2) / d;
+  if (tenths == 10) {
+    whole++;
+    tenths = 0;
+  }
+  snprintf(out, 32, "%llu.%llu %s", (unsigned long long)whole,
+           (unsigned long long)tenths, unit[u]);
+  return out;
+}
+
+static void row(sbuf *s, const char *where, const char *item, uint64_t count,
+                uint64_t each, uint64_t total, bool show_each) {
+  char c[32], e[32], t[32], h[32];
+  if (show_each)
+    snprintf(c, sizeof c, "%llu", (unsigned long long)count);
+  else
+    snprintf(c, sizeof c, "-");
+  put(s, "%-7s %-26s %6s %15s %17s  %10s\n", where, item, c,
+      show_each ? grouped(each, e) : "-", grouped(total, t), human(total, h));
+}
+
+uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
+  uint64_t slot, need;
+  if (!p)
+    return 0;
+  if (!align_up(p->device_slot_bytes, GF_POOL_DEFAULT_ALIGNMENT, &slot) ||
+      !gf_mul_u64(p->device_slots, slot, &need))
+    return UINT64_MAX;
+  return need;
+}
+
+static int plan_product(uint64_t count, uint64_t each, const char *what,
+                        uint64_t *out) {
+  if (!gf_mul_u64(count, each, out))
+    return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "memory plan: %s: %llu x %llu bytes does not fit 64 bits",
+                   what, (unsigned long long)count,
+                   (unsigned long long)each);
+  return 0;
+}
+
+static int plan_sum(uint64_t *acc, uint64_t v, const char *what) {
+  if (!gf_add_u64(*acc, v, acc))
+    return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "memory plan: the %s total does not fit 64 bits", what);
+  return 0;
+}
+
+int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
+  if (!p || (!buf && cap))
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_memory_plan_format needs a plan and a buffer (or "
+                   "NULL and 0 to measure)");
+  uint64_t pinned, outs, tables, reads, scratch, slots, host = 0;
+  int rc;
+  if ((rc = plan_product(p->pinned_slots, p->pinned_slot_bytes,
+                         "pinned staging slots", &pinned)) < 0 ||
+      (rc = plan_product(p->output_slots, p->output_slot_bytes,
+                         "batch outputs", &outs)) < 0 ||
+      (rc = plan_product(p->table_slots, p->table_slot_bytes,
+                         "batch tables", &tables)) < 0 ||
+      (rc = plan_product(p->read_buffers, p->read_buffer_bytes,
+                         "read buffers", &reads)) < 0 ||
+      (rc = plan_product(p->scratch_buffers, p->scratch_buffer_bytes,
+                         "decode scratch", &scratch)) < 0 ||
+      (rc = plan_product(p->device_slots, p->device_slot_bytes,
+                         "device batch slots", &slots)) < 0)
+    return rc;
+  if ((rc = plan_sum(&host, pinned, "host")) < 0 ||
+      (rc = plan_sum(&host, outs, "host")) < 0 ||
+      (rc = plan_sum(&host, tables, "host")) < 0 ||
+      (rc = plan_sum(&host, reads, "host")) < 0 ||
+      (rc = plan_sum(&host, scratch, "host")) < 0 ||
+      (rc = plan_sum(&host, p->cache_budget, "host")) < 0)
+    return rc;
+  uint64_t need = gf_memory_plan_device_need(p);
+  if (need == UINT64_MAX)
+    return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "memory plan: device batch slots: %llu x %llu bytes "
+                   "(aligned) does not fit 64 bits",
+                   (unsigned long long)p->device_slots,
+                   (unsigned long long)p->device_slot_bytes);
+  uint64_t pool = p->device_pool_bytes ? p->device_pool_bytes : need;
+
+  sbuf s = {buf, cap, 0};
+  put(&s, "%-7s %-26s %6s %15s %17s\n", "memory", "item", "count",
+      "bytes each", "bytes total");
+  if (p->pinned_slots)
+    row(&s, "host", "pinned staging slots", p->pinned_slots,
+        p->pinned_slot_bytes, pinned, true);
+  if (p->output_slots)
+    row(&s, "host", "batch outputs", p->output_slots, p->output_slot_bytes,
+        outs, true);
+  if (p->table_slots)
+    row(&s, "host", "batch tables", p->table_slots, p->table_slot_bytes,
+        tables, true);
+  if (p->read_buffers)
+    row(&s, "host", "read buffers", p->read_buffers, p->read_buffer_bytes,
+        reads, true);
+  if (p->scratch_buffers)
+    row(&s, "host", "decode scratch", p->scratch_buffers,
+        p->scratch_buffer_bytes, scratch, true);
+  if (p->cache_budget)
+    row(&s, "host",
+        p->cache_pinned ? "sample cache (pinned)"
+                        : "sample cache (budget)",
+        0, 0, p->cache_budget, false);
+  row(&s, "host", "total", 0, 0, host, false);
+  if (pool) {
+    if (p->device_slots)
+      row(&s, "device", "batch slots (in the pool)", p->device_slots,
+          p->device_slot_bytes, slots, true);
+    row(&s, "device", p->device_pool_bytes ? "pool reservation"
+                                           : "pool reservation (= slots)",
+        0, 0, pool, false);
+    row(&s, "device", "total", 0, 0, pool, false);
+    if (pool < need) {
+      char a[32], b[32];
+      put(&s, "device note: the pool (%s bytes) is smaller than its batch "
+              "slots need (%s bytes)\n",
+          grouped(pool, a), grouped(need, b));
+    }
+  } else {
+    put(&s, "%-7s %-26s %6s %15s %17s  %10s\n", "device", "none (host mode)",
+        "-", "-", "0", "0 B");
+  }
+  if (s.len > INT32_MAX)
+    return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "memory plan: the text is too long");
+  if (!buf)
+    return (int)s.len;
+  if (s.len >= cap)
+    return gf_fail(-ENOBUFS, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "memory plan: the table needs %zu bytes with its NUL, "
+                   "the buffer has %zu",
+                   s.len + 1, cap);
+  return (int)s.len;
+}
