@@ -15,9 +15,13 @@
  * - Handles are opaque, created by gf_*_open/create and released by the
  *   matching close/destroy, which accept NULL.
  * - Option structs are versioned: initialise them with their *_INIT macro
- *   (or pass NULL for defaults). Reserved fields must stay zero; a struct
- *   whose struct_size is larger than this build knows is refused with
- *   -EINVAL, a smaller one (from an older header) is accepted.
+ *   (or pass NULL for defaults). Reserved fields must stay zero. A struct
+ *   is accepted only with a struct_size some version of this header has
+ *   published for it (today each is at version 1: exactly its sizeof);
+ *   any other size is refused with -EINVAL naming the struct and the
+ *   sizes accepted, and no field past struct_size is ever read or
+ *   written. A later version that grows a struct keeps accepting the older
+ *   sizes.
  * - Threads: each function states who may call it. "Any thread" means the
  *   call is safe concurrently with other calls on the same handle.
  */
@@ -730,8 +734,8 @@ typedef struct gf_device_pool_stats {
   uint64_t reserved[8];
 } gf_device_pool_stats;
 
-/* Fills *st (set st->struct_size first; a smaller size from an older header
- * gets the fields it has). Also takes back blocks whose stream has passed
+/* Fills *st (set st->struct_size first: a published size, see the
+ * conventions above; only that many bytes are written). Also takes back blocks whose stream has passed
  * their free. Returns 0, -EINVAL, GF_ECUDA. Any thread. */
 GF_API int gf_device_pool_stats_get(gf_device_pool *pool,
                                     gf_device_pool_stats *st);

@@ -341,9 +341,12 @@ static void test_api_errors(void) {
   o.reserved[2] = 0;
   o.struct_size = sizeof o + 8;
   CHECK_ERR(gf_decode(GF_CODEC_RAW, px, 48, &s, &o, dst, 64, &out), -EINVAL);
-  /* An older, smaller struct: fields it lacks take their defaults. */
+  /* A size no header published (a cut struct) is refused; the published
+   * one is read. */
   o.struct_size = offsetof(gf_decode_opts, limits);
   o.channels = 1;
+  CHECK_ERR(gf_decode(GF_CODEC_RAW, px, 48, &s, &o, dst, 64, &out), -EINVAL);
+  o.struct_size = sizeof o;
   CHECK_OK(gf_decode(GF_CODEC_RAW, px, 48, &s, &o, dst, 64, &out));
   CHECK(out.channels == 1);
   /* Limits: the stored shape and the stored length. */

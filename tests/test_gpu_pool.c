@@ -148,12 +148,13 @@ static void basic(cudaStream_t s) {
   st = stats(p);
   CHECK(st.peak_in_use == 0);
 
-  /* An older caller's smaller stats struct gets its fields only. */
+  /* A size no header published (a cut struct) is refused, and nothing is
+   * written into it. */
   gf_device_pool_stats small;
   memset(&small, 0xee, sizeof small);
   small.struct_size = (uint32_t)offsetof(gf_device_pool_stats, free_bytes);
-  CHECK_OK(gf_device_pool_stats_get(p, &small));
-  CHECK(small.reserved_bytes == 64 * MiB);
+  CHECK_ERR(gf_device_pool_stats_get(p, &small), -EINVAL);
+  CHECK(small.reserved_bytes == 0xeeeeeeeeeeeeeeeeull);
   CHECK(small.free_bytes == 0xeeeeeeeeeeeeeeeeull);
   small.struct_size = sizeof small + 4;
   CHECK_ERR(gf_device_pool_stats_get(p, &small), -EINVAL);

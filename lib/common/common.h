@@ -104,9 +104,12 @@ static inline void gf_put64(void *p, uint64_t v) {
   gf_put32((uint8_t *)p + 4, (uint32_t)(v >> 32));
 }
 
-/* Checks an options struct's struct_size against the size this build knows:
- * 0 when acceptable, -EINVAL when NULL-less and larger or too small to hold
- * the size field. */
+/* Checks a versioned struct's struct_size (lib/common/struct_size.c). A
+ * struct of the API (what: its type name, e.g. "gf_loader_config") is
+ * accepted only at a size a header has published for it; an internal one
+ * at any size from the size field up to `known` (this build's sizeof).
+ * Returns 0, or -EINVAL naming the struct and the sizes accepted. The
+ * caller then reads no byte past struct_size. Any thread. */
 int gf_check_struct_size(uint32_t given, size_t known, const char *what);
 
 /* This process's resident memory now (/proc/self/statm), in bytes; 0 when

@@ -154,12 +154,3 @@ int gf_fail_context(int code, const char *path, uint64_t sample,
   append(m, cap, &n, old);
   return code;
 }
-
-int gf_check_struct_size(uint32_t given, size_t known, const char *what) {
-  if (given < sizeof(uint32_t) || given > known)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "%s: struct_size %u is not valid for this build (it knows "
-                   "%zu bytes); initialise it with its _INIT macro",
-                   what, given, known);
-  return 0;
-}

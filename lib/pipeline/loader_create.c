@@ -161,8 +161,9 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   pthread_mutex_init(&l->stat_mu, NULL);
   pthread_cond_init(&l->work_cv, NULL);
   pthread_cond_init(&l->ready_cv, NULL);
-  l->source_path = strdup(cfg->source ? cfg->source : "");
-  l->labels_path = cfg->labels_file ? strdup(cfg->labels_file) : NULL;
+  /* From the resolved copy: nothing past the caller's struct_size. */
+  l->source_path = strdup(l->cfg.source ? l->cfg.source : "");
+  l->labels_path = l->cfg.labels_file ? strdup(l->cfg.labels_file) : NULL;
   l->cfg.source = l->source_path;
   l->cfg.labels_file = l->labels_path;
   decode_opts_of(&l->cfg, &l->dopts);

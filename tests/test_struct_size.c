@@ -1,0 +1,129 @@
+/* Versioned structs: every struct of the API is accepted only at a size a
+ * header has published for it (today exactly its version-1 sizeof); 4, 8,
+ * one byte short and 8 bytes long are refused with -EINVAL naming the
+ * struct and the size accepted, before anything else is read. */
+#include "loader_fixture.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The sizes to refuse for a struct whose published size is v1. */
+static void bad_sizes(uint32_t v1, uint32_t out[4]) {
+  out[0] = 4;
+  out[1] = 8;
+  out[2] = v1 - 1;
+  out[3] = v1 + 8;
+}
+
+/* rc is the refusal of `name` at size `given`, naming both and v1. */
+static void refused(int rc, const char *name, uint32_t given, uint32_t v1) {
+  CHECK_ERR(rc, -EINVAL);
+  const char *m = gf_last_error()->message;
+  char g[48], a[48];
+  snprintf(g, sizeof g, "struct_size %u ", given);
+  snprintf(a, sizeof a, "accepted: %u (version 1)", v1);
+  if (!strstr(m, name) || !strstr(m, g) || !strstr(m, a)) {
+    printf("unclear refusal of %s at %u: %s\n", name, given, m);
+    gf_test_failures++;
+  }
+}
+
+int main(void) {
+  fixture f;
+  CHECK_OK(fixture_make(&f, gf_test_tmpdir(), 8, 2, false, 1, 3));
+  if (gf_test_failures)
+    return gf_test_finish();
+  uint32_t bad[4];
+
+  /* gf_loader_config: create and plan. */
+  gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+  cfg.source = f.ds_dir;
+  cfg.batch_size = 4;
+  cfg.threads = 1;
+  cfg.device = GF_DEVICE_CPU;
+  uint32_t v1 = sizeof cfg;
+  bad_sizes(v1, bad);
+  char plan[4096];
+  for (int i = 0; i < 4; i++) {
+    cfg.struct_size = bad[i];
+    gf_loader *l = NULL;
+    refused(gf_loader_create(&cfg, &l), "gf_loader_config", bad[i], v1);
+    CHECK(l == NULL);
+    refused(gf_loader_plan(&cfg, plan, sizeof plan), "gf_loader_config",
+            bad[i], v1);
+  }
+  cfg.struct_size = v1;
+  CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
+  gf_loader *l = NULL;
+  CHECK_OK(gf_loader_create(&cfg, &l));
+  if (!l)
+    return gf_test_finish();
+
+  /* gf_loader_stats: refused, and nothing written past the size field. */
+  v1 = sizeof(gf_loader_stats);
+  bad_sizes(v1, bad);
+  for (int i = 0; i < 4; i++) {
+    gf_loader_stats st;
+    memset(&st, 0xee, sizeof st);
+    st.struct_size = bad[i];
+    refused(gf_loader_stats_get(l, &st), "gf_loader_stats", bad[i], v1);
+    CHECK(st.threads == 0xeeeeeeeeu);
+  }
+  gf_loader_stats st = {.struct_size = v1};
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  CHECK(st.threads == 1);
+  gf_loader_destroy(l);
+
+  /* gf_decode_opts. */
+  uint8_t px[48] = {0}, dst[64];
+  gf_shape s = {4, 4, 3, GF_DTYPE_U8}, out;
+  gf_decode_opts o = GF_DECODE_OPTS_INIT;
+  v1 = sizeof o;
+  bad_sizes(v1, bad);
+  for (int i = 0; i < 4; i++) {
+    o.struct_size = bad[i];
+    refused(gf_decode(GF_CODEC_RAW, px, 48, &s, &o, dst, 64, &out),
+            "gf_decode_opts", bad[i], v1);
+  }
+  o.struct_size = v1;
+  CHECK_OK(gf_decode(GF_CODEC_RAW, px, 48, &s, &o, dst, 64, &out));
+
+  /* gf_device_pool_config: refused before any device is looked for. */
+  gf_device_pool_config pc = GF_DEVICE_POOL_CONFIG_INIT;
+  pc.bytes = 1 << 20;
+  v1 = sizeof pc;
+  bad_sizes(v1, bad);
+  for (int i = 0; i < 4; i++) {
+    pc.struct_size = bad[i];
+    gf_device_pool *p = NULL;
+    refused(gf_device_pool_create(&pc, &p), "gf_device_pool_config", bad[i],
+            v1);
+    CHECK(p == NULL);
+  }
+  pc.struct_size = v1;
+  gf_device_pool *pool = NULL;
+  int rc = gf_device_pool_create(&pc, &pool);
+  CHECK(rc == 0 || rc == GF_ENODEVICE || rc == GF_ECUDA);
+
+  /* gf_device_pool_stats: needs a pool, so a device. */
+  if (pool) {
+    v1 = sizeof(gf_device_pool_stats);
+    bad_sizes(v1, bad);
+    for (int i = 0; i < 4; i++) {
+      gf_device_pool_stats ps;
+      memset(&ps, 0xee, sizeof ps);
+      ps.struct_size = bad[i];
+      refused(gf_device_pool_stats_get(pool, &ps), "gf_device_pool_stats",
+              bad[i], v1);
+    }
+    gf_device_pool_stats ps = {.struct_size = v1};
+    CHECK_OK(gf_device_pool_stats_get(pool, &ps));
+    gf_device_pool_destroy(pool);
+  } else {
+    printf("gf_device_pool_stats not checked: no device pool (%s)\n",
+           gf_last_error()->message);
+  }
+  fixture_free(&f);
+  return gf_test_finish();
+}
