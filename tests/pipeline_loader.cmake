@@ -31,3 +31,9 @@ target_link_libraries(test_loader_plan_create PRIVATE gpufeed_loader_fixture)
 gpufeed_add_test(test_struct_size
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_struct_size.c LABELS loader TIMEOUT 60)
 target_link_libraries(test_struct_size PRIVATE gpufeed_loader_fixture)
+# Errors raised while a loader is created: the inner message kept, the file
+# named once; the batch-larger-than-the-share error says why and what to do.
+gpufeed_add_test(test_loader_create_errors
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_create_errors.c
+  LABELS loader TIMEOUT 60)
+target_link_libraries(test_loader_create_errors PRIVATE gpufeed_loader_fixture)

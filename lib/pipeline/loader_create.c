@@ -185,10 +185,23 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     goto fail;
   l->share = gf_sampler_samples_per_epoch(&l->sampler);
   if (l->share == 0 || gf_sampler_batches_per_epoch(&l->sampler) == 0) {
+    char why[320];
+    if (l->share == 0)
+      snprintf(why, sizeof why,
+               "its share of the epoch is empty (%u ranks share %llu "
+               "samples): use at most %llu ranks",
+               l->cfg.world, (unsigned long long)n, (unsigned long long)n);
+    else
+      snprintf(why, sizeof why,
+               "its share is %llu samples, less than one batch, and "
+               "drop_last drops the last partial batch (each rank needs at "
+               "least one full batch): use a batch of at most %llu, or set "
+               "drop_last 0 to keep partial batches",
+               (unsigned long long)l->share, (unsigned long long)l->share);
     rc = gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
-                 "rank %u of %u gets no batch of %u from %llu samples",
+                 "rank %u of %u gets no batch of %u from %llu samples: %s",
                  l->cfg.rank, l->cfg.world, l->cfg.batch_size,
-                 (unsigned long long)n);
+                 (unsigned long long)n, why);
     goto fail;
   }
 
@@ -319,11 +332,13 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   return 0;
 fail:
   {
+    /* destroy() may overwrite the calling thread's error: put back the
+     * one that failed, as it was (its message already names the file,
+     * sample and offset; raising it again would name them twice). */
     gf_error_info saved = *gf_last_error();
     gf_loader_destroy(l);
     if (saved.code == rc)
-      gf_fail(rc, saved.path[0] ? saved.path : NULL, saved.sample,
-              saved.offset, "%s", saved.message);
+      gf_error_restore(&saved);
   }
   return rc;
 }
