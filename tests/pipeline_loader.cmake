@@ -37,3 +37,8 @@ gpufeed_add_test(test_loader_create_errors
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_create_errors.c
   LABELS loader TIMEOUT 60)
 target_link_libraries(test_loader_create_errors PRIVATE gpufeed_loader_fixture)
+# The skip policy's repair and its finalize run outside the loader's mutex.
+gpufeed_add_test(test_loader_repair_unlocked
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_repair_unlocked.c
+  LABELS threaded loader TIMEOUT 120)
+target_link_libraries(test_loader_repair_unlocked PRIVATE gpufeed_loader_fixture)

@@ -22,12 +22,23 @@ uint32_t lent_count(const gf_loader *l) {
   return n;
 }
 
+void (*gf_loader__test_hook)(gf_loader *l, const char *where);
+
+static void test_hook(gf_loader *l, const char *where) {
+  if (GF_UNLIKELY(gf_loader__test_hook != NULL))
+    gf_loader__test_hook(l, where);
+}
+
 /* Skip policy: fills the holes of ready slot s from the positions after
- * it, on this thread, after cancelling everything dispatched later. Under
- * mu. */
+ * it, on this thread, after cancelling everything dispatched later. Called
+ * and returns under mu, which it drops while it reads and decodes: the
+ * slot is REPAIRING (no one else touches it) and dispatch stays paused
+ * (cancel_all) until restart_at, so no worker uses the sampler meanwhile.
+ * The slot is left REPAIRING. */
 static void repair(gf_loader *l, slot *s) {
-  s->state = SLOT_LENT; /* keep cancel_all off it */
+  s->state = SLOT_REPAIRING; /* keep cancel_all and everyone else off it */
   cancel_all(l);
+  pthread_mutex_unlock(&l->mu);
   if (gf_sampler_epoch(&l->sampler) != s->epoch)
     gf_sampler_set_epoch(&l->sampler, s->epoch);
   uint64_t pos = s->end_pos;
@@ -48,6 +59,7 @@ static void repair(gf_loader *l, slot *s) {
       s->indices[j] = idx;
       if (s->dsrc_dev)
         s->dsrc_dev[j] = 0;
+      test_hook(l, "repair: load");
       s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->filtered[j],
                                &s->labels[j]);
       if (s->status[j] != 0) {
@@ -72,9 +84,9 @@ static void repair(gf_loader *l, slot *s) {
     }
     out++;
   }
+  pthread_mutex_lock(&l->mu);
   s->count = out;
   s->end_pos = pos;
-  s->state = SLOT_READY;
   restart_at(l, s->epoch, pos, s->k + 1);
   /* c_seq is s->seq: the next dispatched batch must follow it. */
   l->next_seq = s->seq + 1;
@@ -190,7 +202,13 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
       pthread_mutex_unlock(&l->mu);
       return next_impl(l, stream, out);
     }
+    /* Outside mu, as a worker's finalize: the slot stays REPAIRING, and
+     * workers dispatch and fill the next batches meanwhile. */
+    pthread_mutex_unlock(&l->mu);
+    test_hook(l, "repair: finalize");
     finalize(l, s, GF_TRACE_TID_CONSUMER);
+    pthread_mutex_lock(&l->mu);
+    s->state = SLOT_READY;
   } else {
     s->batch.skipped = 0;
   }

@@ -32,7 +32,10 @@
  * the epoch's order with the bad samples removed, whatever the timing.
  *
  * Locking: one mutex guards slot states, cursors and claims; the sample
- * work runs outside it. Statistics are relaxed atomics.
+ * work runs outside it: the workers' reads, decodes and finalize, and the
+ * consumer's repair (its reads, decodes and finalize, on a slot marked
+ * REPAIRING while dispatch is paused or moves on past it). Statistics are
+ * relaxed atomics.
  *
  * Tracing (config trace_events): each stage records a span into the
  * trace (trace.h), guarded by one branch when off; in GPU mode the same
@@ -60,14 +63,17 @@
 /* A slot's life: FREE -> FILLING (workers) -> READY (finalised: output
  * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE, or
  * DRAINING while the GPU still copies out of its staging memory.
- * CANCELLED: dropped by a seek or a repair while workers still touch it. */
+ * CANCELLED: dropped by a seek or a repair while workers still touch it.
+ * REPAIRING: the consumer fills its holes and finalises it outside mu
+ * (skip policy); no one else touches a slot in that state. */
 enum {
   SLOT_FREE,
   SLOT_FILLING,
   SLOT_READY,
   SLOT_LENT,
   SLOT_CANCELLED,
-  SLOT_DRAINING
+  SLOT_DRAINING,
+  SLOT_REPAIRING
 };
 
 
@@ -246,6 +252,11 @@ void decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 
 /* loader_consumer.c */
 uint32_t lent_count(const gf_loader *l);
+
+/* Tests only: when set, called on the consumer's thread where the skip
+ * policy's repair loads a sample and where it finalises the repaired
+ * batch (both outside mu). NULL in every program but that test. */
+extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
 
 /* loader_state.c */
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer
