@@ -6,6 +6,7 @@ gpufeed_add_test(test_pool_oom
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pool_oom.c TIMEOUT 60 LABELS pool)
 gpufeed_add_test(test_pool_api
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pool_api.c TIMEOUT 60 LABELS pool)
+# The printable memory plan (lib/pipeline/memory_plan.c).
 gpufeed_add_test(test_pool_plan
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pool_plan.c TIMEOUT 60 LABELS pool)
 # On a real device (skips with 77 where there is none).

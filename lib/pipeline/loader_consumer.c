@@ -15,13 +15,6 @@ static slot *find_seq(gf_loader *l, uint64_t seq) {
   return NULL;
 }
 
-uint32_t lent_count(const gf_loader *l) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < l->nslots; i++)
-    n += l->slots[i].state == SLOT_LENT;
-  return n;
-}
-
 void (*gf_loader__test_hook)(gf_loader *l, const char *where);
 
 static void test_hook(gf_loader *l, const char *where) {

@@ -142,3 +142,10 @@ void cancel_all(gf_loader *l) {
                      : SLOT_FREE;
   }
 }
+
+uint32_t lent_count(const gf_loader *l) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    n += l->slots[i].state == SLOT_LENT;
+  return n;
+}

@@ -235,6 +235,8 @@ void *worker_main(void *arg);
 /* Cancels every slot that is filling or ready (not lent) and waits until no
  * worker touches them. Under mu. */
 void cancel_all(gf_loader *l);
+/* Slots the caller holds. Under mu. */
+uint32_t lent_count(const gf_loader *l);
 
 /* loader_finalize.c */
 /* Makes the batch's final form once every sample is in (see the file). */
@@ -251,8 +253,6 @@ int resolve_config(const gf_loader_config *in, gf_loader_config *c);
 void decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 
 /* loader_consumer.c */
-uint32_t lent_count(const gf_loader *l);
-
 /* Tests only: when set, called on the consumer's thread where the skip
  * policy's repair loads a sample and where it finalises the repaired
  * batch (both outside mu). NULL in every program but that test. */
