@@ -247,7 +247,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     sc2.max_samples = l->cfg.batch_size;
     sc2.in_bytes = l->cfg.batch_size * l->stride;
     sc2.out_bytes = l->out_cap;
-    sc2.pool_bytes = l->cfg.device_pool_bytes;
+    sc2.pool_bytes = z.device_pool_bytes;
     if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
       goto fail;
     l->allocs.stage_slots = sc2.slots;

@@ -299,7 +299,14 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
     sc.in_bytes = z->slot_bytes;
     sc.out_bytes = z->out_cap;
     z->device_slot_bytes = gf_stage_pool_need(&sc);
+    uint64_t need;
+    if (!gf_mul_u64(z->device_slot_bytes, z->slots, &need))
+      return cfg_fail("max_sample_bytes", "gives device slots beyond 2^64 "
+                                          "bytes");
+    z->device_pool_bytes =
+        c->device_pool_bytes > need ? c->device_pool_bytes : need;
   }
+  z->cache_bytes = c->cache_bytes;
   return 0;
 }
 
@@ -314,7 +321,7 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   p->table_slot_bytes = z->slot_table_bytes;
   p->read_buffers = z->threads;
   p->read_buffer_bytes = z->read_buffer_bytes;
-  p->cache_budget = c->cache_bytes;
+  p->cache_budget = z->cache_bytes;
   p->cache_pinned = gpu && c->cache_direct == GF_CACHE_DIRECT_AUTO;
   if (gpu) {
     p->device_slots = z->slots;

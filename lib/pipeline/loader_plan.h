@@ -33,6 +33,9 @@ typedef struct gf_loader_sizes {
   uint64_t slot_table_bytes;  /* a slot's per-sample tables */
   uint64_t read_buffer_bytes; /* a worker's read buffer (whole pages) */
   uint64_t device_slot_bytes; /* GPU: pool bytes one slot needs */
+  uint64_t device_pool_bytes; /* GPU: the pool's reservation (the config's,
+                                 or at least what the slots need) */
+  uint64_t cache_bytes;       /* the sample cache's budget (filled lazily) */
   char tuning[256];           /* how threads and prefetch were chosen */
 } gf_loader_sizes;
 
