@@ -237,7 +237,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   l->chunk = z.chunk;
   l->nslots = z.slots;
   gf_strlcpy(l->tuning, z.tuning, sizeof l->tuning);
-  if (z.direct_align && (rc = open_direct(l)) < 0)
+  if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
     goto fail;
   if (l->device >= 0) {
     gf_stage_config sc2;
