@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""Checks that every dependency inside the library points down.
+
+Usage: check_layers.py SOURCE_DIR [LIBGPUFEED.a]
+
+The layers, lowest first (also written in lib/CMakeLists.txt):
+
+    common                        errors, logging, limits, CRC32C, scratch
+    format  decode  io  xform     peers: each uses only common
+    kernels                       the CUDA kernels: only the xform contract
+    gpu                           the device pool and the loader's GPU stage
+    pipeline                      the loader and what only it uses
+
+include/gpufeed.h (the public API) may be included anywhere.
+
+It fails on
+  (a) an #include "..." in lib/ or kernels/ that goes against that order
+      (a folder including one it may not);
+  (b) two units whose includes form a cycle (a unit is a header and the .c
+      files whose first include it is, or a lone file);
+  (c) with the built static library: a cycle of calls between object files
+      (A calls a function defined in B and B, directly or through others,
+      one defined in A, from nm's defined and undefined symbols), and a
+      call from an object into a folder its layer may not use.
+Exit 0 pass, 1 fail.
+"""
+import os
+import re
+import subprocess
+import sys
+
+# Folder -> the folders its files may include or call (itself included).
+ALLOWED = {
+    "common": {"common"},
+    "format": {"common", "format"},
+    "decode": {"common", "decode"},
+    "io": {"common", "io"},
+    "xform": {"common", "xform"},
+    "kernels": {"xform", "kernels"},
+    "gpu": {"common", "xform", "kernels", "gpu"},
+    "pipeline": {"common", "format", "decode", "io", "xform", "gpu",
+                 "pipeline"},
+}
+
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCE_EXT = (".c", ".h", ".cu")
+
+
+def layer_of(rel):
+    """Folder (layer) of a path relative to the source dir, or None."""
+    parts = rel.split("/")
+    if parts[0] == "kernels":
+        return "kernels"
+    if parts[0] == "lib" and len(parts) == 3:
+        return parts[1]
+    if rel == "include/gpufeed.h":
+        return "api"
+    return None
+
+
+def scan(src):
+    files = []
+    for top in ("lib", "kernels"):
+        for dirpath, _, names in os.walk(os.path.join(src, top)):
+            for n in sorted(names):
+                if n.endswith(SOURCE_EXT):
+                    files.append(os.path.relpath(os.path.join(dirpath, n), src))
+    return sorted(files)
+
+
+def resolve(src, rel, inc):
+    """The file an #include "inc" in rel names, as the build's include path
+    (the file's folder, lib/, kernels/, include/) finds it."""
+    for base in (os.path.dirname(rel), "lib", "kernels", "include"):
+        cand = os.path.normpath(os.path.join(base, inc))
+        if os.path.isfile(os.path.join(src, cand)):
+            return cand
+    return None
+
+
+def sccs(nodes, edges):
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_includes(src, errors):
+    files = scan(src)
+    includes = {}
+    for rel in files:
+        with open(os.path.join(src, rel), encoding="utf-8",
+                  errors="replace") as f:
+            text = f.read()
+        incs = []
+        for inc in INCLUDE_RE.findall(text):
+            target = resolve(src, rel, inc)
+            if target is None:
+                errors.append('%s: #include "%s" names no file of lib/, '
+                              'kernels/ or include/' % (rel, inc))
+                continue
+            incs.append(target)
+        includes[rel] = incs
+
+    # (a) the order.
+    for rel, incs in includes.items():
+        me = layer_of(rel)
+        if me not in ALLOWED:
+            errors.append("%s: folder %s is in no layer (add it to ALLOWED "
+                          "here and to the order in lib/CMakeLists.txt)"
+                          % (rel, me))
+            continue
+        for t in incs:
+            them = layer_of(t)
+            if them == "api" or them in ALLOWED[me]:
+                continue
+            errors.append("%s includes %s: %s may not depend on %s"
+                          % (rel, t, me, them))
+
+    # (b) mutual includes between units.
+    unit = {}
+    for rel, incs in includes.items():
+        unit[rel] = rel[:-2] if rel.endswith(".h") else rel
+        if not rel.endswith(".h") and incs and \
+                os.path.dirname(incs[0]) == os.path.dirname(rel):
+            unit[rel] = incs[0][:-2]
+    edges = {}
+    for rel, incs in includes.items():
+        for t in incs:
+            if t in unit and unit[t] != unit[rel]:
+                edges.setdefault(unit[rel], set()).add(unit[t])
+    for comp in sccs(set(unit.values()), edges):
+        errors.append("includes form a cycle between: %s" % ", ".join(comp))
+
+
+def nm_archive(lib):
+    """{member: (defined globals, undefined)} from nm of the archive."""
+    out = subprocess.run(["nm", lib], check=True, capture_output=True,
+                         text=True).stdout
+    objs, cur = {}, None
+    for line in out.splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            cur = line[:-1]
+            objs[cur] = (set(), set())
+            continue
+        parts = line.split()
+        if cur is None or len(parts) < 2:
+            continue
+        if parts[0] == "U" and len(parts) == 2:
+            objs[cur][1].add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDBRVWGS" and \
+                parts[1].isupper():
+            objs[cur][0].add(parts[2])
+    return objs
+
+
+def check_calls(src, lib, errors):
+    by_base = {}
+    for rel in scan(src):
+        if rel.endswith((".c", ".cu")):
+            by_base.setdefault(os.path.basename(rel), []).append(rel)
+    objs = nm_archive(lib)
+    if not objs:
+        errors.append("%s: no object files in the archive" % lib)
+        return
+    source = {}
+    for member in objs:
+        base = member[:-2] if member.endswith(".o") else member
+        cands = by_base.get(base, [])
+        if len(cands) != 1:
+            errors.append("%s: archive member %s matches %d sources (%s): "
+                          "give every library source its own name"
+                          % (lib, member, len(cands), ", ".join(cands)))
+            continue
+        source[member] = cands[0]
+    definer = {}
+    for member, (defs, _) in objs.items():
+        for s in defs:
+            definer[s] = member
+    edges, why = {}, {}
+    for member, (_, undef) in objs.items():
+        if member not in source:
+            continue
+        for s in sorted(undef):
+            d = definer.get(s)
+            if d is None or d == member or d not in source:
+                continue
+            edges.setdefault(member, set()).add(d)
+            why.setdefault((member, d), s)
+            me, them = layer_of(source[member]), layer_of(source[d])
+            if me in ALLOWED and them not in ALLOWED[me]:
+                errors.append("%s calls %s (%s): %s may not depend on %s"
+                              % (source[member], s, source[d], me, them))
+    for comp in sccs(set(source), edges):
+        pairs = []
+        for a in comp:
+            for b in comp:
+                if (a, b) in why:
+                    pairs.append("%s -> %s (%s)" % (source[a], source[b],
+                                                   why[(a, b)]))
+        errors.append("object files call each other: " + "; ".join(pairs))
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.stderr.write(__doc__)
+        return 1
+    src = sys.argv[1]
+    errors = []
+    check_includes(src, errors)
+    if len(sys.argv) == 3:
+        check_calls(src, sys.argv[2], errors)
+    for e in errors:
+        print("layers: " + e)
+    if errors:
+        print("layers: %d problem(s); the order is in tests/check_layers.py "
+              "and lib/CMakeLists.txt" % len(errors))
+        return 1
+    print("layers: every include%s points down, no cycles"
+          % (" and call" if len(sys.argv) == 3 else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
