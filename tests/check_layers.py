@@ -5,23 +5,27 @@ Usage: check_layers.py SOURCE_DIR [LIBGPUFEED.a]
 
 The layers, lowest first (also written in lib/CMakeLists.txt):
 
-    common                        errors, logging, limits, CRC32C, scratch
-    format  decode  io  xform     peers: each uses only common
-    kernels                       the CUDA kernels: only the xform contract
-    gpu                           the device pool and the loader's GPU stage
-    pipeline                      the loader and what only it uses
+    common                 errors, logging, limits, CRC32C, scratch
+    format  decode  io     peers: each uses only common
+    xform                  the transform contract and its CPU reference
+                           (which uses decode's gradient unfilter)
+    kernels                the CUDA kernels: only the xform contract
+    gpu                    the device pool and the loader's GPU stage
+    pipeline               the loader and what only it uses
 
 include/gpufeed.h (the public API) may be included anywhere.
 
 It fails on
   (a) an #include "..." in lib/ or kernels/ that goes against that order
       (a folder including one it may not);
-  (b) two units whose includes form a cycle (a unit is a header and the .c
-      files whose first include it is, or a lone file);
+  (b) headers whose includes form a loop, and two source files that each
+      include the other's own header (the first include, of its folder);
   (c) with the built static library: a cycle of calls between object files
       (A calls a function defined in B and B, directly or through others,
       one defined in A, from nm's defined and undefined symbols), and a
-      call from an object into a folder its layer may not use.
+      call from an object into a folder its layer may not use, or into a
+      file only its own folder may call (FOLDER_PRIVATE: the codecs behind
+      decode/codec.c, the backends behind io/reader.c).
 Exit 0 pass, 1 fail.
 """
 import os
@@ -35,12 +39,19 @@ ALLOWED = {
     "format": {"common", "format"},
     "decode": {"common", "decode"},
     "io": {"common", "io"},
-    "xform": {"common", "xform"},
+    "xform": {"common", "decode", "xform"},
     "kernels": {"xform", "kernels"},
     "gpu": {"common", "xform", "kernels", "gpu"},
     "pipeline": {"common", "format", "decode", "io", "xform", "gpu",
                  "pipeline"},
 }
+
+# Files that only their own folder may call: the codecs behind the decode
+# dispatcher (codec.c) and the I/O backends behind the reader (reader.c),
+# and what those share. Whoever else needs one of them goes through the
+# dispatcher.
+FOLDER_PRIVATE = {"lib/decode/png.c", "lib/decode/zstd.c", "lib/decode/opts.c",
+                  "lib/io/uring.c", "lib/io/pread.c", "lib/io/slot.c"}
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCE_EXT = (".c", ".h", ".cu")
@@ -144,20 +155,25 @@ def check_includes(src, errors):
             errors.append("%s includes %s: %s may not depend on %s"
                           % (rel, t, me, them))
 
-    # (b) mutual includes between units.
-    unit = {}
+    # (b) headers that include each other (directly or round a loop), and
+    # two source files each including the other's own header (a file's own
+    # header: the one of its folder it includes first, as every file here
+    # does).
+    hedges = {rel: {t for t in incs if t.endswith(".h")}
+              for rel, incs in includes.items() if rel.endswith(".h")}
+    for comp in sccs(set(hedges), hedges):
+        errors.append("headers include each other: %s" % ", ".join(comp))
+    own = {}
     for rel, incs in includes.items():
-        unit[rel] = rel[:-2] if rel.endswith(".h") else rel
         if not rel.endswith(".h") and incs and \
                 os.path.dirname(incs[0]) == os.path.dirname(rel):
-            unit[rel] = incs[0][:-2]
-    edges = {}
-    for rel, incs in includes.items():
-        for t in incs:
-            if t in unit and unit[t] != unit[rel]:
-                edges.setdefault(unit[rel], set()).add(unit[t])
-    for comp in sccs(set(unit.values()), edges):
-        errors.append("includes form a cycle between: %s" % ", ".join(comp))
+            own[rel] = incs[0]
+    for a_ in sorted(own):
+        for b_ in sorted(own):
+            if a_ < b_ and own[a_] != own[b_] and \
+                    own[b_] in includes[a_] and own[a_] in includes[b_]:
+                errors.append("%s and %s include each other's header (%s, "
+                              "%s)" % (a_, b_, own[b_], own[a_]))
 
 
 def nm_archive(lib):
@@ -218,6 +234,12 @@ def check_calls(src, lib, errors):
             if me in ALLOWED and them not in ALLOWED[me]:
                 errors.append("%s calls %s (%s): %s may not depend on %s"
                               % (source[member], s, source[d], me, them))
+            if source[d] in FOLDER_PRIVATE and \
+                    os.path.dirname(source[d]) != \
+                    os.path.dirname(source[member]):
+                errors.append("%s calls %s of %s, which only its own folder "
+                              "may call (go through its dispatcher)"
+                              % (source[member], s, source[d]))
     for comp in sccs(set(source), edges):
         pairs = []
         for a in comp:

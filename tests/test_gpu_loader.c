@@ -18,7 +18,7 @@
 #include "cuda_testutil.h"
 #include "delay.h"
 #include "gpu/stage.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>

@@ -23,7 +23,7 @@
 #define GF_GPU_STAGE_H
 
 #include "common/common.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 typedef struct gf_stage gf_stage;
 

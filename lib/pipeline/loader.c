@@ -32,7 +32,7 @@
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
 #include "pipeline/trace.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -235,8 +235,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
     *shape = smp->stored;
     rc = 0;
   } else if (gpu_unfilters(l, smp)) {
-    rc = gf_zstd_decompress(buf, (size_t)len, dst,
-                            (size_t)gf_shape_bytes(&smp->stored));
+    rc = gf_decode_filtered(smp->codec, buf, (size_t)len, &smp->stored, dst,
+                            (size_t)l->stride);
     *shape = smp->stored;
     *filtered = 1;
   } else {
