@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Checks that every dependency inside the library points down.
 
-Usage: check_layers.py SOURCE_DIR [LIBGPUFEED.a]
+Usage: check_layers.py SOURCE_DIR [OBJECTS]
+
+OBJECTS: the library's object files, separated by ';' (as CMake's
+$<TARGET_OBJECTS:gpufeed_obj> gives them).
 
 The layers, lowest first (also written in lib/CMakeLists.txt):
 
@@ -20,7 +23,7 @@ It fails on
       (a folder including one it may not);
   (b) headers whose includes form a loop, and two source files that each
       include the other's own header (the first include, of its folder);
-  (c) with the built static library: a cycle of calls between object files
+  (c) with the built object files: a cycle of calls between object files
       (A calls a function defined in B and B, directly or through others,
       one defined in A, from nm's defined and undefined symbols), and a
       call from an object into a folder its layer may not use, or into a
@@ -176,46 +179,55 @@ def check_includes(src, errors):
                               "%s)" % (a_, b_, own[b_], own[a_]))
 
 
-def nm_archive(lib):
-    """{member: (defined globals, undefined)} from nm of the archive."""
-    out = subprocess.run(["nm", lib], check=True, capture_output=True,
-                         text=True).stdout
-    objs, cur = {}, None
-    for line in out.splitlines():
-        if line.endswith(":") and not line.startswith(" "):
-            cur = line[:-1]
-            objs[cur] = (set(), set())
-            continue
-        parts = line.split()
-        if cur is None or len(parts) < 2:
-            continue
-        if parts[0] == "U" and len(parts) == 2:
-            objs[cur][1].add(parts[1])
-        elif len(parts) == 3 and parts[1] in "TDBRVWGS" and \
-                parts[1].isupper():
-            objs[cur][0].add(parts[2])
+def nm_objects(objects):
+    """{object path: (defined globals, undefined)} from nm."""
+    objs = {}
+    for o in objects:
+        out = subprocess.run(["nm", o], check=True, capture_output=True,
+                             text=True).stdout
+        defs, undef = set(), set()
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "U":
+                undef.add(parts[1])
+            elif len(parts) == 3 and parts[1] in "TDBRVWGS" and \
+                    parts[1].isupper():
+                defs.add(parts[2])
+        objs[o] = (defs, undef)
     return objs
 
 
-def check_calls(src, lib, errors):
-    by_base = {}
-    for rel in scan(src):
-        if rel.endswith((".c", ".cu")):
-            by_base.setdefault(os.path.basename(rel), []).append(rel)
-    objs = nm_archive(lib)
+def source_of(src_files, obj):
+    """The source an object file of the build was compiled from: CMake
+    names it <folder>/<file>.o under the target's directory (lib/ and, for
+    the kernels, the source's path made relative)."""
+    path = obj.replace(os.sep, "/")
+    if path.endswith(".o"):
+        path = path[:-2]
+    best = None
+    for rel in src_files:
+        for cand in (rel, rel[len("lib/"):] if rel.startswith("lib/") else
+                     None):
+            if cand and path.endswith("/" + cand) and \
+                    (best is None or len(cand) > len(best[1])):
+                best = (rel, cand)
+    return best[0] if best else None
+
+
+def check_calls(src, objects, errors):
+    src_files = [r for r in scan(src) if r.endswith((".c", ".cu"))]
+    objs = nm_objects(objects)
     if not objs:
-        errors.append("%s: no object files in the archive" % lib)
+        errors.append("no object files given")
         return
     source = {}
-    for member in objs:
-        base = member[:-2] if member.endswith(".o") else member
-        cands = by_base.get(base, [])
-        if len(cands) != 1:
-            errors.append("%s: archive member %s matches %d sources (%s): "
-                          "give every library source its own name"
-                          % (lib, member, len(cands), ", ".join(cands)))
+    for o in objs:
+        rel = source_of(src_files, o)
+        if rel is None:
+            errors.append("%s: no source of lib/ or kernels/ matches this "
+                          "object file" % o)
             continue
-        source[member] = cands[0]
+        source[o] = rel
     definer = {}
     for member, (defs, _) in objs.items():
         for s in defs:
@@ -258,7 +270,7 @@ def main():
     errors = []
     check_includes(src, errors)
     if len(sys.argv) == 3:
-        check_calls(src, sys.argv[2], errors)
+        check_calls(src, [o for o in sys.argv[2].split(";") if o], errors)
     for e in errors:
         print("layers: " + e)
     if errors:
