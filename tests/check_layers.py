@@ -29,6 +29,9 @@ It fails on
       call from an object into a folder its layer may not use, or into a
       file only its own folder may call (FOLDER_PRIVATE: the codecs behind
       decode/codec.c, the backends behind io/reader.c).
+  (d) a function declared in a header written for one audience (AUDIENCE:
+      the loader's GPU stage, the CLI bench's CUDA helpers) that no file of
+      that audience calls: what only tests use belongs in tests/.
 Exit 0 pass, 1 fail.
 """
 import os
@@ -55,6 +58,16 @@ ALLOWED = {
 # dispatcher.
 FOLDER_PRIVATE = {"lib/decode/png.c", "lib/decode/zstd.c", "lib/decode/opts.c",
                   "lib/io/uring.c", "lib/io/pread.c", "lib/io/slot.c"}
+
+# Internal headers written for one audience: every function one declares
+# must be called from there, so that a call only the tests use does not
+# ship in the library (tests keep such helpers in tests/). The header's own
+# implementation files (<stem>_*.c beside it) do not count.
+AUDIENCE = {
+    "lib/gpu/stage.h": ("lib",),              # the loader's GPU stage
+    "lib/gpu/cudautil.h": ("tools", "bench"),  # the CLI bench's helpers
+}
+DECL_RE = re.compile(r"\b(gf_[a-z0-9_]+)\s*\(")
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCE_EXT = (".c", ".h", ".cu")
@@ -179,6 +192,41 @@ def check_includes(src, errors):
                               "%s)" % (a_, b_, own[b_], own[a_]))
 
 
+def check_audience(src, errors):
+    for header, where in sorted(AUDIENCE.items()):
+        path = os.path.join(src, header)
+        if not os.path.isfile(path):
+            errors.append("%s: missing (named in AUDIENCE)" % header)
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        names = sorted(set(DECL_RE.findall(text)))
+        stem = os.path.join(os.path.dirname(header),
+                            os.path.basename(header)[:-2])
+        users = []
+        for top in where:
+            for dirpath, _, files in os.walk(os.path.join(src, top)):
+                for n in files:
+                    rel = os.path.relpath(os.path.join(dirpath, n), src)
+                    if not n.endswith((".c", ".cu")) or \
+                            rel.startswith(stem + "_") or rel == stem + ".c":
+                        continue
+                    with open(os.path.join(src, rel), encoding="utf-8",
+                              errors="replace") as f:
+                        users.append(re.sub(r"/\*.*?\*/", "", f.read(),
+                                            flags=re.S))
+        for name in names:
+            # A call sits in a function body, indented; a line that starts
+            # at column 0 with the name is a declaration or a definition.
+            word = re.compile(r"^[ \t]+(?:\S.*)?\b%s\b" % re.escape(name),
+                              re.M)
+            if not any(word.search(u) for u in users):
+                errors.append("%s declares %s, which nothing in %s calls: "
+                              "move it where its callers are (tests/ for "
+                              "what only tests use)"
+                              % (header, name, "/, ".join(where) + "/"))
+
+
 def nm_objects(objects):
     """{object path: (defined globals, undefined)} from nm."""
     objs = {}
@@ -269,6 +317,7 @@ def main():
     src = sys.argv[1]
     errors = []
     check_includes(src, errors)
+    check_audience(src, errors)
     if len(sys.argv) == 3:
         check_calls(src, [o for o in sys.argv[2].split(";") if o], errors)
     for e in errors:
