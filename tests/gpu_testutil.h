@@ -13,7 +13,6 @@
 int gf_test_copy_to_host(void *dst, const void *src, size_t n);
 /* Free and total device memory of `device` (cudaMemGetInfo). Returns 0,
  * GF_ENODEVICE or GF_ECUDA. */
-int gf_test_gpu_mem_info(int32_t device, uint64_t *free_bytes,
-                         uint64_t *total);
+int gf_test_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total);
 
 #endif /* GF_GPU_TESTUTIL_H */

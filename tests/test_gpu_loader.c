@@ -196,7 +196,8 @@ int main(void) {
     void *dst;
     CUDA_CHECK(cudaMalloc(&dst, n));
     /* 200 ms on the stream, then copy what the batch's output holds. */
-    CUDA_CHECK(gf_test_launch_delay((cudaStream_t)stream, 200000000ull, b->output, dst, n));
+    CUDA_CHECK(gf_test_launch_delay((cudaStream_t)stream, 200000000ull,
+                                    b->output, dst, n));
     CHECK_OK(gf_loader_release_on(l, b, stream));
     /* Meanwhile the host takes and releases more batches: with two slots,
      * the second one after this reuses the released batch's blocks. */

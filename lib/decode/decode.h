@@ -77,6 +77,8 @@ void gf_scale16_to_u8(const void *src, uint8_t *dst, size_t n);
 void gf_convert_pixels(const void *src, const gf_shape *in, void *dst,
                        const gf_shape *out, size_t n);
 
+/* ---- Options (opts.c), for the dispatcher and the codecs -------------- */
+
 /* Copies *in (NULL: defaults) into *out after the checks every decode entry
  * point makes: struct_size, reserved fields zero, channels 0-4. Returns 0 or
  * -EINVAL with context. */
@@ -85,7 +87,7 @@ int gf_decode_opts_resolve(const gf_decode_opts *in, gf_decode_opts *out);
  * requested (0: stored), U16 only when stored U16 and keep_16bit. */
 gf_shape gf_decode_out_shape(const gf_shape *stored, const gf_decode_opts *o);
 
-/* ---- For the loader -------------------------------------------------- */
+/* ---- For the loader (codec.c) ----------------------------------------- */
 
 /* Decodes a gradzstd sample but leaves it gradient-filtered, for a
  * consumer that undoes the filter itself (the GPU transform does it in the

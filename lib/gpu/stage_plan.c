@@ -9,8 +9,9 @@
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
 uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
-  uint64_t per = round256(cfg->in_bytes) + round256(cfg->out_bytes) +
-                 round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
-                 round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg));
+  uint64_t per =
+      round256(cfg->in_bytes) + round256(cfg->out_bytes) +
+      round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
+      round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg));
   return per * cfg->slots;
 }
