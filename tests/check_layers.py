@@ -28,10 +28,12 @@ It fails on
       one defined in A, from nm's defined and undefined symbols), and a
       call from an object into a folder its layer may not use, or into a
       file only its own folder may call (FOLDER_PRIVATE: the codecs behind
-      decode/codec.c, the backends behind io/reader.c).
+      decode/codec.c, the backends behind io/reader.c);
   (d) a function declared in a header written for one audience (AUDIENCE:
       the loader's GPU stage, the CLI bench's CUDA helpers) that no file of
-      that audience calls: what only tests use belongs in tests/.
+      that audience calls: what only tests use belongs in tests/;
+  (e) a dependency's header (liburing.h, png.h, zstd.h, the CUDA runtime,
+      NVTX) included outside its one owner (SYSTEM_HEADER_OWNERS).
 Exit 0 pass, 1 fail.
 """
 import os
@@ -68,6 +70,19 @@ AUDIENCE = {
     "lib/gpu/cudautil.h": ("tools", "bench"),  # the CLI bench's helpers
 }
 DECL_RE = re.compile(r"\b(gf_[a-z0-9_]+)\s*\(")
+
+# Each dependency's header has its one includer (or, for the CUDA runtime,
+# its one family of files): a pattern of the paths allowed to include it.
+SYSTEM_HEADER_OWNERS = {
+    "liburing.h": r"lib/io/uring\.c$",
+    "png.h": r"lib/decode/png\.c$",
+    "zstd.h": r"lib/decode/zstd\.c$",
+    "nvtx3/nvToolsExt.h": r"lib/gpu/stage_cuda\.c$",
+    "cuda_runtime.h": r"(lib/gpu/[a-z_]+_cuda\.c|kernels/[a-z_]+\.(h|cu))$",
+    "cuda_runtime_api.h": r"(lib/gpu/[a-z_]+_cuda\.c|kernels/[a-z_]+\.(h|cu))$",
+    "cuda.h": r"(lib/gpu/[a-z_]+_cuda\.c|kernels/[a-z_]+\.(h|cu))$",
+}
+SYSTEM_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCE_EXT = (".c", ".h", ".cu")
@@ -146,6 +161,12 @@ def check_includes(src, errors):
         with open(os.path.join(src, rel), encoding="utf-8",
                   errors="replace") as f:
             text = f.read()
+        for sysinc in SYSTEM_INCLUDE_RE.findall(text):
+            owner = SYSTEM_HEADER_OWNERS.get(sysinc)
+            if owner and not re.search(owner, rel):
+                errors.append("%s includes <%s>: only %s may (one includer "
+                              "of each dependency's header)"
+                              % (rel, sysinc, owner))
         incs = []
         for inc in INCLUDE_RE.findall(text):
             target = resolve(src, rel, inc)
