@@ -14,6 +14,8 @@
 #ifndef GF_GATHER_H
 #define GF_GATHER_H
 
+#include "gather_seg.h"
+
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -24,12 +26,7 @@ extern "C" {
 #define GF_GATHER_TILE 65536u
 #define GF_GATHER_THREADS 256u
 
-typedef struct gf_gather_seg {
-  uint64_t src;   /* device address of the bytes to copy */
-  uint64_t dst;   /* offset in the destination buffer */
-  uint64_t len;   /* bytes (> 0) */
-  uint64_t tile0; /* tiles of the ranges before this one */
-} gf_gather_seg;
+/* gf_gather_seg (one range: src, dst, len, tile0) is in gather_seg.h. */
 
 /* Tiles a range of len bytes is cut into. */
 static inline uint64_t gf_gather_tiles(uint64_t len) {

@@ -13,13 +13,13 @@
 
 #include <cuda_runtime.h>
 
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One batch transform (see gf_transform and lib/pipeline/transform.h for
+/* One batch transform (see gf_transform and lib/xform/transform.h for
  * what it computes, byte-identical to gf_xform_ref). Pointers are device
  * memory unless said otherwise. */
 typedef struct gf_xform_launch {

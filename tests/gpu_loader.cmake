@@ -2,7 +2,7 @@
 if(GPUFEED_HAVE_CUDA)
   gpufeed_add_test(test_gpu_loader
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_loader.c
+            ${CMAKE_CURRENT_LIST_DIR}/gpu_delay.cu
     LABELS gpu TIMEOUT 600)
   target_link_libraries(test_gpu_loader PRIVATE gpufeed_loader_fixture CUDA::cudart_static)
-  target_include_directories(test_gpu_loader PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
 endif()

@@ -2,7 +2,7 @@
 
 #include "decode/decode.h"
 #include "format/format.h"
-#include "gpu/stage.h"
+#include "gpu_testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +142,7 @@ static const uint8_t *batch_pixels(const gf_batch *b, uint8_t **owned) {
     return NULL;
   }
   uint8_t *p = malloc(b->output_bytes ? b->output_bytes : 1);
-  if (!p || gf_gpu_copy_to_host(p, b->output, b->output_bytes) < 0) {
+  if (!p || gf_test_copy_to_host(p, b->output, b->output_bytes) < 0) {
     fprintf(stderr, "batch %llu: cannot read the device output back: %s\n",
             (unsigned long long)b->index, gf_last_error()->message);
     free(p);

@@ -23,7 +23,7 @@
  * resumes, early destroys, errors seen, RSS and fd figures. */
 #include "loader_fixture.h"
 
-#include "gpu/stage.h"
+#include "gpu/cudautil.h"
 #include "pipeline/sampler.h"
 
 #include <dirent.h>

@@ -1,7 +1,7 @@
 /* CRC32C: known vectors, continuation, and the hardware path against the
  * table path and a bit-at-a-time reference on random buffers of random
  * lengths and alignments. */
-#include "format/format.h"
+#include "common/crc32c.h"
 #include "testutil.h"
 
 #include <stdlib.h>

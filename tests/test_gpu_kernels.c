@@ -22,7 +22,7 @@
 
 #include "decode/decode.h"
 #include "kernels.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #include <cuda_runtime.h>
 #include <errno.h>

@@ -16,9 +16,11 @@
 
 #include "common/fault.h"
 #include "cuda_testutil.h"
-#include "delay.h"
+#include "gpu/cudautil.h"
 #include "gpu/stage.h"
-#include "pipeline/transform.h"
+#include "gpu_delay.h"
+#include "gpu_testutil.h"
+#include "xform/transform.h"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -194,7 +196,8 @@ int main(void) {
     void *dst;
     CUDA_CHECK(cudaMalloc(&dst, n));
     /* 200 ms on the stream, then copy what the batch's output holds. */
-    CUDA_CHECK(gf_launch_spin((cudaStream_t)stream, 200000000ull, b->output, dst, n));
+    CUDA_CHECK(gf_test_launch_delay((cudaStream_t)stream, 200000000ull,
+                                    b->output, dst, n));
     CHECK_OK(gf_loader_release_on(l, b, stream));
     /* Meanwhile the host takes and releases more batches: with two slots,
      * the second one after this reuses the released batch's blocks. */
@@ -229,7 +232,7 @@ int main(void) {
     uint64_t free0, total, free1;
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaFree(0)); /* the context exists before the baseline */
-    CHECK_OK(gf_gpu_mem_info(0, &free0, &total));
+    CHECK_OK(gf_test_gpu_mem_info(0, &free0, &total));
     uint64_t worst = 0;
     /* GPUFEED_TEST_QUICK (under compute-sanitizer): 10 cycles. */
     int cycles = getenv("GPUFEED_TEST_QUICK") ? 10 : 100;
@@ -242,12 +245,12 @@ int main(void) {
       if (i % 10 == 0 && gf_loader_next(l, &b) == 0)
         gf_loader_release(l, b);
       uint64_t fr;
-      CHECK_OK(gf_gpu_mem_info(0, &fr, &total));
+      CHECK_OK(gf_test_gpu_mem_info(0, &fr, &total));
       if (free0 - fr > worst)
         worst = free0 - fr;
       gf_loader_destroy(l);
     }
-    CHECK_OK(gf_gpu_mem_info(0, &free1, &total));
+    CHECK_OK(gf_test_gpu_mem_info(0, &free1, &total));
     printf("device memory: baseline free %llu, after %d loaders %llu; most "
            "in use by one loader %llu (pool budget %llu)\n",
            (unsigned long long)free0, cycles, (unsigned long long)free1,

@@ -1,4 +1,4 @@
-/* The batch transform's CPU reference (lib/pipeline/transform.c):
+/* The batch transform's CPU reference (lib/xform/transform.c):
  * - a 2x3 RGB image to f32 NCHW and NHWC, against numbers written out here;
  * - crop with zero padding, horizontal flip, centered crop positions;
  * - float -> f16/bf16 rounding at known values (ties, subnormals,
@@ -11,7 +11,7 @@
 #include "testutil.h"
 
 #include "decode/decode.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #include <errno.h>
 #include <math.h>

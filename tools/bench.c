@@ -4,6 +4,7 @@
  * which stage limits the rate. */
 #include "cli.h"
 
+#include "gpu/cudautil.h"
 #include "gpu/stage.h"
 
 #include <stdlib.h>

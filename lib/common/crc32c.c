@@ -9,8 +9,7 @@
  *   build runs on any x86-64.
  * - elsewhere: slicing-by-8 tables (about 2 GB/s a core).
  * Both compute the same function; the tests compare them on random input. */
-#include "common/common.h"
-#include "format/format.h"
+#include "common/crc32c.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* The codec dispatcher behind the public calls gf_codec_name,
  * gf_codec_parse, gf_decode_shape, gf_decode and gf_encode, and the
- * per-thread scratch buffer the codecs share. */
+ * loader's gf_decode_filtered. It calls the codecs; they never call it. */
 #include "decode/decode.h"
+#include "common/scratch.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,119 +28,6 @@ int gf_codec_parse(const char *name) {
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "unknown codec '%s' (expected raw, png, zstd or gradzstd)",
                  name ? name : "(null)");
-}
-
-/* ---- scratch ----------------------------------------------------------- */
-
-/* Buffers up to this size stay with the thread between calls: they cover
- * the usual training images (a 1024x1024 RGBA u16 image is 8 MiB) without
- * a malloc and page faults per sample, and bound what an idle thread
- * holds. */
-#define GF_SCRATCH_KEEP ((size_t)32 << 20)
-
-typedef struct scratch_tls {
-  void *buf;
-  size_t cap;
-} scratch_tls;
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static int scratch_key_err;
-
-static void scratch_free(void *p) {
-  scratch_tls *t = p;
-  free(t->buf);
-  free(t);
-}
-
-static void scratch_key_init(void) {
-  scratch_key_err = pthread_key_create(&scratch_key, scratch_free);
-}
-
-static scratch_tls *scratch_tls_get(void) {
-  if (pthread_once(&scratch_once, scratch_key_init) != 0 || scratch_key_err)
-    return NULL;
-  scratch_tls *t = pthread_getspecific(scratch_key);
-  if (t)
-    return t;
-  t = calloc(1, sizeof *t);
-  if (t && pthread_setspecific(scratch_key, t) != 0) {
-    free(t);
-    t = NULL;
-  }
-  return t;
-}
-
-void *gf_scratch_get(size_t n) {
-  void *p = NULL;
-  if (n <= GF_SCRATCH_KEEP) {
-    scratch_tls *t = scratch_tls_get();
-    if (t && t->cap >= n)
-      return t->buf;
-    if (t) {
-      free(t->buf);
-      t->cap = 0;
-      /* Round up so slowly growing requests do not reallocate each time. */
-      size_t want = n < 65536 ? 65536 : n + n / 4;
-      if (want > GF_SCRATCH_KEEP)
-        want = GF_SCRATCH_KEEP;
-      t->buf = malloc(want);
-      if (t->buf) {
-        t->cap = want;
-        return t->buf;
-      }
-    }
-  }
-  p = malloc(n ? n : 1);
-  if (!p)
-    gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
-            "out of memory for a %zu-byte decode buffer", n);
-  return p;
-}
-
-void gf_scratch_release(void *p) {
-  if (!p)
-    return;
-  scratch_tls *t = scratch_key_err ? NULL : pthread_getspecific(scratch_key);
-  if (t && t->buf == p)
-    return;
-  free(p);
-}
-
-/* ---- options and shapes ------------------------------------------------ */
-
-int gf_decode_opts_resolve(const gf_decode_opts *in, gf_decode_opts *out) {
-  gf_decode_opts def = GF_DECODE_OPTS_INIT;
-  *out = def;
-  if (!in)
-    return 0;
-  int rc = gf_check_struct_size(in->struct_size, sizeof *in, "gf_decode_opts");
-  if (rc < 0)
-    return rc;
-  /* An older, smaller struct leaves the fields it lacks at their defaults. */
-  memcpy(out, in, in->struct_size);
-  out->struct_size = sizeof *out;
-  bool reserved_set = out->reserved0 != 0;
-  for (size_t i = 0; i < sizeof out->reserved / sizeof out->reserved[0]; i++)
-    reserved_set = reserved_set || out->reserved[i] != 0;
-  if (reserved_set)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "gf_decode_opts: reserved fields must be zero");
-  if (out->channels > 4)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "gf_decode_opts: channels %u is not valid (expected 0 to "
-                   "keep the image's own, or 1, 3, 4)",
-                   out->channels);
-  return 0;
-}
-
-gf_shape gf_decode_out_shape(const gf_shape *stored, const gf_decode_opts *o) {
-  gf_shape s = *stored;
-  if (o->channels)
-    s.channels = o->channels;
-  if (s.dtype == GF_DTYPE_U16 && !o->keep_16bit)
-    s.dtype = GF_DTYPE_U8;
-  return s;
 }
 
 static int check_codec(int codec) {
@@ -299,6 +186,25 @@ int gf_decode(int codec, const void *src, size_t src_len,
     return gf_fail_context(rc, NULL, GF_NO_INDEX, gf_codec_name(codec));
   *out = s;
   return 0;
+}
+
+int gf_decode_filtered(int codec, const void *src, size_t src_len,
+                       const gf_shape *stored, void *dst, size_t dst_cap) {
+  if (!src || !stored || !dst)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_decode_filtered: NULL argument");
+  if (codec != GF_CODEC_GRADZSTD)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "only a gradzstd sample can be left filtered, not %s",
+                   gf_codec_name(codec) ? gf_codec_name(codec) : "unknown");
+  uint64_t want = gf_shape_bytes(stored);
+  if (want > dst_cap)
+    return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "destination holds %zu bytes, the filtered %ux%ux%u image "
+                   "needs %llu",
+                   dst_cap, stored->height, stored->width, stored->channels,
+                   (unsigned long long)want);
+  return gf_zstd_decompress(src, src_len, dst, (size_t)want);
 }
 
 int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,

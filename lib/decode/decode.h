@@ -1,10 +1,12 @@
 /* Internal interface between the codec dispatcher (codec.c: gf_decode,
- * gf_encode, gf_decode_shape) and the codecs. png.c is the only file that
- * includes png.h, zstd.c the only one that includes zstd.h.
+ * gf_encode, gf_decode_shape, gf_decode_filtered) and the codecs (png.c,
+ * zstd.c, grad.c, convert.c), and what both use (opts.c). Calls go one
+ * way: the dispatcher calls the codecs, never the reverse. png.c is the
+ * only file that includes png.h, zstd.c the only one that includes zstd.h.
  *
  * Every function here may be called from any thread: the only state they
- * keep is per thread (zstd contexts, a scratch buffer), released when the
- * thread exits. */
+ * keep is per thread (zstd contexts, the scratch buffer of
+ * common/scratch.h), released when the thread exits. */
 #ifndef GF_DECODE_H
 #define GF_DECODE_H
 
@@ -75,6 +77,8 @@ void gf_scale16_to_u8(const void *src, uint8_t *dst, size_t n);
 void gf_convert_pixels(const void *src, const gf_shape *in, void *dst,
                        const gf_shape *out, size_t n);
 
+/* ---- Options (opts.c), for the dispatcher and the codecs -------------- */
+
 /* Copies *in (NULL: defaults) into *out after the checks every decode entry
  * point makes: struct_size, reserved fields zero, channels 0-4. Returns 0 or
  * -EINVAL with context. */
@@ -83,13 +87,17 @@ int gf_decode_opts_resolve(const gf_decode_opts *in, gf_decode_opts *out);
  * requested (0: stored), U16 only when stored U16 and keep_16bit. */
 gf_shape gf_decode_out_shape(const gf_shape *stored, const gf_decode_opts *o);
 
-/* A per-thread scratch buffer of at least n bytes for a decode that cannot
- * write straight into the caller's buffer. Small ones are kept for the
- * thread's next call (freed at thread exit), large ones are malloc'd and
- * freed on release. n must have passed the limits. Returns NULL on -ENOMEM
- * (with context recorded). Each gf_scratch_get is paired with one
- * gf_scratch_release; one buffer at a time per thread. */
-void *gf_scratch_get(size_t n);
-void gf_scratch_release(void *p);
+/* ---- For the loader (codec.c) ----------------------------------------- */
+
+/* Decodes a gradzstd sample but leaves it gradient-filtered, for a
+ * consumer that undoes the filter itself (the GPU transform does it in the
+ * same pass as the conversion): zstd only, exactly gf_shape_bytes(stored)
+ * bytes into dst (dst_cap at least that), with the checks of
+ * gf_zstd_decompress. The pixels are then those of `stored`, filtered:
+ * no channel or bit-depth conversion applies. Returns 0, GF_EDECODE,
+ * GF_ESHAPE (dst_cap too small) or -EINVAL (not a gradzstd sample, NULL
+ * argument). Any thread. */
+int gf_decode_filtered(int codec, const void *src, size_t src_len,
+                       const gf_shape *stored, void *dst, size_t dst_cap);
 
 #endif

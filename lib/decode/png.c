@@ -6,6 +6,7 @@
  * callback keeps libpng's message, and the landing site turns it into a
  * GF_EDECODE with that reason; nothing is printed, nothing aborts. */
 #include "decode/decode.h"
+#include "common/scratch.h"
 
 #include <png.h>
 #include <stdlib.h>

@@ -92,14 +92,6 @@ static inline uint32_t gf_record_crc(uint64_t idx, const uint8_t *rec) {
   return gf_crc32c(gf_crc32c(0, le, 8), rec, GF_REC_RECORD_CRC);
 }
 
-/* The two CRC32C implementations behind gf_crc32c(), for the tests that
- * compare them (they belong with gf_crc32c in common, whose header is not
- * this area's). gf_crc32c_hw falls back to the table when the CPU lacks the
- * instruction; gf_crc32c_hw_available says whether it does. Any thread. */
-uint32_t gf_crc32c_sw(uint32_t crc, const void *buf, size_t len);
-uint32_t gf_crc32c_hw(uint32_t crc, const void *buf, size_t len);
-bool gf_crc32c_hw_available(void);
-
 typedef struct gf_writer gf_writer;
 
 typedef struct gf_writer_opts {

@@ -23,7 +23,7 @@
 #define GF_GPU_STAGE_H
 
 #include "common/common.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 typedef struct gf_stage gf_stage;
 
@@ -131,31 +131,6 @@ void gf_gpu_range_end(uint64_t id);
 /* The loader's device pool (for the caller's own buffers). */
 gf_device_pool *gf_stage_pool(gf_stage *st);
 
-/* ---- For the bench and the GPU tests (CUDA kept out of their code) ---- */
-
-/* Makes the CUDA context of `device` exist (cudaSetDevice + cudaFree(0)):
- * a training process has one before it creates a loader, so the bench
- * creates it first and reports its cost apart. */
-int gf_gpu_init(int32_t device);
-/* A non-blocking stream on `device` (*stream is a cudaStream_t). */
-int gf_gpu_stream_create(int32_t device, void **stream);
-void gf_gpu_stream_destroy(void *stream);
-/* Waits on the host for everything queued on `stream`. */
-int gf_gpu_stream_sync(void *stream);
-/* An event for the host to wait on without spinning: recorded on a stream,
- * waited on with the calling thread asleep (cudaEventBlockingSync), so a
- * consumer waiting for its training step leaves its core to the workers.
- * *ev is a cudaEvent_t. */
-int gf_gpu_event_create(int32_t device, void **ev);
-void gf_gpu_event_destroy(void *ev);
-int gf_gpu_event_record(void *ev, void *stream);
-int gf_gpu_event_wait(void *ev);
-/* Keeps `stream` busy for ms milliseconds (a spinning kernel). */
-int gf_gpu_spin(void *stream, double ms);
-/* Pinned host-to-device bandwidth: `bytes` from cudaHostAlloc'd memory to
- * a device buffer, `reps` copies timed with events on one stream (after a
- * warm-up copy). Writes GB/s (1e9 bytes/s). */
-int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps);
 /* Pins [addr, addr + len) of anonymous host memory for device reads
  * (cudaHostRegister, mapped) and writes its device address to *dev: the
  * host cache's pinner. Returns 0, GF_ENODEVICE (no CUDA) or GF_ECUDA /
@@ -163,10 +138,5 @@ int gf_gpu_h2d_probe(int32_t device, uint64_t bytes, int reps, double *gbps);
 int gf_gpu_pin(int32_t device, void *addr, size_t len, uint64_t *dev);
 /* Undoes gf_gpu_pin once no device work reads the memory any more. */
 void gf_gpu_unpin(int32_t device, void *addr);
-/* Copies n bytes of device memory at src to host memory at dst and waits
- * (tests checking a device batch). Returns 0, GF_ENODEVICE or GF_ECUDA. */
-int gf_gpu_copy_to_host(void *dst, const void *src, size_t n);
-/* Free and total device memory (cudaMemGetInfo). */
-int gf_gpu_mem_info(int32_t device, uint64_t *free_bytes, uint64_t *total);
 
 #endif

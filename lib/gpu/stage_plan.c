@@ -2,15 +2,16 @@
  * every build, so the memory plan is the same with or without CUDA. */
 #include "gpu/stage.h"
 
-/* Must match kernels/gather.h's gf_gather_seg (4 x 8 bytes): the device
- * copy of a slot's gather list sits after its parameters. */
-#define GATHER_SEG_BYTES 32u
+#include "gather_seg.h" /* the device copy of a slot's gather list sits
+                           after its parameters: sized from the kernel's
+                           own struct, in builds without CUDA too */
 
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
 uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
-  uint64_t per = round256(cfg->in_bytes) + round256(cfg->out_bytes) +
-                 round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
-                 round256((uint64_t)cfg->max_samples * GATHER_SEG_BYTES);
+  uint64_t per =
+      round256(cfg->in_bytes) + round256(cfg->out_bytes) +
+      round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
+      round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg));
   return per * cfg->slots;
 }

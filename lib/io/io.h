@@ -20,6 +20,10 @@
  * any thread, then call it from one thread at a time). Any number of
  * readers may exist. uring.c is the only file that includes liburing.h.
  *
+ * Files: reader.c implements these calls and drives one of two backends
+ * (io/backend.h: uring.c, pread.c); both step their reads with slot.c
+ * (io/slot.h). Calls go down only: reader -> backend -> slot.
+ *
  * Every read passes through the fault layer (common/fault.h): uring_setup
  * at ring creation, uring_cqe on each completion's result, pread on each
  * pread call of the fallback. */
@@ -156,69 +160,5 @@ void gf_reader_get_stats(const gf_reader *r, gf_reader_stats *out);
 int gf_reader_register(gf_reader *r, const struct iovec *iov, unsigned n);
 /* Forgets the registered regions. Returns 0 or -EBUSY (reads outstanding). */
 int gf_reader_unregister(gf_reader *r);
-
-/* ---- Between the files of lib/io only -------------------------------------
- * reader.c keeps the request slots and the queues and drives a backend:
- * uring.c (a ring) or pread.c (a thread pool). */
-
-/* One accepted read and its progress. */
-typedef struct gf_io_slot {
-  gf_read_req req;
-  uint64_t done;         /* bytes read so far */
-  uint64_t hiwater;      /* direct: furthest unaligned end seen (end of file) */
-  int64_t result;        /* final result once complete */
-  uint32_t retries;      /* consecutive -EAGAIN/-EINTR */
-  uint32_t direct_align; /* 0 when not direct */
-  /* counters for gf_reader_stats, summed when the read is returned */
-  uint32_t ops, continued, retried, fixed_ops;
-} gf_io_slot;
-
-/* The next operation a slot needs: the rest of the read, at most 1 GiB. */
-void gf_io_slot_next(const gf_io_slot *s, uint64_t *off, void **buf,
-                     uint32_t *len);
-/* Takes the result `res` of an operation of `asked` bytes for slot s.
- * Returns true when the read is complete (s->result set), false when it
- * needs another operation (continue or retry). */
-bool gf_io_slot_step(gf_io_slot *s, int64_t res, uint32_t asked);
-
-/* uring.c */
-typedef struct gf_io_uring gf_io_uring;
-/* Creates a ring of `depth` entries. On failure returns -errno and writes
- * the reason (function, error name, likely cause) into why. */
-int gf_io_uring_create(unsigned depth, gf_io_uring **out, char *why,
-                       size_t why_len);
-/* Waits for the operations in the kernel, then frees. NULL accepted. */
-void gf_io_uring_destroy(gf_io_uring *u);
-/* Operations that can still be queued before the ring is full. */
-unsigned gf_io_uring_space(const gf_io_uring *u);
-/* Queues the next operation of slot `id` (does not submit). Returns false
- * when the ring has no free entry. */
-bool gf_io_uring_prep(gf_io_uring *u, uint32_t id, gf_io_slot *s);
-/* Submits everything queued with one system call. Returns 0 or -errno;
- * -EAGAIN/-EBUSY/-EINTR are not errors (retried at the next call). */
-int gf_io_uring_submit(gf_io_uring *u, uint64_t *submit_calls);
-/* Collects up to max completions (ids[], res[]), waiting for one when
- * `wait` and none is ready. The uring_cqe fault site applies to each
- * result. Returns the count or -errno. */
-int gf_io_uring_reap(gf_io_uring *u, bool wait, uint32_t *ids, int64_t *res,
-                     unsigned max);
-int gf_io_uring_register(gf_io_uring *u, const struct iovec *iov, unsigned n);
-int gf_io_uring_unregister(gf_io_uring *u);
-
-/* pread.c */
-typedef struct gf_io_pool gf_io_pool;
-/* Starts `threads` threads that run the slots pushed to them. Queues hold
- * up to nslots ids. Returns 0, -ENOMEM or -errno from pthread_create. */
-int gf_io_pool_create(gf_io_slot *slots, uint32_t nslots, unsigned threads,
-                      gf_io_pool **out);
-/* Lets each thread finish the read it is running, drops the queued ones,
- * joins the threads and frees. NULL accepted. */
-void gf_io_pool_destroy(gf_io_pool *p);
-/* Queues slot ids for the threads (the caller keeps the count bounded). */
-void gf_io_pool_push(gf_io_pool *p, const uint32_t *ids, unsigned n);
-/* Takes up to max completed slot ids, blocking until at least min are
- * there (the caller never asks for more than are outstanding). */
-unsigned gf_io_pool_reap(gf_io_pool *p, uint32_t *ids, unsigned max,
-                         unsigned min);
 
 #endif /* GF_IO_H */

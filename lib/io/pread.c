@@ -1,7 +1,7 @@
 /* The pread backend: a few threads that each run one whole read at a time
  * (continuations and retries included) with pread, for kernels or
  * containers without io_uring. */
-#include "io/io.h"
+#include "io/backend.h"
 
 #include "common/fault.h"
 

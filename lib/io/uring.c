@@ -1,6 +1,6 @@
 /* The io_uring backend: one ring per reader. The only file of the project
  * that includes liburing.h. */
-#include "io/io.h"
+#include "io/backend.h"
 
 #include "common/fault.h"
 

@@ -53,7 +53,7 @@
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
 #include "pipeline/trace.h"
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -59,8 +59,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
     *shape = smp->stored;
     rc = 0;
   } else if (gpu_unfilters(l, smp)) {
-    rc = gf_zstd_decompress(buf, (size_t)len, dst,
-                            (size_t)gf_shape_bytes(&smp->stored));
+    rc = gf_decode_filtered(smp->codec, buf, (size_t)len, &smp->stored, dst,
+                            (size_t)l->stride);
     *shape = smp->stored;
     *filtered = 1;
   } else {

@@ -1,10 +1,11 @@
 /* The batch transform on the CPU: random choices, shape rule, checks and
  * the reference that host mode runs (see transform.h for the arithmetic
  * every implementation must reproduce). */
-#include "pipeline/transform.h"
+#include "xform/transform.h"
 
 #include "common/common.h"
-#include "decode/decode.h" /* gf_grad_unfilter, gf_scratch_get */
+#include "common/scratch.h"
+#include "decode/decode.h" /* gf_grad_unfilter */
 
 #include <math.h> /* isfinite */
 #include <string.h>

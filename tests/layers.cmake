@@ -1,0 +1,7 @@
+# The library's layers (lib/CMakeLists.txt): every #include of lib/ and
+# kernels/ points down, no two files include each other's headers, and
+# (from nm of the built object files) no two object files call each other.
+add_test(NAME check_layers
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_layers.sh ${CMAKE_SOURCE_DIR}
+          "$<TARGET_OBJECTS:gpufeed_obj>")
+gpufeed_test_props(check_layers 120 layers)
