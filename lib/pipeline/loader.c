@@ -118,7 +118,11 @@ struct gf_loader {
   char *source_path, *labels_path;
   gf_source *src;
   gf_sampler sampler; /* the dispatcher's; under mu */
-  uint64_t share;     /* samples of this rank's epoch share */
+  uint64_t share;     /* samples of this rank's share of a full epoch */
+  /* The source's fingerprint for resume states, made at the first export
+   * or import (consumer thread only). */
+  uint64_t fingerprint;
+  bool have_fingerprint;
   gf_decode_opts dopts;
   gf_cache *cache;
   uint64_t stride;     /* bytes a sample in a slot */
@@ -549,18 +553,20 @@ static void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
 
 /* Assigns the next batch of the dispatch order to free slot s. Under mu. */
 static void dispatch(gf_loader *l, slot *s) {
-  uint64_t B = l->cfg.batch_size;
+  uint64_t B = l->cfg.batch_size, share;
   for (;;) {
-    uint64_t left = l->share - l->d_pos;
-    if (l->d_pos < l->share && !(l->cfg.drop_last && left < B))
+    /* A resumed epoch's share differs from a full one's. */
+    if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
+      gf_sampler_set_epoch(&l->sampler, l->d_epoch);
+    share = gf_sampler_samples_per_epoch(&l->sampler);
+    uint64_t left = share - l->d_pos;
+    if (l->d_pos < share && !(l->cfg.drop_last && left < B))
       break;
     l->d_epoch++;
     l->d_pos = 0;
     l->d_k = 0;
   }
-  if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
-    gf_sampler_set_epoch(&l->sampler, l->d_epoch);
-  uint64_t left = l->share - l->d_pos;
+  uint64_t left = share - l->d_pos;
   uint32_t count = (uint32_t)(left < B ? left : B);
   s->seq = l->next_seq++;
   s->epoch = l->d_epoch;
@@ -1447,7 +1453,7 @@ static void repair(gf_loader *l, slot *s) {
       pthread_mutex_unlock(&l->stat_mu);
       add(&l->skipped, 1);
       s->batch.skipped++;
-      if (pos >= l->share)
+      if (pos >= gf_sampler_samples_per_epoch(&l->sampler))
         break;
       uint64_t idx = gf_sampler_get(&l->sampler, pos++);
       uint8_t *dst = s->data + (uint64_t)j * l->stride;
@@ -1591,7 +1597,9 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
       s->state = SLOT_FREE;
       l->c_seq++;
       l->c_pos = s->end_pos;
-      restart_at(l, s->epoch, l->share, s->k + 1);
+      /* repair() left the sampler at s->epoch. */
+      restart_at(l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler),
+                 s->k + 1);
       l->next_seq = l->c_seq;
       pthread_mutex_unlock(&l->mu);
       return next_impl(l, stream, out);
@@ -1687,9 +1695,13 @@ int gf_loader_release(gf_loader *l, gf_batch *b) {
   return gf_loader_release_on(l, b, NULL);
 }
 
-/* Moves both cursors to (epoch, pos, k). Under mu. */
-static void seek(gf_loader *l, uint64_t epoch, uint64_t pos, uint64_t k) {
+/* Moves both cursors to (epoch, pos, k), the epoch starting at global
+ * position `start` (0: a full epoch; sampler.h section 4). Under mu. */
+static void seek(gf_loader *l, uint64_t epoch, uint64_t start, uint64_t pos,
+                 uint64_t k) {
   cancel_all(l);
+  /* Paused now: no worker dispatches from the sampler until restart_at. */
+  gf_sampler_set_resume(&l->sampler, epoch, start);
   l->c_epoch = epoch;
   l->c_pos = pos;
   l->c_k = k;
@@ -1701,58 +1713,53 @@ int gf_loader_set_epoch(gf_loader *l, uint64_t epoch) {
     return cfg_fail("set_epoch", "needs a loader");
   pthread_mutex_lock(&l->mu);
   /* Already there (the usual call right after GF_EEPOCHEND): keep what the
-   * workers prefetched. */
-  if (!(l->c_epoch == epoch && l->c_pos == 0 && l->c_k == 0))
-    seek(l, epoch, 0, 0);
+   * workers prefetched; a resumed epoch is not its beginning. */
+  if (!(l->c_epoch == epoch && l->c_pos == 0 && l->c_k == 0 &&
+        gf_sampler_epoch_start(&l->sampler, epoch) == 0))
+    seek(l, epoch, 0, 0, 0);
   pthread_mutex_unlock(&l->mu);
   return 0;
+}
+
+static uint64_t fingerprint(gf_loader *l) {
+  if (!l->have_fingerprint) {
+    l->fingerprint = gf_source_fingerprint(l->src);
+    l->have_fingerprint = true;
+  }
+  return l->fingerprint;
 }
 
 int gf_loader_state_export(gf_loader *l, gf_loader_state *st) {
   if (!l || !st)
     return cfg_fail("state_export", "needs a loader and a state");
+  uint64_t fp = fingerprint(l);
+  /* Under the lock: workers move the sampler's epoch while dispatching. */
   pthread_mutex_lock(&l->mu);
-  memset(st, 0, sizeof *st);
-  st->version = GF_LOADER_STATE_VERSION;
-  st->world = l->cfg.world;
-  st->seed = l->cfg.seed;
-  st->epoch = l->c_epoch;
-  st->position = l->c_pos;
-  st->batch = l->c_k;
-  st->config_check = gf_sampler_config_check(&l->sampler);
+  gf_sampler s = l->sampler;
+  uint64_t epoch = l->c_epoch, pos = l->c_pos, k = l->c_k;
   pthread_mutex_unlock(&l->mu);
-  return 0;
+  return gf_sampler_state_export(&s, fp, epoch, pos, k, st);
 }
 
 int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
   if (!l || !st)
     return cfg_fail("state_import", "needs a loader and a state");
-  /* Under the lock: workers move the sampler's epoch while dispatching. */
+  uint64_t fp = fingerprint(l);
   pthread_mutex_lock(&l->mu);
-  uint64_t check = gf_sampler_config_check(&l->sampler);
+  gf_sampler s = l->sampler;
   pthread_mutex_unlock(&l->mu);
-  const char *bad = NULL;
-  if (st->version != GF_LOADER_STATE_VERSION)
-    bad = "version";
-  else if (st->world != l->cfg.world)
-    bad = "world";
-  else if (st->seed != l->cfg.seed)
-    bad = "seed";
-  else if (st->config_check != check)
-    bad = "config_check (dataset size, order, batch size, partition or "
-          "drop_last differ)";
-  else if (st->position > l->share)
-    bad = "position";
-  if (bad)
-    return gf_fail(GF_ESTATE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "resume state does not match this loader: %s differs", bad);
+  uint64_t pos, k;
+  int rc = gf_sampler_state_import(&s, fp, st, &pos, &k);
+  if (rc < 0)
+    return rc;
   pthread_mutex_lock(&l->mu);
   if (lent_count(l)) {
     pthread_mutex_unlock(&l->mu);
     return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release every batch before importing a state");
   }
-  seek(l, st->epoch, st->position, st->batch);
+  seek(l, gf_sampler_epoch(&s), gf_sampler_epoch_start(&s, st->epoch), pos,
+       k);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }
