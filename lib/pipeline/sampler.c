@@ -481,10 +481,10 @@ int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
   if (st->world == c->world) {
     /* Exact: the same shares, so this rank stands where the exporting
      * one stood (a rank whose share in a resumed epoch is one shorter
-     * stops at its end). */
+     * stops at its end, after its own batches). */
     gf_sampler_set_resume(&t, st->epoch, st->start);
     pos = st->rank_position < t.share ? st->rank_position : t.share;
-    k = st->batch;
+    k = st->batch < t.batches ? st->batch : t.batches;
   } else {
     /* Elastic: the rest of the epoch restarts at the global position. */
     gf_sampler_set_resume(&t, st->epoch, global);
