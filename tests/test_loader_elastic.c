@@ -12,8 +12,18 @@
  *   a state at position 0 gives a full epoch of W', padding included;
  * - every batch holds the right pixels and labels;
  * - the next epoch is, rank by rank and batch by batch, what a fresh job
- *   of world size W' delivers. */
+ *   of world size W' delivers.
+ * And under the skip policy, over a dataset with bad samples: a same-size
+ * resume is exact (the batches after the cut are the uninterrupted run's),
+ * and an elastic one loses no good sample, delivers no bad one and no
+ * sample twice within the new job. */
 #include "loader_fixture.h"
+
+#include "format/format.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +227,144 @@ static void trial(uint32_t W, uint32_t W2, int t, uint64_t *rng) {
     fprintf(stderr, "  in trial: %s\n", what);
 }
 
+/* The batch hashes rank r of W delivers from where l stands to the end of
+ * the next epoch (epoch ends hash as 0). */
+static int run_on(gf_loader *l, uint64_t *h, int cap) {
+  int nb = 0, ends = 0;
+  while (ends < 2 && nb < cap) {
+    gf_batch *b;
+    int rc = take(l, &b);
+    if (rc < 0)
+      return -1;
+    if (rc == 0) {
+      ends++;
+      h[nb++] = 0;
+      continue;
+    }
+    h[nb++] = batch_hash(b);
+    gf_loader_release(l, b);
+  }
+  return nb;
+}
+
+static void skip_policy(uint64_t *rng) {
+  static const uint64_t bad[] = {5, 21, 40, 66};
+  fixture g;
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/bad", gf_test_tmpdir());
+  mkdir(dir, 0755);
+  CHECK_OK(fixture_make(&g, dir, N, 4, true, 1, 3));
+  if (gf_test_failures)
+    return;
+  gf_dataset *ds;
+  CHECK_OK(gf_dataset_open(g.ds_dir, &ds));
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gf_sample_info info;
+    CHECK_OK(gf_dataset_sample_info(ds, bad[i], &info));
+    int fd = open(gf_dataset_shard_path(ds, info.shard), O_RDWR);
+    uint8_t c;
+    off_t off = (off_t)(info.offset + info.length / 2);
+    CHECK(pread(fd, &c, 1, off) == 1);
+    c ^= 0x10;
+    CHECK(pwrite(fd, &c, 1, off) == 1);
+    close(fd);
+  }
+  gf_dataset_close(ds);
+
+  for (int t = 0; t < 8 && !gf_test_failures; t++) {
+    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+    cfg.source = g.ds_dir;
+    cfg.channels = 3;
+    cfg.error_policy = GF_ON_ERROR_SKIP;
+    cfg.batch_size = 1 + (uint32_t)(gf_test_rand(rng) % 5);
+    cfg.seed = gf_test_rand(rng);
+    cfg.order = t % 2 ? GF_ORDER_BLOCK : GF_ORDER_SHUFFLE;
+    cfg.block_size = 5;
+    bool cache = t % 4 < 2;
+
+    /* Same size (2 ranks): exact. */
+    for (uint32_t r = 0; r < 2; r++) {
+      static uint64_t a[256], b[256];
+      gf_loader *l = make(&cfg, 2, r, cache);
+      if (!l)
+        return;
+      int na = run_on(l, a, 256);
+      gf_loader_destroy(l);
+      int cut = na > 1 ? (int)(gf_test_rand(rng) % (uint64_t)(na - 1)) : 0;
+      l = make(&cfg, 2, r, cache);
+      for (int i = 0; i < cut; i++) {
+        gf_batch *bt;
+        if (take(l, &bt) == 1)
+          gf_loader_release(l, bt);
+      }
+      gf_loader_state st;
+      CHECK_OK(gf_loader_state_export(l, &st));
+      gf_loader_destroy(l);
+      l = make(&cfg, 2, r, !cache);
+      CHECK_OK(gf_loader_state_import(l, &st));
+      /* From the cut to the end of the epoch after the cut's. */
+      int nb = run_on(l, b, 256);
+      gf_loader_destroy(l);
+      /* The uninterrupted run's rest: b goes on through one more epoch
+       * when the cut was in the second. */
+      int want = na - cut;
+      if (nb < want || memcmp(a + cut, b, sizeof(uint64_t) * (size_t)want)) {
+        fprintf(stderr, "skip policy, trial %d rank %u: resumed at batch %d "
+                "of %d, the batches differ\n", t, r, cut, na);
+        gf_test_failures++;
+      }
+    }
+
+    /* Elastic, 4 -> 3. */
+    uint64_t share = (N + 3) / 4, B = cfg.batch_size;
+    uint64_t k = gf_test_rand(rng) % ((share + B - 1) / B + 1);
+    uint32_t seen[N] = {0}, got[N] = {0};
+    gf_loader_state st;
+    for (uint32_t r = 0; r < 4; r++) {
+      gf_loader *l = make(&cfg, 4, r, cache);
+      if (!l)
+        return;
+      for (uint64_t i = 0; i < k; i++) {
+        gf_batch *bt;
+        if (take(l, &bt) != 1)
+          break; /* skips may end a rank's epoch a batch early */
+        for (uint32_t j = 0; j < bt->count; j++)
+          seen[bt->indices[j]]++;
+        gf_loader_release(l, bt);
+      }
+      if (r == 0)
+        CHECK_OK(gf_loader_state_export(l, &st));
+      gf_loader_destroy(l);
+    }
+    for (uint32_t r = 0; r < 3; r++) {
+      gf_loader *l = make(&cfg, 3, r, cache);
+      if (!l)
+        return;
+      CHECK_OK(gf_loader_state_import(l, &st));
+      gf_batch *bt;
+      while (take(l, &bt) == 1) {
+        for (uint32_t j = 0; j < bt->count; j++)
+          got[bt->indices[j]]++;
+        gf_loader_release(l, bt);
+      }
+      gf_loader_destroy(l);
+    }
+    for (uint64_t i = 0; i < N; i++) {
+      bool is_bad = i == 5 || i == 21 || i == 40 || i == 66;
+      if (got[i] > 1 || (is_bad && (got[i] || seen[i])) ||
+          (!is_bad && st.position < N && !got[i] && !seen[i])) {
+        fprintf(stderr, "skip policy, trial %d, 4 -> 3 after %llu batches: "
+                "sample %llu delivered %u times by the old job, %u by the "
+                "new\n", t, (unsigned long long)k, (unsigned long long)i,
+                seen[i], got[i]);
+        gf_test_failures++;
+        break;
+      }
+    }
+  }
+  fixture_free(&g);
+}
+
 int main(void) {
   CHECK_OK(fixture_make(&f, gf_test_tmpdir(), N, 4, true, 1, 3));
   if (gf_test_failures)
@@ -226,6 +374,7 @@ int main(void) {
     trial(4, 3, t, &rng);
     trial(2, 8, t, &rng);
   }
+  skip_policy(&rng);
   fixture_free(&f);
   return gf_test_finish();
 }
