@@ -529,28 +529,79 @@ GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
  * the errors of gf_loader_create's checks. Any thread. */
 GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
 
-/* Starts epoch `epoch` from its beginning (work under way is cancelled).
+/* Starts epoch `epoch` from its beginning (work under way is cancelled),
+ * also the epoch a state import resumed: the resumed rest is dropped.
  * Batches still held stay valid until released. Returns 0 or -EBUSY when
  * held batches leave no slot. Consumer thread. */
 GF_API int gf_loader_set_epoch(gf_loader *l, uint64_t epoch);
 
-/* Resume state: a few integers. Export after any batch; importing into a
- * loader created with the same config makes its next batch the one the
- * uninterrupted run would have delivered next. */
-#define GF_LOADER_STATE_VERSION 1
+/* Resume state: a plain fixed-size struct to store with a checkpoint (no
+ * pointers; every field an integer). It says where the job stands in the
+ * epoch order and identifies that order: the dataset (its sample count and
+ * a fingerprint of its content) and every config field the order depends
+ * on, so a state is never applied to another dataset or order. The
+ * semantics, elastic resume included, are in docs/RESUME.md.
+ *
+ * Export after any batch. Import into a loader over the same dataset with
+ * the same order config (threads, prefetch, cache and device may differ):
+ * - same world size: its next batch is the one the uninterrupted run would
+ *   have delivered next (exact, skipped samples included);
+ * - another world size (elastic): every rank of the new job imports the
+ *   same state; the rest of the epoch delivers each sample the old job had
+ *   not delivered exactly once across the new ranks (no padding; with
+ *   GF_PARTITION_PAD rank batch counts may then differ by one; with
+ *   GF_PARTITION_DROP the rest is truncated to a multiple of the world
+ *   size), and later epochs are those a fresh job of the new size
+ *   delivers. It needs all ranks of the old job to have exported after the
+ *   same number of batches of the epoch (as DDP's lockstep gives).
+ *
+ * "Position" is global: the epoch order's positions [0, position) are
+ * delivered. The fingerprint hashes, for a built dataset, every index
+ * entry's stored length, CRC32C, label, codec and shape; for a PNG folder,
+ * every listed file's path relative to the folder and its label (a file
+ * rewritten in place under the same name is not noticed). */
+#define GF_LOADER_STATE_VERSION 2
 typedef struct gf_loader_state {
-  uint32_t version;  /* GF_LOADER_STATE_VERSION */
-  uint32_t world;
+  uint32_t struct_size;   /* sizeof(gf_loader_state) (120) */
+  uint32_t version;       /* GF_LOADER_STATE_VERSION */
+  /* Where the job stands. */
+  uint64_t epoch;         /* the epoch under way */
+  uint64_t position;      /* global: positions [0, position) of the epoch
+                             order were delivered by every rank; samples
+                             when the epoch is complete */
+  uint64_t start;         /* global position the epoch's shares started at:
+                             0, or the position an elastic import resumed
+                             the epoch from */
+  uint64_t batch;         /* batches the exporting rank delivered since the
+                             epoch (re)started at `start` */
+  uint64_t rank_position; /* positions of the exporting rank's share
+                             consumed (skipped samples included) */
+  /* What the order depends on. */
+  uint64_t samples;       /* samples in the dataset */
+  uint64_t fingerprint;   /* the dataset's content (above) */
   uint64_t seed;
-  uint64_t epoch;
-  uint64_t position; /* samples of this rank's epoch share consumed */
-  uint64_t batch;    /* batches delivered this epoch */
-  uint64_t config_check; /* hash of the fields the order depends on */
+  uint64_t batch_size;
+  uint64_t block_size;    /* resolved; 0 unless order is GF_ORDER_BLOCK */
+  uint32_t window_blocks; /* resolved; 0 unless order is GF_ORDER_BLOCK */
+  uint32_t order;         /* gf_order */
+  uint32_t partition;     /* gf_partition */
+  uint32_t drop_last;     /* 0 or 1 */
+  uint32_t world;         /* world size of the exporting job */
+  uint32_t rank;          /* the exporting rank */
+  /* h = 0x9E3779B97F4A7C15; for each 8-byte word w of the struct's bytes
+   * before this field, read little-endian: h = splitmix64_finalizer(h ^ w)
+   * (sampler.h, section 1): catches a damaged or hand-edited state. */
+  uint64_t check;
 } gf_loader_state;
-/* Returns 0. Consumer thread. */
+/* Fills *st (all of it). The dataset's fingerprint is computed at the
+ * loader's first export or import, then kept (a pass over the index or
+ * listing: about 0.1 s a million samples, so create stays as fast).
+ * Returns 0. Consumer thread. */
 GF_API int gf_loader_state_export(gf_loader *l, gf_loader_state *st);
-/* Returns 0, GF_ESTATE (version or config mismatch, the field named), or
- * -EBUSY (batches still held). Consumer thread. */
+/* Checks *st (untrusted: any bytes are refused or applied safely) and
+ * moves the loader to it. Returns 0, GF_ESTATE naming the first field
+ * that differs with the state's value and this loader's (the loader is
+ * unchanged then), or -EBUSY (batches still held). Consumer thread. */
 GF_API int gf_loader_state_import(gf_loader *l, const gf_loader_state *st);
 
 /* Per-stage statistics since create. Any thread. */

@@ -133,7 +133,7 @@ int main(void) {
     CHECK_ERR(gf_loader_state_import(l, &bad), GF_ESTATE);
     CHECK(strstr(gf_last_error()->message, "seed") != NULL);
     bad = st;
-    bad.config_check ^= 1;
+    bad.fingerprint ^= 1;
     CHECK_ERR(gf_loader_state_import(l, &bad), GF_ESTATE);
     bad = st;
     bad.version = 99;

@@ -1,11 +1,15 @@
-/* Resume state: export at a random batch, import into a fresh sampler (of
- * any rank: the state is rank-independent), continue identically through
- * the epoch and the next; the encoding; and GF_ESTATE naming the field for
- * every mismatching config, a damaged state and a bad position. */
+/* Resume state (gpufeed.h's gf_loader_state, built by sampler.c): export
+ * at a random batch, import into a fresh sampler (of any rank: the state
+ * is rank-independent at the same world size), continue identically
+ * through the epoch and the next; the check hash as documented; and
+ * GF_ESTATE naming the field, the state's value and the sampler's for
+ * every mismatching config, a damaged state and a bad cursor. */
 #include "pipeline/sampler.h"
 #include "testutil.h"
 
 #include <string.h>
+
+#define FP 0x0123456789abcdefull /* a dataset fingerprint */
 
 static gf_sampler_config random_config(uint64_t *rng) {
   gf_sampler_config c = GF_SAMPLER_CONFIG_INIT;
@@ -55,13 +59,10 @@ static void resume_random(void) {
     if (k < nb)
       CHECK_OK(gf_sampler_batch(&run, k, &pos, &cnt));
 
-    gf_sampler_state st;
-    CHECK_OK(gf_sampler_export(&run, pos, &st));
-    uint8_t bytes[GF_SAMPLER_STATE_BYTES];
-    gf_sampler_state_encode(&st, bytes);
-    gf_sampler_state back;
-    CHECK_OK(gf_sampler_state_decode(bytes, sizeof bytes, &back));
-    CHECK(memcmp(&back, &st, sizeof st) == 0);
+    gf_loader_state st;
+    CHECK_OK(gf_sampler_state_export(&run, FP, epoch, pos, k, &st));
+    gf_loader_state back;
+    memcpy(&back, &st, sizeof back); /* what a checkpoint stores */
 
     /* A fresh process resumes, possibly as another rank (checkpoints are
      * usually written by rank 0 and read by all). */
@@ -71,9 +72,9 @@ static void resume_random(void) {
     CHECK_OK(gf_sampler_init(&fresh, &c2));
     CHECK_OK(gf_sampler_init(&ref, &c2));
     gf_sampler_set_epoch(&ref, epoch);
-    uint64_t got_pos = UINT64_MAX;
-    CHECK_OK(gf_sampler_import(&fresh, &back, &got_pos));
-    CHECK(got_pos == pos);
+    uint64_t got_pos = UINT64_MAX, got_k = UINT64_MAX;
+    CHECK_OK(gf_sampler_state_import(&fresh, FP, &back, &got_pos, &got_k));
+    CHECK(got_pos == pos && got_k == k);
     CHECK(gf_sampler_epoch(&fresh) == epoch);
     /* The batch holding the position onwards, then the next epoch. */
     bool ok = same_batches(&fresh, &ref, got_pos / c.batch_size);
@@ -90,21 +91,44 @@ static void resume_random(void) {
 }
 
 /* Importing into a sampler whose config differs in `field` fails with
- * GF_ESTATE, names the field and leaves the sampler as it was. */
-static void expect_mismatch(const gf_sampler_state *st,
-                            const gf_sampler_config *c, const char *field) {
+ * GF_ESTATE, names the field and both values, and leaves the sampler and
+ * the outputs as they were. */
+static void expect_mismatch(const gf_loader_state *st,
+                            const gf_sampler_config *c, uint64_t fp,
+                            const char *field, const char *values) {
   gf_sampler s;
   CHECK_OK(gf_sampler_init(&s, c));
   gf_sampler_set_epoch(&s, 77);
-  uint64_t pos = 12345;
-  int rc = gf_sampler_import(&s, st, &pos);
+  uint64_t pos = 12345, k = 678;
+  int rc = gf_sampler_state_import(&s, fp, st, &pos, &k);
   CHECK_ERR(rc, GF_ESTATE);
-  if (!strstr(gf_last_error()->message, field)) {
-    fprintf(stderr, "mismatch of %s: message \"%s\" does not name it\n", field,
-            gf_last_error()->message);
+  const char *m = gf_last_error()->message;
+  if (!strstr(m, field) || (values && !strstr(m, values))) {
+    fprintf(stderr, "mismatch of %s: message \"%s\" does not name it (and "
+            "\"%s\")\n", field, m, values ? values : "");
     gf_test_failures++;
   }
-  CHECK(gf_sampler_epoch(&s) == 77 && pos == 12345);
+  CHECK(gf_sampler_epoch(&s) == 77 && pos == 12345 && k == 678);
+}
+
+/* The check as gpufeed.h documents it, computed here independently. */
+static uint64_t documented_check(const gf_loader_state *st) {
+  uint8_t b[sizeof *st];
+  memcpy(b, st, sizeof b);
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; i + 8 <= sizeof b - 8; i += 8) {
+    uint64_t w = 0;
+    for (int j = 7; j >= 0; j--)
+      w = w << 8 | b[i + (size_t)j];
+    uint64_t z = h ^ w;
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    h = z;
+  }
+  return h;
 }
 
 static void mismatches(void) {
@@ -118,96 +142,102 @@ static void mismatches(void) {
   c.drop_last = 1;
   gf_sampler s;
   CHECK_OK(gf_sampler_init(&s, &c));
-  gf_sampler_set_epoch(&s, 3);
-  gf_sampler_state st;
-  CHECK_OK(gf_sampler_export(&s, 1000, &st));
-  /* The same check an independent port computes from the documented
-   * layout (defaults resolved: block 256, windows 8). */
-  CHECK(st.check == 0x1a31af0119d10f9bull);
+  gf_loader_state st;
+  CHECK_OK(gf_sampler_state_export(&s, FP, 3, 1024, 32, &st));
+  CHECK(st.struct_size == sizeof st && st.version == GF_LOADER_STATE_VERSION);
+  CHECK(st.check == documented_check(&st));
+  /* Defaults resolved (block 256, windows 8); the global position is the
+   * 32 batches of 32 of all 4 ranks. */
   CHECK(st.block_size == 256 && st.window_blocks == 8);
-  uint8_t bytes[GF_SAMPLER_STATE_BYTES];
-  gf_sampler_state_encode(&st, bytes);
-  CHECK(gf_le32(bytes) == GF_SAMPLER_STATE_VERSION);
-  CHECK(gf_le64(bytes + 8) == 42 && gf_le64(bytes + 24) == 1000);
-  CHECK(gf_le64(bytes + 72) == st.check);
+  CHECK(st.position == 32 * 32 * 4 && st.rank_position == 1024 &&
+        st.start == 0 && st.rank == 1 && st.world == 4);
 
   gf_sampler_config m;
   m = c;
   m.seed = 43;
-  expect_mismatch(&st, &m, "seed");
+  expect_mismatch(&st, &m, FP, "seed", "is 42 in the state, 43 in this");
   m = c;
   m.n = 100001;
-  expect_mismatch(&st, &m, "n (sample count)");
+  expect_mismatch(&st, &m, FP, "samples", "100000 in the state, 100001");
+  expect_mismatch(&st, &c, FP ^ 1, "fingerprint", "0x0123456789abcdef");
   m = c;
   m.order = GF_ORDER_SHUFFLE;
-  expect_mismatch(&st, &m, "order");
+  expect_mismatch(&st, &m, FP, "order", NULL);
   m = c;
   m.block_size = 128;
-  expect_mismatch(&st, &m, "block_size");
+  expect_mismatch(&st, &m, FP, "block_size", "256 in the state, 128");
   m = c;
   m.window_blocks = 4;
-  expect_mismatch(&st, &m, "window_blocks");
-  m = c;
-  m.world = 8;
-  expect_mismatch(&st, &m, "world");
+  expect_mismatch(&st, &m, FP, "window_blocks", NULL);
   m = c;
   m.partition = GF_PARTITION_DROP;
-  expect_mismatch(&st, &m, "partition");
+  expect_mismatch(&st, &m, FP, "partition", NULL);
   m = c;
   m.batch_size = 64;
-  expect_mismatch(&st, &m, "batch_size");
+  expect_mismatch(&st, &m, FP, "batch_size", "32 in the state, 64");
   m = c;
   m.drop_last = 0;
-  expect_mismatch(&st, &m, "drop_last");
+  expect_mismatch(&st, &m, FP, "drop_last", NULL);
 
-  /* Rank is not part of the state; the same config imports fine. */
+  /* Rank is not part of the order; the same config imports fine. */
   m = c;
   m.rank = 3;
   gf_sampler other;
   CHECK_OK(gf_sampler_init(&other, &m));
-  uint64_t pos;
-  CHECK_OK(gf_sampler_import(&other, &st, &pos));
-  CHECK(pos == 1000 && gf_sampler_epoch(&other) == 3);
-  CHECK(gf_sampler_config_check(&other) == gf_sampler_config_check(&s));
-  m.seed = 1;
+  uint64_t pos, k;
+  CHECK_OK(gf_sampler_state_import(&other, FP, &st, &pos, &k));
+  CHECK(pos == 1024 && k == 32 && gf_sampler_epoch(&other) == 3);
+  /* Another world size is elastic: the rest of epoch 3 from the global
+   * position, this rank at its start. */
+  m.world = 8;
+  m.rank = 5;
   CHECK_OK(gf_sampler_init(&other, &m));
-  CHECK(gf_sampler_config_check(&other) != gf_sampler_config_check(&s));
+  CHECK_OK(gf_sampler_state_import(&other, FP, &st, &pos, &k));
+  CHECK(pos == 0 && k == 0 && gf_sampler_epoch(&other) == 3);
+  CHECK(gf_sampler_epoch_start(&other, 3) == 4096);
+  CHECK(gf_sampler_get(&other, 0) == gf_sampler_order(&other, 4096 + 5));
 
-  /* A damaged state: a field changed without its check. */
-  gf_sampler_state bad = st;
+  /* A damaged state: a cursor field changed without its check. */
+  gf_loader_state bad = st;
   bad.epoch = 4;
-  expect_mismatch(&bad, &c, "check");
+  expect_mismatch(&bad, &c, FP, "check", NULL);
   bad = st;
-  bad.version = 2;
-  bad.check = gf_sampler_state_check(&bad);
-  expect_mismatch(&bad, &c, "version");
-  /* A position past the share (with a valid check). */
+  bad.version = 1;
+  expect_mismatch(&bad, &c, FP, "version", NULL);
   bad = st;
-  bad.position = gf_sampler_samples_per_epoch(&s) + 1;
+  bad.struct_size = 56;
+  expect_mismatch(&bad, &c, FP, "struct_size", NULL);
+  /* Cursors that no rank can stand at (with a valid check). */
+  uint64_t share = gf_sampler_samples_per_epoch(&s);
+  bad = st;
+  bad.rank_position = share + 1;
   bad.check = gf_sampler_state_check(&bad);
-  expect_mismatch(&bad, &c, "position");
-  CHECK_ERR(gf_sampler_export(&s, gf_sampler_samples_per_epoch(&s) + 1, &bad),
-            -EINVAL);
+  expect_mismatch(&bad, &c, FP, "rank_position", NULL);
+  bad = st;
+  bad.rank_position = 1000; /* 32 batches of 32 take at least 1024 */
+  bad.check = gf_sampler_state_check(&bad);
+  expect_mismatch(&bad, &c, FP, "rank_position", NULL);
+  bad = st;
+  bad.batch = gf_sampler_batches_per_epoch(&s) + 1;
+  bad.check = gf_sampler_state_check(&bad);
+  expect_mismatch(&bad, &c, FP, "batch", NULL);
+  bad = st;
+  bad.position = st.position + 1;
+  bad.check = gf_sampler_state_check(&bad);
+  expect_mismatch(&bad, &c, FP, "position is 4097", "make it 4096");
+  bad = st;
+  bad.rank = 4;
+  bad.check = gf_sampler_state_check(&bad);
+  expect_mismatch(&bad, &c, FP, "rank 4 of world 4", NULL);
+  bad = st;
+  bad.start = c.n + 1;
+  bad.check = gf_sampler_state_check(&bad);
+  expect_mismatch(&bad, &c, FP, "start", NULL);
+  CHECK_ERR(gf_sampler_state_export(&s, FP, 3, share + 1, 0, &bad), -EINVAL);
   /* The end of the share is a valid place to stand (epoch complete). */
-  CHECK_OK(gf_sampler_export(&s, gf_sampler_samples_per_epoch(&s), &bad));
-
-  /* Decoding: length, version and check are verified. */
-  gf_sampler_state out;
-  memset(&out, 0, sizeof out);
-  CHECK_ERR(gf_sampler_state_decode(bytes, sizeof bytes - 1, &out), GF_ESTATE);
-  CHECK_ERR(gf_sampler_state_decode(NULL, sizeof bytes, &out), GF_ESTATE);
-  for (size_t i = 0; i < sizeof bytes; i++) {
-    uint8_t flipped[GF_SAMPLER_STATE_BYTES];
-    memcpy(flipped, bytes, sizeof flipped);
-    flipped[i] ^= 0x10;
-    if (gf_sampler_state_decode(flipped, sizeof flipped, &out) != GF_ESTATE) {
-      fprintf(stderr, "a flipped bit in byte %zu was not caught\n", i);
-      gf_test_failures++;
-    }
-  }
-  CHECK(out.check == 0); /* untouched by the failures */
-  CHECK_OK(gf_sampler_state_decode(bytes, sizeof bytes, &out));
-  CHECK(out.check == st.check && out.position == 1000);
+  CHECK_OK(gf_sampler_state_export(&s, FP, 3, share,
+                                   gf_sampler_batches_per_epoch(&s), &bad));
+  CHECK(bad.position == c.n);
 }
 
 int main(void) {

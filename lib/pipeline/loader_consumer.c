@@ -45,7 +45,7 @@ static void repair(gf_loader *l, slot *s) {
       pthread_mutex_unlock(&l->stat_mu);
       add(&l->skipped, 1);
       s->batch.skipped++;
-      if (pos >= l->share)
+      if (pos >= gf_sampler_samples_per_epoch(&l->sampler))
         break;
       uint64_t idx = gf_sampler_get(&l->sampler, pos++);
       uint8_t *dst = s->data + (uint64_t)j * l->stride;
@@ -190,7 +190,9 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
       s->state = SLOT_FREE;
       l->c_seq++;
       l->c_pos = s->end_pos;
-      restart_at(l, s->epoch, l->share, s->k + 1);
+      /* repair() left the sampler at s->epoch. */
+      restart_at(l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler),
+                 s->k + 1);
       l->next_seq = l->c_seq;
       pthread_mutex_unlock(&l->mu);
       return next_impl(l, stream, out);

@@ -5,18 +5,20 @@
 
 /* Assigns the next batch of the dispatch order to free slot s. Under mu. */
 static void dispatch(gf_loader *l, slot *s) {
-  uint64_t B = l->cfg.batch_size;
+  uint64_t B = l->cfg.batch_size, share;
   for (;;) {
-    uint64_t left = l->share - l->d_pos;
-    if (l->d_pos < l->share && !(l->cfg.drop_last && left < B))
+    /* A resumed epoch's share differs from a full one's. */
+    if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
+      gf_sampler_set_epoch(&l->sampler, l->d_epoch);
+    share = gf_sampler_samples_per_epoch(&l->sampler);
+    uint64_t left = share - l->d_pos;
+    if (l->d_pos < share && !(l->cfg.drop_last && left < B))
       break;
     l->d_epoch++;
     l->d_pos = 0;
     l->d_k = 0;
   }
-  if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
-    gf_sampler_set_epoch(&l->sampler, l->d_epoch);
-  uint64_t left = l->share - l->d_pos;
+  uint64_t left = share - l->d_pos;
   uint32_t count = (uint32_t)(left < B ? left : B);
   s->seq = l->next_seq++;
   s->epoch = l->d_epoch;

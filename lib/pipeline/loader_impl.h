@@ -130,7 +130,11 @@ struct gf_loader {
   char *source_path, *labels_path;
   gf_source *src;
   gf_sampler sampler; /* the dispatcher's; under mu */
-  uint64_t share;     /* samples of this rank's epoch share */
+  uint64_t share;     /* samples of this rank's share of a full epoch */
+  /* The source's fingerprint for resume states, made at the first export
+   * or import (consumer thread only). */
+  uint64_t fingerprint;
+  bool have_fingerprint;
   gf_decode_opts dopts;
   gf_cache *cache;
   uint64_t stride;     /* bytes a sample in a slot */

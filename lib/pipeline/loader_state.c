@@ -14,9 +14,13 @@ void restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
   pthread_cond_broadcast(&l->work_cv);
 }
 
-/* Moves both cursors to (epoch, pos, k). Under mu. */
-static void seek(gf_loader *l, uint64_t epoch, uint64_t pos, uint64_t k) {
+/* Moves both cursors to (epoch, pos, k), the epoch starting at global
+ * position `start` (0: a full epoch; sampler.h section 4). Under mu. */
+static void seek(gf_loader *l, uint64_t epoch, uint64_t start, uint64_t pos,
+                 uint64_t k) {
   cancel_all(l);
+  /* Paused now: no worker dispatches from the sampler until restart_at. */
+  gf_sampler_set_resume(&l->sampler, epoch, start);
   l->c_epoch = epoch;
   l->c_pos = pos;
   l->c_k = k;
@@ -28,58 +32,53 @@ int gf_loader_set_epoch(gf_loader *l, uint64_t epoch) {
     return cfg_fail("set_epoch", "needs a loader");
   pthread_mutex_lock(&l->mu);
   /* Already there (the usual call right after GF_EEPOCHEND): keep what the
-   * workers prefetched. */
-  if (!(l->c_epoch == epoch && l->c_pos == 0 && l->c_k == 0))
-    seek(l, epoch, 0, 0);
+   * workers prefetched; a resumed epoch is not its beginning. */
+  if (!(l->c_epoch == epoch && l->c_pos == 0 && l->c_k == 0 &&
+        gf_sampler_epoch_start(&l->sampler, epoch) == 0))
+    seek(l, epoch, 0, 0, 0);
   pthread_mutex_unlock(&l->mu);
   return 0;
+}
+
+static uint64_t fingerprint(gf_loader *l) {
+  if (!l->have_fingerprint) {
+    l->fingerprint = gf_source_fingerprint(l->src);
+    l->have_fingerprint = true;
+  }
+  return l->fingerprint;
 }
 
 int gf_loader_state_export(gf_loader *l, gf_loader_state *st) {
   if (!l || !st)
     return cfg_fail("state_export", "needs a loader and a state");
+  uint64_t fp = fingerprint(l);
+  /* Under the lock: workers move the sampler's epoch while dispatching. */
   pthread_mutex_lock(&l->mu);
-  memset(st, 0, sizeof *st);
-  st->version = GF_LOADER_STATE_VERSION;
-  st->world = l->cfg.world;
-  st->seed = l->cfg.seed;
-  st->epoch = l->c_epoch;
-  st->position = l->c_pos;
-  st->batch = l->c_k;
-  st->config_check = gf_sampler_config_check(&l->sampler);
+  gf_sampler s = l->sampler;
+  uint64_t epoch = l->c_epoch, pos = l->c_pos, k = l->c_k;
   pthread_mutex_unlock(&l->mu);
-  return 0;
+  return gf_sampler_state_export(&s, fp, epoch, pos, k, st);
 }
 
 int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
   if (!l || !st)
     return cfg_fail("state_import", "needs a loader and a state");
-  /* Under the lock: workers move the sampler's epoch while dispatching. */
+  uint64_t fp = fingerprint(l);
   pthread_mutex_lock(&l->mu);
-  uint64_t check = gf_sampler_config_check(&l->sampler);
+  gf_sampler s = l->sampler;
   pthread_mutex_unlock(&l->mu);
-  const char *bad = NULL;
-  if (st->version != GF_LOADER_STATE_VERSION)
-    bad = "version";
-  else if (st->world != l->cfg.world)
-    bad = "world";
-  else if (st->seed != l->cfg.seed)
-    bad = "seed";
-  else if (st->config_check != check)
-    bad = "config_check (dataset size, order, batch size, partition or "
-          "drop_last differ)";
-  else if (st->position > l->share)
-    bad = "position";
-  if (bad)
-    return gf_fail(GF_ESTATE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "resume state does not match this loader: %s differs", bad);
+  uint64_t pos, k;
+  int rc = gf_sampler_state_import(&s, fp, st, &pos, &k);
+  if (rc < 0)
+    return rc;
   pthread_mutex_lock(&l->mu);
   if (lent_count(l)) {
     pthread_mutex_unlock(&l->mu);
     return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release every batch before importing a state");
   }
-  seek(l, st->epoch, st->position, st->batch);
+  seek(l, gf_sampler_epoch(&s), gf_sampler_epoch_start(&s, st->epoch), pos,
+       k);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }

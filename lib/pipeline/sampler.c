@@ -168,16 +168,42 @@ int gf_sampler_init(gf_sampler *s, const gf_sampler_config *cfg) {
   }
   s->cfg = c;
   s->total = total;
-  s->share = total / w;
-  s->batches = c.drop_last
-                   ? s->share / c.batch_size
-                   : s->share / c.batch_size + (s->share % c.batch_size != 0);
   gf_sampler_set_epoch(s, 0);
   return 0;
 }
 
+/* Rank `rank`'s share of an epoch that starts at global position start
+ * (section 4). */
+static uint64_t share_from(const gf_sampler_config *c, uint64_t total,
+                           uint64_t start, uint32_t rank) {
+  if (start == 0)
+    return total / c->world;
+  uint64_t rest = c->n - start;
+  if (c->partition == GF_PARTITION_DROP)
+    return rest / c->world;
+  return rest > rank ? (rest - rank - 1) / c->world + 1 : 0;
+}
+
+static uint64_t batches_of(const gf_sampler_config *c, uint64_t share) {
+  uint64_t b = c->batch_size;
+  return c->drop_last ? share / b : share / b + (share % b != 0);
+}
+
+uint64_t gf_sampler_epoch_start(const gf_sampler *s, uint64_t epoch) {
+  return s->resume_start && epoch == s->resume_epoch ? s->resume_start : 0;
+}
+
+void gf_sampler_set_resume(gf_sampler *s, uint64_t epoch, uint64_t start) {
+  s->resume_epoch = epoch;
+  s->resume_start = start < s->cfg.n ? start : s->cfg.n;
+  gf_sampler_set_epoch(s, epoch);
+}
+
 void gf_sampler_set_epoch(gf_sampler *s, uint64_t epoch) {
   s->epoch = epoch;
+  s->start = gf_sampler_epoch_start(s, epoch);
+  s->share = share_from(&s->cfg, s->total, s->start, s->cfg.rank);
+  s->batches = batches_of(&s->cfg, s->share);
   s->epoch_key = gf_order_sub(s->cfg.seed, epoch);
   switch (s->cfg.order) {
   case GF_ORDER_SHUFFLE:
@@ -260,40 +286,30 @@ uint64_t gf_sampler_order(const gf_sampler *s, uint64_t q) {
 uint64_t gf_sampler_get(const gf_sampler *s, uint64_t pos) {
   if (pos >= s->share)
     return GF_NO_INDEX;
-  /* pos < share = total / world, so the global position is below total,
-   * which fits in 64 bits; only padding positions reach n or more. */
-  uint64_t q = s->cfg.rank + pos * s->cfg.world;
-  if (q >= s->cfg.n)
+  /* pos < share, so the global position is below total (a full epoch)
+   * or n (a resumed one): it fits in 64 bits, and only a full epoch's
+   * padding positions reach n or more. */
+  uint64_t q = s->start + s->cfg.rank + pos * s->cfg.world;
+  if (q >= s->cfg.n) /* padding: only in a full epoch (start 0) */
     q %= s->cfg.n;
   return gf_sampler_order(s, q);
 }
 
-/* ---- resume state ------------------------------------------------------ */
+/* ---- resume state (gpufeed.h's gf_loader_state, docs/RESUME.md) ------- */
 
-uint64_t gf_sampler_state_check(const gf_sampler_state *st) {
-  uint8_t buf[GF_SAMPLER_STATE_BYTES];
-  gf_sampler_state_encode(st, buf);
+/* The struct is hashed as its bytes: no padding may hide in it. */
+_Static_assert(sizeof(gf_loader_state) == 120,
+               "gf_loader_state: 15 8-byte words without padding");
+_Static_assert(offsetof(gf_loader_state, check) == 112,
+               "gf_loader_state: check is the last word");
+
+uint64_t gf_sampler_state_check(const gf_loader_state *st) {
+  uint8_t b[sizeof *st];
+  memcpy(b, st, sizeof b);
   uint64_t h = GF_ORDER_G;
-  for (int i = 0; i < 9; i++)
-    h = gf_order_mix(h ^ gf_le64(buf + 8 * i));
+  for (size_t i = 0; i < offsetof(gf_loader_state, check); i += 8)
+    h = gf_order_mix(h ^ gf_le64(b + i));
   return h;
-}
-
-void gf_sampler_state_encode(const gf_sampler_state *st,
-                             uint8_t out[GF_SAMPLER_STATE_BYTES]) {
-  gf_put32(out + 0, st->version);
-  gf_put32(out + 4, st->order);
-  gf_put64(out + 8, st->seed);
-  gf_put64(out + 16, st->epoch);
-  gf_put64(out + 24, st->position);
-  gf_put64(out + 32, st->n);
-  gf_put64(out + 40, st->batch_size);
-  gf_put64(out + 48, st->block_size);
-  gf_put32(out + 56, st->window_blocks);
-  gf_put32(out + 60, st->world);
-  gf_put32(out + 64, st->partition);
-  gf_put32(out + 68, st->drop_last);
-  gf_put64(out + 72, st->check);
 }
 
 static int state_fail(const char *fmt, ...) GF_PRINTF(1, 2);
@@ -305,113 +321,178 @@ static int state_fail(const char *fmt, ...) {
   return rc;
 }
 
-static int state_verify(const gf_sampler_state *st) {
-  if (st->version != GF_SAMPLER_STATE_VERSION)
-    return state_fail("sampler state: version is %u, expected %u", st->version,
-                      GF_SAMPLER_STATE_VERSION);
-  uint64_t want = gf_sampler_state_check(st);
-  if (st->check != want)
-    return state_fail("sampler state: check is 0x%016llx, expected "
-                      "0x%016llx from its fields (damaged or edited state)",
-                      (unsigned long long)st->check, (unsigned long long)want);
-  return 0;
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return gf_mul_u64(a, b, &r) ? r : UINT64_MAX;
 }
 
-int gf_sampler_state_decode(const void *buf, size_t len, gf_sampler_state *st) {
-  if (!buf || len != GF_SAMPLER_STATE_BYTES)
-    return state_fail("sampler state: %zu bytes, expected %d", buf ? len : 0,
-                      GF_SAMPLER_STATE_BYTES);
-  const uint8_t *b = buf;
-  gf_sampler_state t;
+/* The global position every rank of a job of `w`'s world size has passed
+ * after `batch` batches of the epoch `w` stands in (w is moved to it):
+ * each rank r consumed min(batch * B, share_r) positions of its share, so
+ * together they consumed [S, min(S + batch*B*world, end)); when no rank
+ * has a batch left the epoch is complete: n. Lockstep (all ranks after
+ * the same number of batches) is what makes one rank's count global. */
+static uint64_t global_position(const gf_sampler *w, uint64_t batch) {
+  const gf_sampler_config *c = &w->cfg;
+  uint64_t S = w->start, world = c->world, B = c->batch_size;
+  uint64_t most = share_from(c, w->total, S, 0); /* rank 0's is the largest */
+  uint64_t done = sat_mul(batch, B);
+  if (most <= done || (c->drop_last && most - done < B))
+    return c->n;
+  /* done < most <= n / world + 1, so done * world does not overflow. */
+  uint64_t end = S == 0 ? w->total : S + most * world;
+  uint64_t p = S + done * world;
+  if (p > end)
+    p = end;
+  return p < c->n ? p : c->n;
+}
+
+int gf_sampler_state_export(const gf_sampler *s, uint64_t fingerprint,
+                            uint64_t epoch, uint64_t position, uint64_t batch,
+                            gf_loader_state *st) {
+  gf_sampler w = *s;
+  gf_sampler_set_epoch(&w, epoch);
+  if (position > w.share || batch > w.batches)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "sampler: position %llu or batch %llu lies past epoch "
+                   "%llu's share (%llu samples, %llu batches)",
+                   (unsigned long long)position, (unsigned long long)batch,
+                   (unsigned long long)epoch, (unsigned long long)w.share,
+                   (unsigned long long)w.batches);
+  gf_loader_state t;
   memset(&t, 0, sizeof t);
-  t.version = gf_le32(b + 0);
-  t.order = gf_le32(b + 4);
-  t.seed = gf_le64(b + 8);
-  t.epoch = gf_le64(b + 16);
-  t.position = gf_le64(b + 24);
-  t.n = gf_le64(b + 32);
-  t.batch_size = gf_le64(b + 40);
-  t.block_size = gf_le64(b + 48);
-  t.window_blocks = gf_le32(b + 56);
-  t.world = gf_le32(b + 60);
-  t.partition = gf_le32(b + 64);
-  t.drop_last = gf_le32(b + 68);
-  t.check = gf_le64(b + 72);
-  int rc = state_verify(&t);
-  if (rc < 0)
-    return rc;
+  t.struct_size = (uint32_t)sizeof t;
+  t.version = GF_LOADER_STATE_VERSION;
+  t.epoch = epoch;
+  t.start = w.start;
+  t.batch = batch;
+  t.rank_position = position;
+  t.position = global_position(&w, batch);
+  t.samples = w.cfg.n;
+  t.fingerprint = fingerprint;
+  t.seed = w.cfg.seed;
+  t.batch_size = w.cfg.batch_size;
+  t.block_size = w.cfg.block_size;
+  t.window_blocks = w.cfg.window_blocks;
+  t.order = w.cfg.order;
+  t.partition = w.cfg.partition;
+  t.drop_last = w.cfg.drop_last;
+  t.world = w.cfg.world;
+  t.rank = w.cfg.rank;
+  t.check = gf_sampler_state_check(&t);
   *st = t;
   return 0;
 }
 
-int gf_sampler_export(const gf_sampler *s, uint64_t position,
-                      gf_sampler_state *out) {
-  if (position > s->share)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "sampler: position %llu is past the end of the rank's "
-                   "share (%llu samples)",
-                   (unsigned long long)position, (unsigned long long)s->share);
-  gf_sampler_state st;
-  memset(&st, 0, sizeof st);
-  st.version = GF_SAMPLER_STATE_VERSION;
-  st.order = s->cfg.order;
-  st.seed = s->cfg.seed;
-  st.epoch = s->epoch;
-  st.position = position;
-  st.n = s->cfg.n;
-  st.batch_size = s->cfg.batch_size;
-  st.block_size = s->cfg.block_size;
-  st.window_blocks = s->cfg.window_blocks;
-  st.world = s->cfg.world;
-  st.partition = s->cfg.partition;
-  st.drop_last = s->cfg.drop_last;
-  st.check = gf_sampler_state_check(&st);
-  *out = st;
-  return 0;
-}
-
-uint64_t gf_sampler_config_check(const gf_sampler *s) {
-  gf_sampler_state st;
-  gf_sampler_export(s, 0, &st);
-  st.epoch = 0;
-  return gf_sampler_state_check(&st);
-}
-
-#define STATE_FIELD(field, name)                                               \
+/* A config field of the order: the state's value against the sampler's. */
+#define SAME(field, have, fmt_name)                                            \
   do {                                                                         \
-    if ((uint64_t)st->field != (uint64_t)want.field)                           \
-      return state_fail("sampler state: " name " is %llu, but this loader "    \
-                        "has " name " %llu",                                   \
+    if ((uint64_t)st->field != (uint64_t)(have))                               \
+      return state_fail("resume state does not match this loader: " fmt_name \
+                        " is %llu in the state, %llu in this loader",          \
                         (unsigned long long)st->field,                         \
-                        (unsigned long long)want.field);                       \
+                        (unsigned long long)(have));                           \
   } while (0)
 
-int gf_sampler_import(gf_sampler *s, const gf_sampler_state *st,
-                      uint64_t *position) {
+int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
+                            const gf_loader_state *st, uint64_t *position,
+                            uint64_t *batch) {
   if (!s || !st)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "sampler: NULL sampler or state");
-  int rc = state_verify(st);
-  if (rc < 0)
-    return rc;
-  gf_sampler_state want;
-  gf_sampler_export(s, 0, &want);
-  STATE_FIELD(seed, "seed");
-  STATE_FIELD(n, "n (sample count)");
-  STATE_FIELD(order, "order");
-  STATE_FIELD(block_size, "block_size");
-  STATE_FIELD(window_blocks, "window_blocks");
-  STATE_FIELD(world, "world");
-  STATE_FIELD(partition, "partition");
-  STATE_FIELD(batch_size, "batch_size");
-  STATE_FIELD(drop_last, "drop_last");
-  if (st->position > s->share)
-    return state_fail("sampler state: position %llu is past the end of the "
-                      "rank's share (%llu samples)",
+  const gf_sampler_config *c = &s->cfg;
+  if (st->struct_size != sizeof *st)
+    return state_fail("resume state: struct_size is %u, expected %zu (not a "
+                      "gf_loader_state of this version, or not exported)",
+                      st->struct_size, sizeof *st);
+  if (st->version != GF_LOADER_STATE_VERSION)
+    return state_fail("resume state: version is %u, expected %u",
+                      st->version, GF_LOADER_STATE_VERSION);
+  SAME(samples, c->n, "samples (the dataset's sample count)");
+  if (st->fingerprint != fingerprint)
+    return state_fail("resume state does not match this loader: the "
+                      "dataset's fingerprint is 0x%016llx in the state, "
+                      "0x%016llx in this loader (another dataset of the same "
+                      "%llu samples, or its samples, labels or file names "
+                      "changed)",
+                      (unsigned long long)st->fingerprint,
+                      (unsigned long long)fingerprint,
+                      (unsigned long long)c->n);
+  SAME(seed, c->seed, "seed");
+  SAME(order, c->order, "order");
+  SAME(block_size, c->block_size, "block_size");
+  SAME(window_blocks, c->window_blocks, "window_blocks");
+  SAME(partition, c->partition, "partition");
+  SAME(batch_size, c->batch_size, "batch_size");
+  SAME(drop_last, c->drop_last, "drop_last");
+  /* The identity first, so that a state from another dataset or config
+   * names what differs; then the hash, before trusting the cursor. */
+  uint64_t want = gf_sampler_state_check(st);
+  if (st->check != want)
+    return state_fail("resume state: check is 0x%016llx, but its fields hash "
+                      "to 0x%016llx (a damaged or edited state)",
+                      (unsigned long long)st->check, (unsigned long long)want);
+  if (st->world == 0 || st->rank >= st->world)
+    return state_fail("resume state: rank %u of world %u is not a rank",
+                      st->rank, st->world);
+  if (st->start > c->n)
+    return state_fail("resume state: start is %llu, past the %llu samples",
+                      (unsigned long long)st->start,
+                      (unsigned long long)c->n);
+
+  /* The exporting rank's epoch, to check its cursor and global position. */
+  gf_sampler_config ec = *c;
+  ec.world = st->world;
+  ec.rank = st->rank;
+  gf_sampler ex;
+  if (gf_sampler_init(&ex, &ec) < 0)
+    return state_fail("resume state: world %u does not fit this dataset: %s",
+                      st->world, gf_last_error()->message);
+  gf_sampler_set_resume(&ex, st->epoch, st->start);
+  uint64_t done = sat_mul(st->batch, c->batch_size);
+  if (st->batch > ex.batches)
+    return state_fail("resume state: batch is %llu, but rank %u of world %u "
+                      "has %llu batches in epoch %llu",
+                      (unsigned long long)st->batch, st->rank, st->world,
+                      (unsigned long long)ex.batches,
+                      (unsigned long long)st->epoch);
+  /* Each delivered batch took at least its samples' positions (more with
+   * skipped samples), and the share bounds them. */
+  uint64_t least = done < ex.share ? done : ex.share;
+  if (st->rank_position > ex.share || st->rank_position < least)
+    return state_fail("resume state: rank_position is %llu, but after %llu "
+                      "batches rank %u of world %u stands between %llu and "
+                      "%llu",
+                      (unsigned long long)st->rank_position,
+                      (unsigned long long)st->batch, st->rank, st->world,
+                      (unsigned long long)least,
+                      (unsigned long long)ex.share);
+  uint64_t global = global_position(&ex, st->batch);
+  if (st->position != global)
+    return state_fail("resume state: position is %llu, but %llu batches of "
+                      "world %u from start %llu make it %llu",
                       (unsigned long long)st->position,
-                      (unsigned long long)s->share);
-  gf_sampler_set_epoch(s, st->epoch);
-  if (position)
-    *position = st->position;
+                      (unsigned long long)st->batch, st->world,
+                      (unsigned long long)st->start,
+                      (unsigned long long)global);
+
+  gf_sampler t = *s;
+  uint64_t pos, k;
+  if (st->world == c->world) {
+    /* Exact: the same shares, so this rank stands where the exporting
+     * one stood (a rank whose share in a resumed epoch is one shorter
+     * stops at its end, after its own batches). */
+    gf_sampler_set_resume(&t, st->epoch, st->start);
+    pos = st->rank_position < t.share ? st->rank_position : t.share;
+    k = st->batch < t.batches ? st->batch : t.batches;
+  } else {
+    /* Elastic: the rest of the epoch restarts at the global position. */
+    gf_sampler_set_resume(&t, st->epoch, global);
+    pos = 0;
+    k = 0;
+  }
+  *s = t;
+  *position = pos;
+  *batch = k;
   return 0;
 }

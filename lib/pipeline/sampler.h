@@ -79,12 +79,21 @@
  *    truncated to total = floor(n / world) * world. Rank r takes global
  *    positions r, r + world, r + 2*world, ...: its share has total / world
  *    samples and its position i holds O((r + i*world) mod n).
+ *    A resumed epoch (gf_sampler_set_resume, docs/RESUME.md) starts at a
+ *    global position S > 0 instead: what an earlier job of any world size
+ *    already delivered is [0, S), and the rest, R = n - S positions (never
+ *    padded), is split the same way from S: rank r takes S + r + i*world.
+ *    With GF_PARTITION_PAD every one of the R positions is taken exactly
+ *    once, so the shares are ceil((R - r) / world) (0 when R <= r): ranks
+ *    differ by at most one sample. With GF_PARTITION_DROP the rest is
+ *    truncated to floor(R / world) * world positions, equal shares.
  *
  * 5. Batches: batch k is positions [k*B, min((k+1)*B, share)) of the
  *    rank's share, B = batch_size. With drop_last the final incomplete
  *    batch is dropped: batches = floor(share / B), else ceil(share / B).
- *    Every rank has the same share, so all ranks deliver the same number
- *    of batches and stay in step.
+ *    In a full epoch every rank has the same share, so all ranks deliver
+ *    the same number of batches and stay in step; in a resumed epoch with
+ *    GF_PARTITION_PAD their batch counts may differ by one.
  *
  * Threads: after gf_sampler_init / set_epoch / import, every const call may
  * run concurrently from any thread. set_epoch and import must not run
@@ -133,9 +142,12 @@ typedef struct gf_perm {
  * fields are private to sampler.c. */
 typedef struct gf_sampler {
   gf_sampler_config cfg; /* resolved (no zero defaults left) */
-  uint64_t total;        /* global positions after padding / truncation */
-  uint64_t share;        /* positions of this rank: total / world */
-  uint64_t batches;
+  uint64_t total;        /* global positions of a full epoch (section 4) */
+  uint64_t share;        /* positions of this rank in the current epoch */
+  uint64_t batches;      /* its batches in the current epoch */
+  uint64_t start;        /* the current epoch's first global position S */
+  uint64_t resume_epoch; /* the epoch that starts at resume_start ... */
+  uint64_t resume_start; /* ... (0: none, every epoch is full) */
   uint64_t epoch;
   uint64_t epoch_key;    /* E */
   gf_perm perm;          /* SHUFFLE: the order; BLOCK: the block order */
@@ -151,14 +163,23 @@ typedef struct gf_sampler {
 int gf_sampler_init(gf_sampler *s, const gf_sampler_config *cfg);
 
 /* Moves to `epoch`: O(1) (BLOCK mode walks one cycle of the inverse block
- * permutation). */
+ * permutation). The epoch is full unless it is the resumed one (below). */
 void gf_sampler_set_epoch(gf_sampler *s, uint64_t epoch);
 uint64_t gf_sampler_epoch(const gf_sampler *s);
 
-/* This rank's share of an epoch (section 4): the positions get() accepts.
- * The same on every rank. */
+/* Makes `epoch` a resumed epoch that starts at global position `start`
+ * (section 4; start is clamped to n, so start == n leaves nothing of the
+ * epoch) and moves to it; start 0 removes the resume point, making every
+ * epoch full again. Other epochs are always full. */
+void gf_sampler_set_resume(gf_sampler *s, uint64_t epoch, uint64_t start);
+/* The global position at which `epoch` starts: 0 unless it is the resumed
+ * epoch. */
+uint64_t gf_sampler_epoch_start(const gf_sampler *s, uint64_t epoch);
+
+/* This rank's share of the current epoch (section 4): the positions get()
+ * accepts. The same on every rank in a full epoch. */
 uint64_t gf_sampler_samples_per_epoch(const gf_sampler *s);
-/* Batches this rank delivers per epoch (section 5). */
+/* Batches this rank delivers in the current epoch (section 5). */
 uint64_t gf_sampler_batches_per_epoch(const gf_sampler *s);
 /* Batch k's positions in the share: [*first, *first + *count). Returns 0,
  * or -ERANGE when k >= batches_per_epoch. */
@@ -182,65 +203,35 @@ uint64_t gf_perm_inverse(const gf_perm *p, uint64_t y);
 uint64_t gf_order_mix(uint64_t z);
 uint64_t gf_order_sub(uint64_t k, uint64_t t);
 
-/* Resume state: where a rank stands, plus every config field the order
- * depends on, so that a state is never silently applied to a different
- * order. It is the same on every rank (all ranks have the same share and
- * move in step), so one rank's checkpoint resumes them all; rank is
- * therefore not part of it. `position` counts samples of the share already
- * delivered (a batch boundary normally); position == share means the epoch
- * is complete. Since ranks move in step, every rank's first `position`
- * samples are the epoch order's global positions [0, position * world):
- * what a later re-split for another world size would start from. `check`
- * is a hash of the other fields (below) that catches a damaged or
- * hand-edited state. */
-#define GF_SAMPLER_STATE_VERSION 1u
-#define GF_SAMPLER_STATE_BYTES 80
-typedef struct gf_sampler_state {
-  uint32_t version;
-  uint32_t order;
-  uint64_t seed;
-  uint64_t epoch;
-  uint64_t position;
-  uint64_t n;
-  uint64_t batch_size;
-  uint64_t block_size;    /* 0 unless order is GF_ORDER_BLOCK */
-  uint32_t window_blocks; /* 0 unless order is GF_ORDER_BLOCK */
-  uint32_t world;
-  uint32_t partition;
-  uint32_t drop_last;
-  uint64_t check;
-} gf_sampler_state;
+/* Resume state: the one format is gpufeed.h's gf_loader_state (its fields
+ * are documented there, the semantics in docs/RESUME.md). These two calls
+ * hold its logic so that the loader only adds its cursors and the
+ * dataset's fingerprint. */
 
-/* Fills *out for the current epoch at `position` of the share. Returns 0 or
- * -EINVAL when position > samples_per_epoch. */
-int gf_sampler_export(const gf_sampler *s, uint64_t position,
-                      gf_sampler_state *out);
-/* Checks st against the sampler's config and, when it matches, moves the
- * sampler to st->epoch and stores st->position in *position. Returns 0, or
- * GF_ESTATE with a message naming the first mismatching field (version,
- * check, seed, n, order, block_size, window_blocks, world, partition,
- * batch_size, drop_last, position); the sampler is unchanged then. */
-int gf_sampler_import(gf_sampler *s, const gf_sampler_state *st,
-                      uint64_t *position);
-
-/* The state as GF_SAMPLER_STATE_BYTES little-endian bytes, fields in the
- * struct's order without padding (u32 version, u32 order, u64 seed, epoch,
- * position, n, batch_size, block_size, u32 window_blocks, world,
- * partition, drop_last, u64 check); order holds gpufeed.h's gf_order
- * value. check = h after: h = G; for each of the nine 8-byte little-endian
- * words of bytes [0, 72): h = mix(h ^ word). gf_sampler_state_check
- * computes it for a state. */
-uint64_t gf_sampler_state_check(const gf_sampler_state *st);
-/* A hash of every config field the order depends on (seed, n, order,
- * block_size, window_blocks, world, partition, batch_size, drop_last; not
- * rank): the check of the state exported at epoch 0, position 0. For a
- * resume record that carries only a hash (gf_loader_state.config_check). */
-uint64_t gf_sampler_config_check(const gf_sampler *s);
-void gf_sampler_state_encode(const gf_sampler_state *st,
-                             uint8_t out[GF_SAMPLER_STATE_BYTES]);
-/* Decodes len bytes. Returns 0, or GF_ESTATE (wrong length, version or
- * check), without touching *st on failure. */
-int gf_sampler_state_decode(const void *buf, size_t len,
-                            gf_sampler_state *st);
+/* Fills *st for a rank of this sampler's config that stands in `epoch`
+ * after `batch` batches, `position` samples of its share consumed (skipped
+ * ones included), over a dataset with `fingerprint`. The sampler is not
+ * moved (a copy is). Returns 0, or -EINVAL when position or batch lie
+ * outside that epoch's share. */
+int gf_sampler_state_export(const gf_sampler *s, uint64_t fingerprint,
+                            uint64_t epoch, uint64_t position, uint64_t batch,
+                            gf_loader_state *st);
+/* Checks an untrusted *st against this sampler's config and `fingerprint`
+ * and, when it matches, moves the sampler to the state's epoch with the
+ * resume point the state asks for (same world size: the state's own;
+ * another world size: its global position, docs/RESUME.md) and stores this
+ * rank's cursor in *position and *batch. Returns 0, or GF_ESTATE with a
+ * message naming the first field that differs with the state's value and
+ * the sampler's, in this order: struct_size, version, samples,
+ * fingerprint, seed, order, block_size, window_blocks, partition,
+ * batch_size, drop_last (so another dataset or config is named even in an
+ * edited state), then check, then the cursor (world and rank, start,
+ * batch, rank_position, position); the sampler and the outputs are
+ * unchanged then. */
+int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
+                            const gf_loader_state *st, uint64_t *position,
+                            uint64_t *batch);
+/* The check hash of a state (gpufeed.h says how it is computed). */
+uint64_t gf_sampler_state_check(const gf_loader_state *st);
 
 #endif /* GF_PIPELINE_SAMPLER_H */

@@ -114,6 +114,56 @@ int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out) {
   return 0;
 }
 
+/* splitmix64's finalizer (sampler.h, section 1), to chain the fields. */
+static uint64_t fp_mix(uint64_t h, uint64_t v) {
+  uint64_t z = h ^ v;
+  z ^= z >> 30;
+  z *= 0xBF58476D1CE4E5B9ull;
+  z ^= z >> 27;
+  z *= 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return z;
+}
+
+uint64_t gf_source_fingerprint(const gf_source *s) {
+  uint64_t h = fp_mix(0x9E3779B97F4A7C15ull, s->count);
+  if (s->folder) {
+    h = fp_mix(h, 0x666f6c646572ull); /* "folder" */
+    for (uint64_t i = 0; i < s->count; i++) {
+      const gf_folder_entry *e = &s->folder->entries[i];
+      size_t len = strlen(e->path);
+      /* The path in 8-byte words, then its length: no two listings of
+       * different names hash alike by shifting bytes between entries. */
+      for (size_t o = 0; o < len; o += 8) {
+        uint8_t w[8] = {0};
+        memcpy(w, e->path + o, len - o < 8 ? len - o : 8);
+        h = fp_mix(h, gf_le64(w));
+      }
+      h = fp_mix(h, len);
+      h = fp_mix(h, (uint64_t)e->label);
+    }
+    return h;
+  }
+  h = fp_mix(h, 0x64617461736574ull); /* "dataset" */
+  /* gf_dataset_sample_info reports a damaged entry as an error: keep the
+   * caller's error context. */
+  gf_error_info saved = *gf_last_error();
+  for (uint64_t i = 0; i < s->count; i++) {
+    gf_sample_info info;
+    if (gf_dataset_sample_info(s->ds, i, &info) < 0) {
+      h = fp_mix(h, UINT64_MAX);
+      continue;
+    }
+    h = fp_mix(h, info.length);
+    h = fp_mix(h, ((uint64_t)info.checksum << 32) | info.codec);
+    h = fp_mix(h, (uint64_t)info.label);
+    h = fp_mix(h, ((uint64_t)info.shape.height << 32) | info.shape.width);
+    h = fp_mix(h, ((uint64_t)info.shape.channels << 8) | info.shape.dtype);
+  }
+  gf_error_restore(&saved);
+  return h;
+}
+
 void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap) {
   if (s->folder && idx < s->count) {
     snprintf(buf, cap, "%s/%s", s->folder->root, s->folder->entries[idx].path);

@@ -44,6 +44,14 @@ const char *gf_source_shard_path(const gf_source *s, uint32_t i);
  * -ERANGE or GF_ECORRUPT. Any thread. */
 int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out);
 
+/* A fingerprint of the source's content, for resume states (gpufeed.h's
+ * gf_loader_state): a dataset hashes every index entry's stored length,
+ * CRC32C, label, codec and shape (an entry that fails its checks hashes as
+ * such, so a damaged index still has a fingerprint); a folder hashes every
+ * listed file's path relative to the folder and its label. O(n): a pass
+ * over the index or the listing, no file read. Any thread. */
+uint64_t gf_source_fingerprint(const gf_source *s);
+
 /* A name for errors about sample idx: the source file (folder) or the
  * shard path (dataset). Writes into buf. */
 void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap);

@@ -320,25 +320,51 @@ static void labels_seeds(void) {
 
 /* ---- fuzz_loader_state / fuzz_sampler_state -------------------------------- */
 
+/* A state's input: flags, world byte, rank byte, the 120 state bytes. */
+static void put_state(const char *target, const char *name, uint8_t flags,
+                      uint8_t world, uint8_t rank, const gf_loader_state *st) {
+  uint8_t b[3 + sizeof *st];
+  b[0] = flags;
+  b[1] = world;
+  b[2] = rank;
+  memcpy(b + 3, st, sizeof *st);
+  put(target, name, b, sizeof b);
+}
+
 static void loader_state_seeds(void) {
-  /* fuzz_loader_state's loader: 23 samples, rank 1 of 2: share 12. */
+  /* fuzz_loader_state's loader: 23 samples, batches of 4, rank 1 of 2,
+   * seed 7: share 12. The seeds' states are its own (fingerprint 0: the
+   * target's flag 0 fills in the real one), cursors from several world
+   * sizes (flag 1 rebuilds them valid). */
   static const struct {
     uint8_t flags;
-    uint64_t epoch, position, batch;
-  } s[] = {{1, 0, 0, 0},  {1, 0, 4, 1},  {1, 3, 8, 2},
-           {1, 1, 12, 3}, {3, 2, 41, 0}, {5, 0, 1, 7},
-           {1, 0, 13, 0}, {0, 0, 0, 0},  {1, UINT64_MAX, 11, UINT64_MAX}};
+    uint32_t world, rank;
+    uint64_t epoch, start, batch, position;
+  } s[] = {{1, 2, 1, 0, 0, 0, 0},     {1, 2, 1, 0, 0, 1, 4},
+           {3, 2, 0, 3, 0, 2, 8},     {3, 3, 2, 1, 0, 1, 4},
+           {3, 1, 0, 2, 5, 2, 8},     {7, 4, 3, 0, 0, 1, 4},
+           {1, 2, 1, 0, 0, 3, 12},    {0, 2, 1, 0, 0, 0, 0},
+           {3, 2, 1, UINT64_MAX, 0, 2, 11}};
   for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
-    uint8_t b[49] = {s[i].flags};
-    fuzz_put32(b + 1, GF_LOADER_STATE_VERSION);
-    fuzz_put32(b + 5, 2);
-    fuzz_put64(b + 9, 7);
-    fuzz_put64(b + 17, s[i].epoch);
-    fuzz_put64(b + 25, s[i].position);
-    fuzz_put64(b + 33, s[i].batch);
+    gf_sampler_config cfg = GF_SAMPLER_CONFIG_INIT;
+    cfg.n = 23;
+    cfg.seed = 7;
+    cfg.world = s[i].world;
+    cfg.rank = s[i].rank;
+    cfg.batch_size = 4;
+    gf_sampler sm;
+    FUZZ_ASSERT(gf_sampler_init(&sm, &cfg) == 0);
+    gf_sampler_set_resume(&sm, s[i].epoch, s[i].start);
+    uint64_t share = gf_sampler_samples_per_epoch(&sm);
+    uint64_t pos = s[i].position < share ? s[i].position : share;
+    uint64_t k = s[i].batch * 4 <= pos ? s[i].batch : pos / 4;
+    gf_loader_state st;
+    FUZZ_ASSERT(gf_sampler_state_export(&sm, 0, s[i].epoch, pos, k, &st) ==
+                0);
     char name[64];
     snprintf(name, sizeof name, "state-%zu-flags%u", i, s[i].flags);
-    put("fuzz_loader_state", name, b, sizeof b);
+    put_state("fuzz_loader_state", name, s[i].flags, (uint8_t)(s[i].world - 1),
+              (uint8_t)s[i].rank, &st);
   }
 }
 
@@ -346,13 +372,18 @@ static void sampler_state_seeds(void) {
   static const struct {
     uint64_t n, batch;
     uint32_t order, world, partition, drop_last, window;
-    uint64_t block, epoch, position;
-  } c[] = {{23, 4, GF_ORDER_SHUFFLE, 2, GF_PARTITION_PAD, 0, 0, 0, 0, 4},
-           {1000, 32, GF_ORDER_SEQUENTIAL, 1, GF_PARTITION_PAD, 1, 0, 0, 5, 960},
-           {1000, 7, GF_ORDER_BLOCK, 3, GF_PARTITION_DROP, 0, 4, 10, 2, 333},
-           {1, 1, GF_ORDER_SHUFFLE, 1, GF_PARTITION_PAD, 0, 0, 0, 0, 1},
-           {1ull << 40, 256, GF_ORDER_BLOCK, 8, GF_PARTITION_PAD, 1, 0, 0, 9,
-            1ull << 20}};
+    uint64_t block, epoch, start, k;
+    uint8_t world2; /* 0: import at the same world size */
+  } c[] = {
+      {23, 4, GF_ORDER_SHUFFLE, 2, GF_PARTITION_PAD, 0, 0, 0, 0, 0, 1, 0},
+      {23, 4, GF_ORDER_SHUFFLE, 4, GF_PARTITION_PAD, 0, 0, 0, 0, 0, 1, 3},
+      {1000, 32, GF_ORDER_SEQUENTIAL, 1, GF_PARTITION_PAD, 1, 0, 0, 5, 0, 30,
+       0},
+      {1000, 7, GF_ORDER_BLOCK, 3, GF_PARTITION_DROP, 0, 4, 10, 2, 0, 47, 8},
+      {1000, 7, GF_ORDER_BLOCK, 2, GF_PARTITION_PAD, 0, 4, 10, 2, 311, 20, 3},
+      {1, 1, GF_ORDER_SHUFFLE, 1, GF_PARTITION_PAD, 0, 0, 0, 0, 0, 1, 2},
+      {1ull << 40, 256, GF_ORDER_BLOCK, 8, GF_PARTITION_PAD, 1, 0, 0, 9, 0,
+       4096, 5}};
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     gf_sampler_config cfg = GF_SAMPLER_CONFIG_INIT;
     cfg.n = c[i].n;
@@ -366,16 +397,20 @@ static void sampler_state_seeds(void) {
     cfg.window_blocks = c[i].window;
     gf_sampler s;
     FUZZ_ASSERT(gf_sampler_init(&s, &cfg) == 0);
-    gf_sampler_set_epoch(&s, c[i].epoch);
-    gf_sampler_state st;
-    FUZZ_ASSERT(gf_sampler_export(&s, c[i].position, &st) == 0);
-    uint8_t b[1 + GF_SAMPLER_STATE_BYTES];
-    gf_sampler_state_encode(&st, b + 1);
+    gf_sampler_set_resume(&s, c[i].epoch, c[i].start);
+    uint64_t share = gf_sampler_samples_per_epoch(&s);
+    uint64_t k = c[i].k;
+    uint64_t pos = k * c[i].batch < share ? k * c[i].batch : share;
+    gf_loader_state st;
+    FUZZ_ASSERT(gf_sampler_state_export(&s, 0x5eed, c[i].epoch, pos, k,
+                                        &st) == 0);
     for (uint8_t flags = 0; flags < 2; flags++) {
-      b[0] = (uint8_t)(flags | (i << 1));
+      uint8_t f = (uint8_t)(flags | (c[i].world2 ? 2 : 0));
       char name[64];
-      snprintf(name, sizeof name, "state-%zu-flags%u", i, flags);
-      put("fuzz_sampler_state", name, b, sizeof b);
+      snprintf(name, sizeof name, "state-%zu-flags%u", i, f);
+      put_state("fuzz_sampler_state", name, f,
+                (uint8_t)(c[i].world2 ? c[i].world2 - 1 : 0), (uint8_t)i,
+                &st);
     }
   }
 }
