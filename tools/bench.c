@@ -6,6 +6,7 @@
 
 #include "gpu/stage.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -34,12 +35,16 @@ static uint64_t peak_rss_bytes(void) {
  * In host mode it sleeps, as a GPU training step leaves the CPU to the
  * loader. */
 static void step(double ms) {
-  if (ms <= 0)
+  if (!(ms > 0 && ms <= 1e6)) /* also NaN: the options refuse it */
     return;
   struct timespec ts;
   ts.tv_sec = (time_t)(ms / 1000.0);
   ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
-  while (nanosleep(&ts, &ts) != 0)
+  if (ts.tv_nsec < 0 || ts.tv_nsec > 999999999)
+    ts.tv_nsec = 999999999;
+  /* A signal cuts the sleep short: sleep the rest. Any other error (an
+   * invalid time) cannot change by retrying: give up on the step. */
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
     ;
 }
 

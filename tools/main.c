@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,28 @@ static uint64_t parse_size(args *a, const char *name, const char *v,
   return r;
 }
 
+/* Floating-point values: a finite decimal number from min to max, nothing
+ * before or after it. NaN and the infinities are refused by name: NaN
+ * passes any range check ("nan < 0" and "nan > max" are both false). */
+static double parse_double(args *a, const char *name, const char *v,
+                           double min, double max, const char *unit) {
+  if (!v)
+    return 0;
+  char *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  bool ok = end != v && !*end && !isspace((unsigned char)v[0]) &&
+            isfinite(x) && errno != ERANGE && x >= min && x <= max;
+  if (!ok) {
+    char want[128];
+    snprintf(want, sizeof want, "a finite number of %s from %g to %g", unit,
+             min, max);
+    bad_value(a, name, v, want);
+    return 0;
+  }
+  return x;
+}
+
 static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
   if (!v)
     return;
@@ -525,10 +548,7 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
     } else if (opt(a, "--labels", &v)) {
       o->labels = v;
     } else if (opt(a, "--step-ms", &v)) {
-      char *end = NULL;
-      o->step_ms = v ? strtod(v, &end) : 0;
-      if (v && (end == v || *end || o->step_ms < 0 || o->step_ms > 1e6))
-        bad_value(a, "--step-ms", v, "milliseconds from 0 to 1000000");
+      o->step_ms = parse_double(a, "--step-ms", v, 0, 1e6, "milliseconds");
     } else if (opt(a, "--seed", &v)) {
       o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
     } else if (opt(a, "--trace", &v)) {
