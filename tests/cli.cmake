@@ -17,3 +17,4 @@ gpufeed_add_script_test(cli_pngsuite SCRIPT cli_pngsuite.sh TIMEOUT 60 LABELS cl
 gpufeed_add_script_test(cli_labels SCRIPT cli_labels.sh TIMEOUT 60 LABELS cli)
 gpufeed_add_script_test(cli_bench SCRIPT cli_bench.sh TIMEOUT 120 LABELS cli)
 gpufeed_add_script_test(cli_floats SCRIPT cli_floats.sh TIMEOUT 120 LABELS cli)
+gpufeed_add_script_test(cli_log_env SCRIPT cli_log_env.sh TIMEOUT 60 LABELS cli)

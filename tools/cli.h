@@ -103,6 +103,12 @@ void gfc_error(const char *cmd, const char *fmt, ...)
  * the code's description when none was recorded). */
 void gfc_error_last(const char *cmd, int code);
 
+/* Checks the environment variables every command reads (GPUFEED_LOG):
+ * true when they are usable; else prints why ("gpufeed CMD: GPUFEED_LOG=x:
+ * expected ...") and returns false, and the command exits with
+ * GFC_EXIT_USAGE. */
+bool gfc_env_ok(const char *cmd);
+
 /* Number of online cores (at least 1). */
 unsigned gfc_cores(void);
 /* Monotonic clock in seconds. */

@@ -587,7 +587,11 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       fputs(usage, stdout);                                                    \
       return GFC_EXIT_OK;                                                      \
     }                                                                          \
-    return a->bad ? GFC_EXIT_USAGE : gfc_##kind(&o);                           \
+    if (a->bad)                                                                \
+      return GFC_EXIT_USAGE;                                                   \
+    if (!gfc_env_ok(a->cmd))                                                   \
+      return GFC_EXIT_USAGE;                                                   \
+    return gfc_##kind(&o);                                                     \
   }
 RUN_COMMAND(synth, synth_usage)
 RUN_COMMAND(build, build_usage)

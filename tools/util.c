@@ -38,6 +38,14 @@ void gfc_error_last(const char *cmd, int code) {
     gfc_error(cmd, "%s", e->message);
 }
 
+bool gfc_env_ok(const char *cmd) {
+  int rc = gf_log_env_check();
+  if (rc == 0)
+    return true;
+  gfc_error_last(cmd, rc);
+  return false;
+}
+
 unsigned gfc_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (unsigned)n : 1u;
