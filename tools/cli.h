@@ -154,7 +154,12 @@ void gfc_progress_update(gfc_progress *p, uint64_t done);
 /* Clears the line and stops drawing. */
 void gfc_progress_end(gfc_progress *p);
 
-/* Escapes s (len bytes) as the body of a JSON string onto f. */
+/* Writes s (len bytes, any bytes: file names are bytes) as the body of a
+ * JSON string onto f: valid UTF-8 passes through; '"', '\\' and control
+ * characters are escaped as JSON requires; each byte of an invalid UTF-8
+ * sequence becomes \udcXX (XX its value), the surrogateescape scheme of
+ * Python's os.fsdecode, so os.fsencode(value) gives back the exact bytes.
+ * Every JSON the CLI writes goes through here. */
 void gfc_json_str(FILE *f, const char *s, size_t len);
 
 #endif
