@@ -415,6 +415,9 @@ int gfc_build(const gfc_build_opts *o) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  /* The umask, read while this is the only thread (umask() sets it). */
+  mode_t dir_umask = umask(022);
+  umask(dir_umask);
   if (!out_ok(o))
     goto out;
   if ((rc = gf_folder_scan(o->src, o->labels, &folder)) != 0) {
@@ -483,6 +486,15 @@ int gfc_build(const gfc_build_opts *o) {
     goto out;
   gf_writer_destroy(w);
   w = NULL;
+  /* mkdtemp made the folder 0700 (private while incomplete): the dataset
+   * gets the mode a mkdir would give it, following the umask like its
+   * files. */
+  if (chmod(tmp, 0777 & ~dir_umask) != 0) {
+    int e = errno;
+    gfc_error(CMD, "%s: cannot set the new dataset folder's mode: %s", o->out,
+              strerror(e));
+    goto out;
+  }
   /* The index's inode tells, after a failure, whether the rename that
    * publishes the new dataset happened (renames keep inodes). */
   size_t icap = strlen(tmp) + strlen(o->out) + sizeof GF_INDEX_NAME + 2;
