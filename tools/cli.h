@@ -45,6 +45,7 @@ typedef struct gfc_build_opts {
   uint32_t alignment;
   bool force;
   bool skip_bad;
+  bool follow_symlinks; /* follow links to files leading out of SRC */
   bool quiet;
 } gfc_build_opts;
 

@@ -54,10 +54,20 @@ static const char build_usage[] =
     "Builds a dataset (index.gfi + shard-NNNNNN.gfs) in OUT from the PNG\n"
     "images under SRC: an ImageFolder tree SRC/<class>/.../*.png (classes\n"
     "sorted by name, label = class index), or a flat folder with --labels.\n"
+    "An empty class folder keeps its label with no samples (the summary\n"
+    "names it; torchvision's ImageFolder refuses an empty class). Hidden\n"
+    "entries and sub-folders of SRC holding an index.gfi (gpufeed datasets,\n"
+    "such as an earlier OUT inside SRC) are no class (the summary names the\n"
+    "latter). A labels file may list each file once.\n"
+    "Symbolic links: a link to a .png file is followed when it resolves\n"
+    "inside SRC; one leading outside SRC is refused unless --follow-symlinks\n"
+    "(a symbolic link farm of a split), and links to folders are never\n"
+    "followed. With --skip-bad, refused links are skipped and listed.\n"
     "Samples are written in source order, so the output is byte-identical\n"
     "whatever the thread count. The dataset is written to a temporary folder\n"
     "next to OUT and moved into place only when complete: a failed or\n"
     "interrupted build leaves OUT absent, or untouched when it existed.\n"
+    "The finished folder's mode follows the umask, as its files' do.\n"
     "\n"
     "Options:\n"
     "  --labels FILE    flat-folder labels: lines 'relative/path.png LABEL'\n"
@@ -75,16 +85,20 @@ static const char build_usage[] =
     "  --align N        align each sample's extent to N bytes, a power of two\n"
     "                   up to 1M (default 1; 4096 for O_DIRECT reads)\n"
     "  --force          replace an existing dataset OUT\n"
-    "  --skip-bad       skip unreadable or corrupt sources (counted and "
-    "listed\n"
-    "                   in the summary) instead of stopping\n"
+    "  --skip-bad       skip unreadable or corrupt sources and refused\n"
+    "                   symbolic links (counted and listed in the summary)\n"
+    "                   instead of stopping\n"
+    "  --follow-symlinks  follow symbolic links to files that lead outside\n"
+    "                   SRC (never links to folders)\n"
     "  --quiet          no progress and no summary\n"
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 built, 1 failed, 2 usage error, 130 interrupted by\n"
     "SIGINT (SIGTERM gives 1); OUT is left as it was in every failing case.\n"
     "A second SIGINT stops at once, leaving the temporary folder\n"
-    "(.OUT.gftmp-XXXXXX next to OUT) for you to remove.\n";
+    "(.OUT.gftmp-PID-HOST-XXXXXX next to OUT), as a SIGKILL does: the next\n"
+    "build of OUT removes it once process PID of this host has ended, and\n"
+    "names any it cannot judge (its build may run, or ran on another host).\n";
 
 static const char inspect_usage[] =
     "Usage: gpufeed inspect DATASET [OPTIONS]\n"
@@ -345,6 +359,13 @@ static bool common_arg(args *a, const char **pos, int max_pos, int *npos,
   return true;
 }
 
+/* A path argument (named `what` in the message) may not be empty: "" names
+ * no file, and the library would answer with its own function's name. */
+static void check_path(args *a, const char *what, const char *v) {
+  if (!a->bad && v && !*v)
+    usage_error(a, "%s is an empty string (expected a path)", what);
+}
+
 static void unknown_option(args *a) {
   usage_error(a, "unknown option '%s' for %s", a->argv[a->i], a->cmd);
 }
@@ -386,6 +407,8 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   else if (!have_count)
     usage_error(a, "synth needs --count N");
   o->out = pos[0];
+  check_path(a, "OUT", o->out);
+  check_path(a, "the value of --from", o->from);
 }
 
 static void parse_build(args *a, gfc_build_opts *o, bool *help) {
@@ -425,6 +448,8 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
       o->force = true;
     } else if (opt(a, "--skip-bad", NULL)) {
       o->skip_bad = true;
+    } else if (opt(a, "--follow-symlinks", NULL)) {
+      o->follow_symlinks = true;
     } else if (opt(a, "--quiet", NULL)) {
       o->quiet = true;
     } else {
@@ -439,6 +464,11 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   }
   o->src = pos[0];
   o->out = pos[1];
+  check_path(a, "SRC", o->src);
+  check_path(a, "OUT", o->out);
+  check_path(a, "the value of --labels", o->labels);
+  if (a->bad)
+    return;
   bool pixels = o->codec != GF_CODEC_PNG;
   if (level_set && (o->codec == GF_CODEC_PNG || o->codec == GF_CODEC_RAW))
     usage_error(a, "--level applies to the zstd and gradzstd codecs only");
@@ -465,6 +495,7 @@ static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "inspect needs the DATASET folder");
   o->dataset = pos[0];
+  check_path(a, "DATASET", o->dataset);
 }
 
 static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
@@ -485,6 +516,7 @@ static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "verify needs the DATASET folder");
   o->dataset = pos[0];
+  check_path(a, "DATASET", o->dataset);
 }
 
 static int pick(args *a, const char *name, const char *v,
@@ -576,6 +608,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNGs)");
   o->source = pos[0];
+  check_path(a, "SOURCE", o->source);
+  check_path(a, "the value of --labels", o->labels);
 }
 
 /* Each command: parse, then either print its help, report a usage error,
