@@ -8,6 +8,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip "no /usr/bin/python3"
 
+gf 0 inspect --help && has out '\udcXX'
+gf 0 bench --help && has out "escaped"
 gf 0 synth "$T/gen" --count 3 --size 8x8 --classes 1 --quiet || finish
 mkdir -p "$T/src"
 # Class names (and file names) with every kind of byte sequence.

@@ -32,6 +32,7 @@ for value in error warn info debug ""; do
   logenv "$value" 0 inspect "$T/ds" && has out "samples    4"
   logenv "$value" 0 bench "$T/ds" --device cpu --batch 2 --epochs 1 --quiet
 done
+gf 0 --help && has out "GPUFEED_LOG=error|warn|info|debug"
 # Help still answers, whatever the environment.
 logenv bogus 0 inspect --help && has out "Usage: gpufeed inspect"
 finish

@@ -23,7 +23,10 @@ static const char main_usage[] =
     "  bench    measure the loader on a dataset or a PNG folder\n"
     "\n"
     "'gpufeed COMMAND --help' describes a command and its options.\n"
-    "Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.\n";
+    "Exit status: 0 success, 1 failure, 2 usage error (also an unknown\n"
+    "GPUFEED_LOG value), 130 interrupted.\n"
+    "Environment: GPUFEED_LOG=error|warn|info|debug (default warn),\n"
+    "GPUFEED_IO=auto|uring|pread.\n";
 
 static const char synth_usage[] =
     "Usage: gpufeed synth OUT --count N [OPTIONS]\n"
@@ -107,7 +110,11 @@ static const char inspect_usage[] =
     "stored and decoded bytes, shapes and labels. Reads the index only.\n"
     "\n"
     "Options:\n"
-    "  --json           print one JSON object instead of text\n"
+    "  --json           print one JSON object instead of text; names are\n"
+    "                   bytes: valid UTF-8 passes through, control\n"
+    "                   characters are escaped, and each byte of invalid\n"
+    "                   UTF-8 is written \\udcXX (Python's os.fsencode\n"
+    "                   gives the exact bytes back)\n"
     "  --samples N      also list the first N sample records (shard, offset,\n"
     "                   length, codec, shape, label, source)\n"
     "  -h, --help       this text\n";
@@ -174,7 +181,8 @@ static const char bench_usage[] =
     "                   and the GPU copy stream\n"
     "  --trace-events N trace buffer capacity in events (default 1000000;\n"
     "                   later events are dropped and counted)\n"
-    "  --json           one JSON object on stdout instead of the table\n"
+    "  --json           one JSON object on stdout instead of the table (paths\n"
+    "                   escaped as 'gpufeed inspect --help' says)\n"
     "  --quiet          no progress lines\n"
     "  -h, --help       this text\n";
 
