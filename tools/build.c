@@ -253,7 +253,12 @@ static void sweep_stale(const char *out) {
                 "remove it if that build no longer runs",
                 path, out, (int)hl, end + 1, pid);
     } else if (pid == (long)getpid()) {
-      /* ours: not made yet, but never remove it */
+      /* Not ours (made below, after this): an earlier process of the
+       * same number. It cannot be told whether that one has ended. */
+      gfc_error(CMD,
+                "note: %s carries this build's process id (%ld), left by an "
+                "earlier process of that number; left as it is",
+                path, pid);
     } else if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
       gfc_error(CMD,
                 "note: %s is the temporary folder of a build of %s that may "

@@ -234,8 +234,8 @@ static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
       } else {
         char full[PATH_MAX * 2];
         snprintf(full, sizeof full, "%s/%s", s->root, rel);
-        rc = gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX, GF_NO_INDEX,
-                     "not a regular file");
+        rc = skip_or_fail(s, gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX,
+                                     GF_NO_INDEX, "not a regular file"));
       }
     }
     rel[rel_len] = '\0';

@@ -210,9 +210,9 @@ int gf_dir_remove(const char *dir);
  * whether the labels agree or not. A labels file that is a folder is
  * refused as such.
  * With skip_bad, a refused link (leading out, broken, to a folder, to no
- * regular file) and, in a labels file, a listed path that names no usable
- * file are left out and described in `skipped` instead of failing the
- * scan.
+ * regular file), a .png entry that is no regular file and, in a labels
+ * file, a listed path that names no usable file are left out and
+ * described in `skipped` instead of failing the scan.
  * The order is a function of the names only, never of readdir's order. */
 typedef struct gf_folder_entry {
   char *path; /* relative to root, NUL-terminated */
