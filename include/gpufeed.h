@@ -316,7 +316,10 @@ typedef enum gf_io_backend {
   GF_IO_URING = 1, /* io_uring or fail */
   GF_IO_PREAD = 2, /* the pread thread pool */
 } gf_io_backend;
-/* The environment variable GPUFEED_IO=uring|pread overrides GF_IO_AUTO. */
+/* The environment variable GPUFEED_IO=uring|pread|auto overrides GF_IO_AUTO;
+ * GPUFEED_LOG=error|warn|info|debug sets what is logged to stderr (default
+ * warn). An unknown value of either makes gf_loader_create fail with
+ * -EINVAL naming the variable. */
 
 /* What the GPU stage (or, in host mode, its CPU reference) makes of a
  * batch's uint8 HWC samples: an optional crop/pad to a fixed size (center,
@@ -474,7 +477,8 @@ typedef struct gf_batch {
  * starts its workers, which begin on epoch 0 at once. *out is owned by the
  * caller and freed with gf_loader_destroy(). Every buffer is allocated
  * here, sized from the configuration. Returns 0, -EINVAL (bad config, with
- * the field named), -ENOENT, GF_E* from opening the source, -ENOMEM. */
+ * the field named, or an unknown GPUFEED_LOG or GPUFEED_IO value), -ENOENT,
+ * GF_E* from opening the source, -ENOMEM. */
 GF_API int gf_loader_create(const gf_loader_config *cfg, gf_loader **out);
 
 /* Takes the next batch of the current epoch, waiting for it if needed, and

@@ -16,3 +16,5 @@ gpufeed_add_test(test_format_threads SOURCES ${_fmt}/test_format_threads.c
                  TIMEOUT 120 LABELS threaded)
 gpufeed_add_test(test_folder_scan SOURCES ${_fmt}/test_folder_scan.c
                  TIMEOUT 60)
+gpufeed_add_test(test_folder_opts SOURCES ${_fmt}/test_folder_opts.c
+                 TIMEOUT 60)

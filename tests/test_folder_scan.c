@@ -174,15 +174,18 @@ static void test_labels(void) {
   touch("flat/my cat.png");
   touch("flat/sub/two.png");
   touch("flat/.hidden.png");
+  touch("flat/three.png");
+  touch("flat/four.png");
+  /* Each file once: a file listed twice is refused (test_labels_dup). */
   write_labels("labels.txt", "# path label\n"
                              "\n"
                              "one.png 3\n"
                              "my cat.png\t\t-2\r\n"
                              "   \n"
                              "sub/two.png   9223372036854775807  \n"
-                             "sub/../one.png 0\n"
+                             "sub/../three.png 0\n"
                              "./.hidden.png 5\n"
-                             "one.png 3"); /* no newline at the end */
+                             "four.png 3"); /* no newline at the end */
   char root[1200], labels[1200];
   path_of("flat", root, sizeof root);
   path_of("labels.txt", labels, sizeof labels);
@@ -194,7 +197,7 @@ static void test_labels(void) {
       int64_t label;
     } want[] = {
         {"one.png", 3},        {"my cat.png", -2},   {"sub/two.png", INT64_MAX},
-        {"sub/../one.png", 0}, {"./.hidden.png", 5}, {"one.png", 3}};
+        {"sub/../three.png", 0}, {"./.hidden.png", 5}, {"four.png", 3}};
     size_t nw = sizeof want / sizeof want[0];
     CHECK(f->count == nw);
     for (size_t i = 0; i < nw && i < f->count; i++) {

@@ -2,10 +2,12 @@
  * the file (and sample, offset) named once, not "path: offset N:" again in
  * front of a message that already says it. A corrupt index, a PNG folder
  * whose first image is not a PNG, and a folder smaller than one batch
- * (that error says why and what to do). */
+ * (that error says why and what to do). An unknown GPUFEED_LOG fails
+ * create, as an unknown GPUFEED_IO does. */
 #include "loader_fixture.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,6 +82,21 @@ int main(void) {
   cfg.rank = 0;
   cfg.batch_size = 64;
   cfg.drop_last = 0;
+  CHECK_OK(gf_loader_create(&cfg, &l));
+  gf_loader_destroy(l);
+
+  /* A mistyped environment setting: refused, as GPUFEED_IO's is. */
+  static const char *const vars[] = {"GPUFEED_LOG", "GPUFEED_IO"};
+  for (int v = 0; v < 2; v++) {
+    setenv(vars[v], "bogus", 1);
+    l = NULL;
+    CHECK_ERR(gf_loader_create(&cfg, &l), -EINVAL);
+    CHECK(l == NULL);
+    m = gf_last_error()->message;
+    printf("%s\n", m);
+    CHECK(strstr(m, vars[v]) != NULL && strstr(m, "bogus") != NULL);
+    unsetenv(vars[v]);
+  }
   CHECK_OK(gf_loader_create(&cfg, &l));
   gf_loader_destroy(l);
 

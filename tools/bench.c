@@ -4,9 +4,12 @@
  * which stage limits the rate. */
 #include "cli.h"
 
+#include "common/common.h"
+#include "format/format.h"
 #include "gpu/cudautil.h"
 #include "gpu/stage.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -35,12 +38,16 @@ static uint64_t peak_rss_bytes(void) {
  * In host mode it sleeps, as a GPU training step leaves the CPU to the
  * loader. */
 static void step(double ms) {
-  if (ms <= 0)
+  if (!(ms > 0 && ms <= 1e6)) /* also NaN: the options refuse it */
     return;
   struct timespec ts;
   ts.tv_sec = (time_t)(ms / 1000.0);
   ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
-  while (nanosleep(&ts, &ts) != 0)
+  if (ts.tv_nsec < 0 || ts.tv_nsec > 999999999)
+    ts.tv_nsec = 999999999;
+  /* A signal cuts the sleep short: sleep the rest. Any other error (an
+   * invalid time) cannot change by retrying: give up on the step. */
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
     ;
 }
 
@@ -95,6 +102,45 @@ static void bottleneck(const gf_loader_stats *st, double wall, double stall,
   }
 }
 
+/* The samples in the source (a dataset, else a folder listing); false when
+ * it cannot be read. Leaves the calling thread's last error as it was. */
+static bool source_samples(const gfc_bench_opts *o, uint64_t *n) {
+  gf_error_info saved = *gf_last_error();
+  gf_dataset *ds = NULL;
+  gf_folder *f = NULL;
+  bool ok = false;
+  if (gf_dataset_open(o->source, &ds) == 0) {
+    *n = gf_dataset_count(ds);
+    ok = true;
+  } else if (gf_folder_scan(o->source, o->labels, &f) == 0) {
+    *n = f->count;
+    ok = true;
+  }
+  gf_dataset_close(ds);
+  gf_folder_free(f);
+  gf_error_restore(&saved);
+  return ok;
+}
+
+/* The loader's refusal, with the reason when the source holds fewer
+ * samples than a batch: bench drops each epoch's last partial batch
+ * (drop_last), so such a source gives no batch at all. */
+static void report_create_error(const gfc_bench_opts *o, int rc) {
+  uint64_t n = 0;
+  const gf_error_info *e = gf_last_error();
+  if (rc == -EINVAL && e->code == rc && e->message[0] &&
+      source_samples(o, &n) && n > 0 && n < o->batch) {
+    gfc_error("bench",
+              "%s (bench drops the last partial batch of each epoch, and "
+              "%s holds %llu samples, fewer than a batch of %u: use "
+              "--batch %llu or less)",
+              e->message, o->source, (unsigned long long)n, o->batch,
+              (unsigned long long)n);
+    return;
+  }
+  gfc_error_last("bench", rc);
+}
+
 int gfc_bench(const gfc_bench_opts *o) {
   gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
   cfg.source = o->source;
@@ -144,7 +190,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   gf_loader *l;
   int rc = gf_loader_create(&cfg, &l);
   if (rc < 0) {
-    gfc_error_last("bench", rc);
+    report_create_error(o, rc);
     return GFC_EXIT_FAIL;
   }
   gf_loader_stats st0 = {.struct_size = sizeof st0};

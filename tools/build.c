@@ -13,6 +13,8 @@
 #include "decode/decode.h"
 #include "format/format.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -160,21 +162,143 @@ static bool take(build_job *j, uint64_t i, slot *out, gfc_progress *prog) {
   return ok;
 }
 
-/* ".NAME.gftmp-XXXXXX" in OUT's parent folder, so the final rename stays on
- * one filesystem. */
-static char *make_tmp_dir(const char *out) {
+/* This host's name as a temporary folder's name carries it: letters,
+ * digits, '_' and '-' only ('.' and the rest become '_'), at most 32
+ * bytes. */
+static void host_tag(char *buf, size_t cap) {
+  char h[256];
+  if (gethostname(h, sizeof h) != 0)
+    h[0] = '\0';
+  h[sizeof h - 1] = '\0';
+  size_t n = 0;
+  for (const char *p = h; *p && n + 1 < cap && n < 32; p++)
+    buf[n++] = isalnum((unsigned char)*p) || *p == '-' ? *p : '_';
+  if (n == 0)
+    buf[n++] = '_';
+  buf[n] = '\0';
+}
+
+/* OUT's parent folder and base name (trailing slashes dropped), malloc'd.
+ * Returns false when out of memory. */
+static bool split_out(const char *out, char **parent, char **base) {
   char *a = strdup(out), *b = strdup(out);
-  char *tmp = NULL;
+  *parent = *base = NULL;
   if (a && b) {
     size_t l = strlen(a);
     while (l > 1 && a[l - 1] == '/') {
       a[--l] = '\0';
       b[l] = '\0';
     }
-    const char *parent = dirname(a), *base = basename(b);
-    size_t n = strlen(parent) + strlen(base) + 32;
+    *parent = strdup(dirname(a));
+    *base = strdup(basename(b));
+  }
+  free(a);
+  free(b);
+  if (*parent && *base)
+    return true;
+  free(*parent);
+  free(*base);
+  *parent = *base = NULL;
+  return false;
+}
+
+/* Temporary folders that earlier builds of OUT left (killed before they
+ * could remove them: SIGKILL, a crash, a second SIGINT), named
+ * ".BASE.gftmp-PID-HOST-XXXXXX": one of a process of this host that no
+ * longer exists is removed (only dataset files are removed: gf_dir_remove),
+ * and said so; any other is named and left: its build may still run (the
+ * process exists, or runs on another host sharing the folder), or its name
+ * carries no process id (made by an older gpufeed). */
+static void sweep_stale(const char *out) {
+  char *parent, *base;
+  if (!split_out(out, &parent, &base))
+    return;
+  size_t pl = strlen(base) + 9; /* "." BASE ".gftmp-" and NUL */
+  char *prefix = malloc(pl);
+  DIR *d = prefix ? opendir(parent) : NULL;
+  if (prefix)
+    snprintf(prefix, pl, ".%s.gftmp-", base);
+  char host[64];
+  host_tag(host, sizeof host);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, prefix, pl - 1) != 0)
+      continue;
+    char *path = gfc_path_join(parent, e->d_name);
+    struct stat st;
+    if (!path || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      free(path);
+      continue;
+    }
+    /* PID-HOST-XXXXXX after the prefix. */
+    const char *rest = e->d_name + pl - 1;
+    char *end;
+    errno = 0;
+    long pid = strtol(rest, &end, 10);
+    const char *last = strrchr(rest, '-');
+    bool named = rest[0] >= '1' && rest[0] <= '9' && !errno && pid > 0 &&
+                 pid <= INT32_MAX && *end == '-' && last && last > end &&
+                 strlen(last + 1) == 6;
+    size_t hl = named ? (size_t)(last - end - 1) : 0;
+    if (!named) {
+      gfc_error(CMD,
+                "note: %s looks like the temporary folder of an earlier "
+                "build of %s, but its name carries no process id to check; "
+                "remove it if no build of %s is running",
+                path, out, out);
+    } else if (hl != strlen(host) || strncmp(end + 1, host, hl) != 0) {
+      gfc_error(CMD,
+                "note: %s is the temporary folder of a build of %s on host "
+                "%.*s (process %ld), which cannot be checked from here; "
+                "remove it if that build no longer runs",
+                path, out, (int)hl, end + 1, pid);
+    } else if (pid == (long)getpid()) {
+      /* Not ours (made below, after this): an earlier process of the
+       * same number. It cannot be told whether that one has ended. */
+      gfc_error(CMD,
+                "note: %s carries this build's process id (%ld), left by an "
+                "earlier process of that number; left as it is",
+                path, pid);
+    } else if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+      gfc_error(CMD,
+                "note: %s is the temporary folder of a build of %s that may "
+                "still run (process %ld exists); left as it is",
+                path, out, pid);
+    } else {
+      int rc = gf_dir_remove(path);
+      if (rc == 0)
+        gfc_error(CMD,
+                  "removed %s, the temporary folder left by a build of %s "
+                  "that no longer runs (process %ld)",
+                  path, out, pid);
+      else
+        gfc_error(CMD,
+                  "note: %s was left by a build of %s that no longer runs "
+                  "(process %ld), but cannot be removed: %s",
+                  path, out, pid, gf_last_error()->message);
+    }
+    free(path);
+  }
+  if (d)
+    closedir(d);
+  free(prefix);
+  free(parent);
+  free(base);
+}
+
+/* ".NAME.gftmp-PID-HOST-XXXXXX" in OUT's parent folder, so the final rename
+ * stays on one filesystem; the process id and host let a later build tell
+ * whether the build that made it still runs (sweep_stale). */
+static char *make_tmp_dir(const char *out) {
+  char *parent, *base;
+  char *tmp = NULL;
+  if (split_out(out, &parent, &base)) {
+    char host[64];
+    host_tag(host, sizeof host);
+    size_t n = strlen(parent) + strlen(base) + strlen(host) + 64;
     if ((tmp = malloc(n)) != NULL) {
-      snprintf(tmp, n, "%s/.%s.gftmp-XXXXXX", parent, base);
+      snprintf(tmp, n, "%s/.%s.gftmp-%ld-%s-XXXXXX", parent, base,
+               (long)getpid(), host);
       if (!mkdtemp(tmp)) {
         int e = errno;
         gf_fail(-e, out, GF_NO_INDEX, GF_NO_INDEX,
@@ -184,11 +308,11 @@ static char *make_tmp_dir(const char *out) {
         tmp = NULL;
       }
     }
+    free(parent);
+    free(base);
   } else {
     gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
   }
-  free(a);
-  free(b);
   return tmp;
 }
 
@@ -294,6 +418,7 @@ typedef struct totals {
   uint64_t written, skipped;
   uint64_t src_bytes, stored, shard_bytes, decoded;
   char *skipped_msg[SKIPPED_LISTED]; /* the first ones */
+  uint64_t *per_class; /* samples written a class (ImageFolder) */
 } totals;
 
 static void print_summary(const gfc_build_opts *o, const gf_folder *f,
@@ -303,12 +428,18 @@ static void print_summary(const gfc_build_opts *o, const gf_folder *f,
   uint64_t src_bytes = t->src_bytes, stored = t->stored;
   printf("build: wrote %llu samples to %s\n", (unsigned long long)written,
          o->out);
-  printf("  skipped       %llu\n", (unsigned long long)skipped);
-  for (uint64_t k = 0; k < skipped && k < SKIPPED_LISTED; k++)
-    printf("    %s\n", t->skipped_msg[k]);
-  if (skipped > SKIPPED_LISTED)
+  /* Skipped while listing (links, labels lines), then while reading. */
+  printf("  skipped       %llu\n",
+         (unsigned long long)(skipped + f->skipped_count));
+  uint64_t listed = 0;
+  for (uint64_t k = 0; k < f->skipped_count && listed < SKIPPED_LISTED; k++)
+    printf("    %s\n", f->skipped[k]), listed++;
+  for (uint64_t k = 0; k < skipped && k < SKIPPED_LISTED &&
+                       listed < SKIPPED_LISTED; k++)
+    printf("    %s\n", t->skipped_msg[k]), listed++;
+  if (skipped + f->skipped_count > listed)
     printf("    ... and %llu more\n",
-           (unsigned long long)(skipped - SKIPPED_LISTED));
+           (unsigned long long)(skipped + f->skipped_count - listed));
   if (f->class_count) {
     printf("  classes       %u (", f->class_count);
     for (uint32_t c = 0; c < f->class_count && c < 5; c++)
@@ -317,6 +448,23 @@ static void print_summary(const gfc_build_opts *o, const gf_folder *f,
   } else {
     printf("  classes       none (labels from %s)\n", o->labels);
   }
+  /* Empty classes keep their label; torchvision's ImageFolder would
+   * refuse the folder. */
+  uint32_t empty = 0;
+  for (uint32_t c = 0; c < f->class_count; c++) {
+    if (t->per_class && t->per_class[c] == 0) {
+      if (empty++ == 0)
+        printf("  empty classes (kept as labels with no samples; "
+               "torchvision's ImageFolder refuses an empty class)\n");
+      if (empty <= SKIPPED_LISTED)
+        printf("    %s (label %u)\n", f->classes[c], c);
+    }
+  }
+  if (empty > SKIPPED_LISTED)
+    printf("    ... and %u more\n", empty - SKIPPED_LISTED);
+  for (uint32_t k = 0; k < f->not_class_count; k++)
+    printf("  not a class   %s/%s: a gpufeed dataset folder, left out\n",
+           f->root, f->not_classes[k]);
   if (o->level)
     printf("  codec         %s (level %d)\n", gf_codec_name(o->codec),
            o->level);
@@ -373,6 +521,10 @@ static bool write_in_order(build_job *j, gf_writer *w, const char *tmp,
         report_out(j->o, tmp, rc);
         failed = true;
       }
+      int64_t lab = j->folder->entries[i].label;
+      if (rc == 0 && tot->per_class && lab >= 0 &&
+          (uint64_t)lab < j->folder->class_count)
+        tot->per_class[lab]++;
       tot->src_bytes += s.src_bytes;
       tot->stored += s.len;
       tot->decoded += gf_shape_bytes(&s.shape);
@@ -415,13 +567,27 @@ int gfc_build(const gfc_build_opts *o) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  /* The umask, read while this is the only thread (umask() sets it). */
+  mode_t dir_umask = umask(022);
+  umask(dir_umask);
   if (!out_ok(o))
     goto out;
-  if ((rc = gf_folder_scan(o->src, o->labels, &folder)) != 0) {
+  sweep_stale(o->out);
+  gf_folder_opts fo = {.follow_symlinks = o->follow_symlinks,
+                       .skip_bad = o->skip_bad};
+  if ((rc = gf_folder_scan_with(o->src, o->labels, &fo, &folder)) != 0) {
     gfc_error_last(CMD, rc);
     goto out;
   }
   j.folder = folder;
+  /* Listed in the summary; with --quiet there is none: warn now. */
+  for (uint64_t k = 0; o->quiet && k < folder->skipped_count; k++)
+    gfc_error(CMD, "skipped %s", folder->skipped[k]);
+  if (folder->class_count &&
+      !(tot.per_class = calloc(folder->class_count, sizeof *tot.per_class))) {
+    gfc_error(CMD, "out of memory");
+    goto out;
+  }
   j.dopts = (gf_decode_opts)GF_DECODE_OPTS_INIT;
   j.dopts.channels = o->codec == GF_CODEC_PNG ? 0 : o->channels;
   j.dopts.keep_16bit = o->keep_16bit;
@@ -483,6 +649,15 @@ int gfc_build(const gfc_build_opts *o) {
     goto out;
   gf_writer_destroy(w);
   w = NULL;
+  /* mkdtemp made the folder 0700 (private while incomplete): the dataset
+   * gets the mode a mkdir would give it, following the umask like its
+   * files. */
+  if (chmod(tmp, 0777 & ~dir_umask) != 0) {
+    int e = errno;
+    gfc_error(CMD, "%s: cannot set the new dataset folder's mode: %s", o->out,
+              strerror(e));
+    goto out;
+  }
   /* The index's inode tells, after a failure, whether the rename that
    * publishes the new dataset happened (renames keep inodes). */
   size_t icap = strlen(tmp) + strlen(o->out) + sizeof GF_INDEX_NAME + 2;
@@ -534,6 +709,7 @@ out:
   free(tids);
   for (int k = 0; k < SKIPPED_LISTED; k++)
     free(tot.skipped_msg[k]);
+  free(tot.per_class);
   gf_writer_destroy(w);
   if (tmp) {
     gf_dir_remove(tmp);

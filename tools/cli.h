@@ -45,6 +45,7 @@ typedef struct gfc_build_opts {
   uint32_t alignment;
   bool force;
   bool skip_bad;
+  bool follow_symlinks; /* follow links to files leading out of SRC */
   bool quiet;
 } gfc_build_opts;
 
@@ -103,6 +104,12 @@ void gfc_error(const char *cmd, const char *fmt, ...)
  * the code's description when none was recorded). */
 void gfc_error_last(const char *cmd, int code);
 
+/* Checks the environment variables every command reads (GPUFEED_LOG):
+ * true when they are usable; else prints why ("gpufeed CMD: GPUFEED_LOG=x:
+ * expected ...") and returns false, and the command exits with
+ * GFC_EXIT_USAGE. */
+bool gfc_env_ok(const char *cmd);
+
 /* Number of online cores (at least 1). */
 unsigned gfc_cores(void);
 /* Monotonic clock in seconds. */
@@ -148,7 +155,12 @@ void gfc_progress_update(gfc_progress *p, uint64_t done);
 /* Clears the line and stops drawing. */
 void gfc_progress_end(gfc_progress *p);
 
-/* Escapes s (len bytes) as the body of a JSON string onto f. */
+/* Writes s (len bytes, any bytes: file names are bytes) as the body of a
+ * JSON string onto f: valid UTF-8 passes through; '"', '\\' and control
+ * characters are escaped as JSON requires; each byte of an invalid UTF-8
+ * sequence becomes \udcXX (XX its value), the surrogateescape scheme of
+ * Python's os.fsdecode, so os.fsencode(value) gives back the exact bytes.
+ * Every JSON the CLI writes goes through here. */
 void gfc_json_str(FILE *f, const char *s, size_t len);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,10 @@ static const char main_usage[] =
     "  bench    measure the loader on a dataset or a PNG folder\n"
     "\n"
     "'gpufeed COMMAND --help' describes a command and its options.\n"
-    "Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.\n";
+    "Exit status: 0 success, 1 failure, 2 usage error (also an unknown\n"
+    "GPUFEED_LOG value), 130 interrupted.\n"
+    "Environment: GPUFEED_LOG=error|warn|info|debug (default warn),\n"
+    "GPUFEED_IO=auto|uring|pread.\n";
 
 static const char synth_usage[] =
     "Usage: gpufeed synth OUT --count N [OPTIONS]\n"
@@ -53,10 +57,20 @@ static const char build_usage[] =
     "Builds a dataset (index.gfi + shard-NNNNNN.gfs) in OUT from the PNG\n"
     "images under SRC: an ImageFolder tree SRC/<class>/.../*.png (classes\n"
     "sorted by name, label = class index), or a flat folder with --labels.\n"
+    "An empty class folder keeps its label with no samples (the summary\n"
+    "names it; torchvision's ImageFolder refuses an empty class). Hidden\n"
+    "entries and sub-folders of SRC holding an index.gfi (gpufeed datasets,\n"
+    "such as an earlier OUT inside SRC) are no class (the summary names the\n"
+    "latter). A labels file may list each file once.\n"
+    "Symbolic links: a link to a .png file is followed when it resolves\n"
+    "inside SRC; one leading outside SRC is refused unless --follow-symlinks\n"
+    "(a symbolic link farm of a split), and links to folders are never\n"
+    "followed. With --skip-bad, refused links are skipped and listed.\n"
     "Samples are written in source order, so the output is byte-identical\n"
     "whatever the thread count. The dataset is written to a temporary folder\n"
     "next to OUT and moved into place only when complete: a failed or\n"
     "interrupted build leaves OUT absent, or untouched when it existed.\n"
+    "The finished folder's mode follows the umask, as its files' do.\n"
     "\n"
     "Options:\n"
     "  --labels FILE    flat-folder labels: lines 'relative/path.png LABEL'\n"
@@ -74,16 +88,20 @@ static const char build_usage[] =
     "  --align N        align each sample's extent to N bytes, a power of two\n"
     "                   up to 1M (default 1; 4096 for O_DIRECT reads)\n"
     "  --force          replace an existing dataset OUT\n"
-    "  --skip-bad       skip unreadable or corrupt sources (counted and "
-    "listed\n"
-    "                   in the summary) instead of stopping\n"
+    "  --skip-bad       skip unreadable or corrupt sources and refused\n"
+    "                   symbolic links (counted and listed in the summary)\n"
+    "                   instead of stopping\n"
+    "  --follow-symlinks  follow symbolic links to files that lead outside\n"
+    "                   SRC (never links to folders)\n"
     "  --quiet          no progress and no summary\n"
     "  -h, --help       this text\n"
     "\n"
     "Exit status: 0 built, 1 failed, 2 usage error, 130 interrupted by\n"
     "SIGINT (SIGTERM gives 1); OUT is left as it was in every failing case.\n"
     "A second SIGINT stops at once, leaving the temporary folder\n"
-    "(.OUT.gftmp-XXXXXX next to OUT) for you to remove.\n";
+    "(.OUT.gftmp-PID-HOST-XXXXXX next to OUT), as a SIGKILL does: the next\n"
+    "build of OUT removes it once process PID of this host has ended, and\n"
+    "names any it cannot judge (its build may run, or ran on another host).\n";
 
 static const char inspect_usage[] =
     "Usage: gpufeed inspect DATASET [OPTIONS]\n"
@@ -92,7 +110,11 @@ static const char inspect_usage[] =
     "stored and decoded bytes, shapes and labels. Reads the index only.\n"
     "\n"
     "Options:\n"
-    "  --json           print one JSON object instead of text\n"
+    "  --json           print one JSON object instead of text; names are\n"
+    "                   bytes: valid UTF-8 passes through, control\n"
+    "                   characters are escaped, and each byte of invalid\n"
+    "                   UTF-8 is written \\udcXX (Python's os.fsencode\n"
+    "                   gives the exact bytes back)\n"
     "  --samples N      also list the first N sample records (shard, offset,\n"
     "                   length, codec, shape, label, source)\n"
     "  -h, --help       this text\n";
@@ -119,7 +141,9 @@ static const char bench_usage[] =
     "reports images/s, GB/s delivered, per-stage busy time, queue occupancy,\n"
     "consumer stall, CPU cores used, memory and the limiting stage. The\n"
     "throughput counts the epochs after the first (which warms the page\n"
-    "cache and fills the cache budget), or the only one.\n"
+    "cache and fills the cache budget), or the only one. Each epoch's last\n"
+    "partial batch is dropped (a source smaller than --batch gives no batch\n"
+    "and is refused).\n"
     "\n"
     "Options:\n"
     "  --batch N        samples a batch (default 256)\n"
@@ -157,7 +181,8 @@ static const char bench_usage[] =
     "                   and the GPU copy stream\n"
     "  --trace-events N trace buffer capacity in events (default 1000000;\n"
     "                   later events are dropped and counted)\n"
-    "  --json           one JSON object on stdout instead of the table\n"
+    "  --json           one JSON object on stdout instead of the table (paths\n"
+    "                   escaped as 'gpufeed inspect --help' says)\n"
     "  --quiet          no progress lines\n"
     "  -h, --help       this text\n";
 
@@ -275,6 +300,28 @@ static uint64_t parse_size(args *a, const char *name, const char *v,
   return r;
 }
 
+/* Floating-point values: a finite decimal number from min to max, nothing
+ * before or after it. NaN and the infinities are refused by name: NaN
+ * passes any range check ("nan < 0" and "nan > max" are both false). */
+static double parse_double(args *a, const char *name, const char *v,
+                           double min, double max, const char *unit) {
+  if (!v)
+    return 0;
+  char *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  bool ok = end != v && !*end && !isspace((unsigned char)v[0]) &&
+            isfinite(x) && errno != ERANGE && x >= min && x <= max;
+  if (!ok) {
+    char want[128];
+    snprintf(want, sizeof want, "a finite number of %s from %g to %g", unit,
+             min, max);
+    bad_value(a, name, v, want);
+    return 0;
+  }
+  return x;
+}
+
 static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
   if (!v)
     return;
@@ -320,6 +367,13 @@ static bool common_arg(args *a, const char **pos, int max_pos, int *npos,
   return true;
 }
 
+/* A path argument (named `what` in the message) may not be empty: "" names
+ * no file, and the library would answer with its own function's name. */
+static void check_path(args *a, const char *what, const char *v) {
+  if (!a->bad && v && !*v)
+    usage_error(a, "%s is an empty string (expected a path)", what);
+}
+
 static void unknown_option(args *a) {
   usage_error(a, "unknown option '%s' for %s", a->argv[a->i], a->cmd);
 }
@@ -361,6 +415,8 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   else if (!have_count)
     usage_error(a, "synth needs --count N");
   o->out = pos[0];
+  check_path(a, "OUT", o->out);
+  check_path(a, "the value of --from", o->from);
 }
 
 static void parse_build(args *a, gfc_build_opts *o, bool *help) {
@@ -400,6 +456,8 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
       o->force = true;
     } else if (opt(a, "--skip-bad", NULL)) {
       o->skip_bad = true;
+    } else if (opt(a, "--follow-symlinks", NULL)) {
+      o->follow_symlinks = true;
     } else if (opt(a, "--quiet", NULL)) {
       o->quiet = true;
     } else {
@@ -414,6 +472,11 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   }
   o->src = pos[0];
   o->out = pos[1];
+  check_path(a, "SRC", o->src);
+  check_path(a, "OUT", o->out);
+  check_path(a, "the value of --labels", o->labels);
+  if (a->bad)
+    return;
   bool pixels = o->codec != GF_CODEC_PNG;
   if (level_set && (o->codec == GF_CODEC_PNG || o->codec == GF_CODEC_RAW))
     usage_error(a, "--level applies to the zstd and gradzstd codecs only");
@@ -440,6 +503,7 @@ static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "inspect needs the DATASET folder");
   o->dataset = pos[0];
+  check_path(a, "DATASET", o->dataset);
 }
 
 static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
@@ -460,6 +524,7 @@ static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "verify needs the DATASET folder");
   o->dataset = pos[0];
+  check_path(a, "DATASET", o->dataset);
 }
 
 static int pick(args *a, const char *name, const char *v,
@@ -525,10 +590,7 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
     } else if (opt(a, "--labels", &v)) {
       o->labels = v;
     } else if (opt(a, "--step-ms", &v)) {
-      char *end = NULL;
-      o->step_ms = v ? strtod(v, &end) : 0;
-      if (v && (end == v || *end || o->step_ms < 0 || o->step_ms > 1e6))
-        bad_value(a, "--step-ms", v, "milliseconds from 0 to 1000000");
+      o->step_ms = parse_double(a, "--step-ms", v, 0, 1e6, "milliseconds");
     } else if (opt(a, "--seed", &v)) {
       o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
     } else if (opt(a, "--trace", &v)) {
@@ -554,6 +616,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNGs)");
   o->source = pos[0];
+  check_path(a, "SOURCE", o->source);
+  check_path(a, "the value of --labels", o->labels);
 }
 
 /* Each command: parse, then either print its help, report a usage error,
@@ -567,7 +631,11 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       fputs(usage, stdout);                                                    \
       return GFC_EXIT_OK;                                                      \
     }                                                                          \
-    return a->bad ? GFC_EXIT_USAGE : gfc_##kind(&o);                           \
+    if (a->bad)                                                                \
+      return GFC_EXIT_USAGE;                                                   \
+    if (!gfc_env_ok(a->cmd))                                                   \
+      return GFC_EXIT_USAGE;                                                   \
+    return gfc_##kind(&o);                                                     \
   }
 RUN_COMMAND(synth, synth_usage)
 RUN_COMMAND(build, build_usage)

@@ -38,6 +38,14 @@ void gfc_error_last(const char *cmd, int code) {
     gfc_error(cmd, "%s", e->message);
 }
 
+bool gfc_env_ok(const char *cmd) {
+  int rc = gf_log_env_check();
+  if (rc == 0)
+    return true;
+  gfc_error_last(cmd, rc);
+  return false;
+}
+
 unsigned gfc_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (unsigned)n : 1u;
@@ -267,9 +275,54 @@ void gfc_progress_end(gfc_progress *p) {
   p->enabled = false; /* once: later output stays */
 }
 
-void gfc_json_str(FILE *f, const char *s, size_t len) {
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0 when
+ * none starts there: overlong forms, encoded surrogates (U+D800-DFFF),
+ * code points above U+10FFFF and cut sequences are invalid, as for
+ * Python's strict UTF-8 decoder. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  if (c < 0x80)
+    return 1;
+  size_t len;
+  uint32_t cp, min;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2, cp = c & 0x1fu, min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3, cp = c & 0x0fu, min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4, cp = c & 0x07u, min = 0x10000;
+  } else {
+    return 0; /* a continuation byte, 0xc0/0xc1, or 0xf5-0xff */
+  }
+  if (n < len)
+    return 0;
+  for (size_t k = 1; k < len; k++) {
+    if ((s[k] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[k] & 0x3fu);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return len;
+}
+
+void gfc_json_str(FILE *f, const char *str, size_t len) {
+  const unsigned char *s = (const unsigned char *)str;
+  for (size_t i = 0; i < len;) {
+    unsigned char c = s[i];
+    size_t n = utf8_len(s + i, len - i);
+    if (n == 0) {
+      /* Not UTF-8: the byte as a lone low surrogate U+DC80-DCFF, as
+       * Python's os.fsdecode (surrogateescape) reads it. */
+      fprintf(f, "\\udc%02x", c);
+      i++;
+      continue;
+    }
+    if (n > 1) {
+      fwrite(s + i, 1, n, f); /* valid UTF-8 passes through */
+      i += n;
+      continue;
+    }
     switch (c) {
     case '"':
       fputs("\\\"", f);
@@ -290,7 +343,8 @@ void gfc_json_str(FILE *f, const char *s, size_t len) {
       if (c < 0x20)
         fprintf(f, "\\u%04x", c);
       else
-        fputc(c, f); /* UTF-8 passes through; file names are bytes */
+        fputc(c, f);
     }
+    i++;
   }
 }

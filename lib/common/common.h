@@ -45,6 +45,11 @@ void gf_error_restore(const gf_error_info *e);
 enum { GF_LOG_ERROR = 0, GF_LOG_WARN = 1, GF_LOG_INFO = 2, GF_LOG_DEBUG = 3 };
 void gf_log(int level, const char *fmt, ...) GF_PRINTF(2, 3);
 bool gf_log_enabled(int level);
+/* Checks GPUFEED_LOG: 0 when unset, empty or one of error|warn|info|debug;
+ * else -EINVAL with gf_last_error() naming the variable, its value and the
+ * accepted values (logging itself then keeps the default, warn). Reads the
+ * environment at each call. Any thread. */
+int gf_log_env_check(void);
 
 /* Overflow-checked arithmetic: return false on overflow. */
 static inline bool gf_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {

@@ -24,7 +24,48 @@ typedef struct scan {
   const char *root; /* as given, without trailing slashes */
   char *real_root;  /* realpath of root */
   size_t real_len;
+  gf_folder_opts opts;
+  uint64_t root_pngs;   /* .png files directly in an ImageFolder root */
+  uint64_t *lines;      /* labels file: the line of each entry */
+  uint64_t skipped_cap;
 } scan;
+
+/* Appends a malloc'd copy of s to the string list *list (*n entries, room
+ * for *cap). Returns 0 or -ENOMEM. */
+static int push_str(char ***list, uint64_t *n, uint64_t *cap, const char *s) {
+  if (*n == *cap) {
+    uint64_t c = *cap ? *cap * 2 : 16;
+    if (c > SIZE_MAX / sizeof **list)
+      return -ENOMEM;
+    char **l = realloc(*list, (size_t)c * sizeof *l);
+    if (!l)
+      return -ENOMEM;
+    *list = l;
+    *cap = c;
+  }
+  if (!((*list)[*n] = strdup(s)))
+    return -ENOMEM;
+  (*n)++;
+  return 0;
+}
+
+/* With skip_bad, turns the refusal just recorded (code rc) into a skipped
+ * entry described as "PATH: why" and returns 0; else returns rc. */
+static int skip_or_fail(scan *s, int rc) {
+  if (rc != GF_EBADSOURCE || !s->opts.skip_bad)
+    return rc;
+  const gf_error_info *e = gf_last_error();
+  char msg[sizeof e->path + sizeof e->message + 4];
+  if (e->path[0] && !strstr(e->message, e->path))
+    snprintf(msg, sizeof msg, "%s: %s", e->path, e->message);
+  else
+    snprintf(msg, sizeof msg, "%s", e->message);
+  if (push_str(&s->f->skipped, &s->f->skipped_count, &s->skipped_cap, msg))
+    return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory listing files");
+  gf_error_clear();
+  return 0;
+}
 
 static int add_entry(scan *s, const char *path, int64_t label) {
   gf_folder *f = s->f;
@@ -77,10 +118,11 @@ static int check_inside(scan *s, const char *rel, const char *where_path,
   const char *shown = where ? full : "it";
   if (!where)
     where = "";
-  if (!inside)
+  if (!inside && !s->opts.follow_symlinks)
     rc = gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
                  "%s%s resolves to %s, outside the source folder %s "
-                 "(a symbolic link leading out is refused)",
+                 "(a symbolic link leading out is refused unless "
+                 "--follow-symlinks)",
                  where, shown, real, s->real_root);
   else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
     rc = gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
@@ -185,14 +227,15 @@ static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
       else if (is_png_name(e->d_name) &&
                (rc = check_inside(s, rel, full, NULL)) == 0)
         rc = add_entry(s, rel, label);
+      rc = skip_or_fail(s, rc);
     } else if (is_png_name(e->d_name)) {
       if (mode == S_IFREG) {
         rc = add_entry(s, rel, label);
       } else {
         char full[PATH_MAX * 2];
         snprintf(full, sizeof full, "%s/%s", s->root, rel);
-        rc = gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX, GF_NO_INDEX,
-                     "not a regular file");
+        rc = skip_or_fail(s, gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX,
+                                     GF_NO_INDEX, "not a regular file"));
       }
     }
     rel[rel_len] = '\0';
@@ -231,14 +274,38 @@ static int scan_image_folder(scan *s) {
     if (mode == S_IFLNK) {
       struct stat st;
       if (fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
-        rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
-                     "class folder %s is a symbolic link: not followed (copy "
-                     "or bind-mount the folder instead)",
-                     e->d_name);
+        rc = skip_or_fail(
+            s, gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                       "class folder %s is a symbolic link: not followed "
+                       "(copy or bind-mount the folder instead)",
+                       e->d_name));
+      else if (is_png_name(e->d_name))
+        s->root_pngs++;
       continue;
     }
-    if (mode != S_IFDIR)
-      continue; /* files beside the class folders belong to no class */
+    if (mode != S_IFDIR) {
+      /* Files beside the class folders belong to no class (counted for
+       * the message of a flat folder given without a labels file). */
+      if (is_png_name(e->d_name))
+        s->root_pngs++;
+      continue;
+    }
+    /* A gpufeed dataset (a build's OUT inside its SRC) is no class. */
+    char idx[NAME_MAX + sizeof GF_INDEX_NAME + 2];
+    struct stat ist;
+    snprintf(idx, sizeof idx, "%s/%s", e->d_name, GF_INDEX_NAME);
+    if (fstatat(dfd, idx, &ist, AT_SYMLINK_NOFOLLOW) == 0) {
+      /* Grows at each one: rare, and few. */
+      uint64_t n = f->not_class_count, cap_n = n;
+      if (push_str(&f->not_classes, &n, &cap_n, e->d_name) ||
+          n > UINT32_MAX) {
+        rc = gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                     "out of memory listing classes");
+        break;
+      }
+      f->not_class_count = (uint32_t)n;
+      continue;
+    }
     if (f->class_count == UINT32_MAX) {
       rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
                    "too many class folders");
@@ -317,6 +384,91 @@ static const char *path_escape(const char *p) {
 
 static bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
+/* p with "." and empty components removed and ".." applied lexically
+ * (path_escape has made sure it never climbs above the start), into dst
+ * (at least strlen(p) + 1 bytes). */
+static void normalize(const char *p, char *dst) {
+  size_t len = 0;
+  while (*p) {
+    const char *end = strchr(p, '/');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.') {
+      while (len && dst[len - 1] != '/')
+        len--;
+      if (len)
+        len--; /* the '/' before the dropped component */
+    } else if (n && !(n == 1 && p[0] == '.')) {
+      if (len)
+        dst[len++] = '/';
+      memcpy(dst + len, p, n);
+      len += n;
+    }
+    p += n;
+    while (*p == '/')
+      p++;
+  }
+  dst[len] = '\0';
+}
+
+typedef struct listed {
+  char *path; /* normalized */
+  uint64_t line;
+  int64_t label;
+} listed;
+
+static int cmp_listed(const void *a, const void *b) {
+  const listed *x = a, *y = b;
+  int c = strcmp(x->path, y->path);
+  return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* Refuses a labels file that lists one file twice, naming both lines (the
+ * first two of the first path, in path order). */
+static int check_duplicates(scan *s, const char *labels) {
+  gf_folder *f = s->f;
+  if (f->count < 2)
+    return 0;
+  listed *v = calloc((size_t)f->count, sizeof *v);
+  if (!v)
+    return gf_fail(-ENOMEM, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory checking the labels file");
+  int rc = 0;
+  for (uint64_t i = 0; i < f->count && rc == 0; i++) {
+    if (!(v[i].path = malloc(strlen(f->entries[i].path) + 1))) {
+      rc = gf_fail(-ENOMEM, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory checking the labels file");
+      break;
+    }
+    normalize(f->entries[i].path, v[i].path);
+    v[i].line = s->lines[i];
+    v[i].label = f->entries[i].label;
+  }
+  if (rc == 0)
+    qsort(v, (size_t)f->count, sizeof *v, cmp_listed);
+  for (uint64_t i = 1; i < f->count && rc == 0; i++) {
+    if (strcmp(v[i - 1].path, v[i].path) != 0)
+      continue;
+    if (v[i - 1].label != v[i].label)
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "lines %llu and %llu both list %s, with different labels "
+                   "(%lld and %lld): a file may be listed once",
+                   (unsigned long long)v[i - 1].line,
+                   (unsigned long long)v[i].line, v[i].path,
+                   (long long)v[i - 1].label, (long long)v[i].label);
+    else
+      rc = gf_fail(GF_EBADSOURCE, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "lines %llu and %llu both list %s (label %lld): a file "
+                   "may be listed once (it would be a sample twice)",
+                   (unsigned long long)v[i - 1].line,
+                   (unsigned long long)v[i].line, v[i].path,
+                   (long long)v[i].label);
+  }
+  for (uint64_t i = 0; i < f->count; i++)
+    free(v[i].path);
+  free(v);
+  return rc;
+}
+
 static int scan_labels(scan *s, const char *labels) {
   FILE *fp = fopen(labels, "re");
   if (!fp) {
@@ -324,6 +476,14 @@ static int scan_labels(scan *s, const char *labels) {
     return gf_fail(-e, labels, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot open the labels file: %s", strerror(e));
   }
+  struct stat lst;
+  if (fstat(fileno(fp), &lst) == 0 && S_ISDIR(lst.st_mode)) {
+    fclose(fp);
+    return gf_fail(-EISDIR, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "the labels argument is a folder; expected a labels file "
+                   "(lines 'relative/path.png LABEL')");
+  }
+  uint64_t lines_cap = 0;
   char *line = malloc(MAX_LINE + 1);
   if (!line) {
     fclose(fp);
@@ -407,16 +567,41 @@ static int scan_labels(scan *s, const char *labels) {
                    why, s->root);
       break;
     }
-    if ((rc = check_inside(s, line, labels, where)) < 0 ||
-        (rc = add_entry(s, line, (int64_t)label)) < 0)
+    if ((rc = check_inside(s, line, labels, where)) < 0) {
+      if ((rc = skip_or_fail(s, rc)) < 0)
+        break;
+      continue; /* skipped */
+    }
+    if (s->f->count == lines_cap) {
+      uint64_t ncap = lines_cap ? lines_cap * 2 : 256;
+      uint64_t *l = ncap <= SIZE_MAX / sizeof *l
+                        ? realloc(s->lines, (size_t)ncap * sizeof *l)
+                        : NULL;
+      if (!l) {
+        rc = gf_fail(-ENOMEM, labels, GF_NO_INDEX, GF_NO_INDEX,
+                     "out of memory listing files");
+        break;
+      }
+      s->lines = l;
+      lines_cap = ncap;
+    }
+    s->lines[s->f->count] = lineno;
+    if ((rc = add_entry(s, line, (int64_t)label)) < 0)
       break;
   }
   free(line);
   fclose(fp);
+  if (rc == 0)
+    rc = check_duplicates(s, labels);
   return rc;
 }
 
 int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out) {
+  return gf_folder_scan_with(root, labels_file, NULL, out);
+}
+
+int gf_folder_scan_with(const char *root, const char *labels_file,
+                        const gf_folder_opts *opts, gf_folder **out) {
   if (!root || !root[0] || !out)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_folder_scan: root and out are required");
@@ -431,7 +616,9 @@ int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out) {
     return gf_fail(-ENOTDIR, root, GF_NO_INDEX, GF_NO_INDEX,
                    "the source is not a folder");
   gf_folder *f = calloc(1, sizeof *f);
-  scan s = {f, 0, NULL, NULL, 0};
+  scan s = {.f = f};
+  if (opts)
+    s.opts = *opts;
   if (!f || !(f->root = strdup(root)) ||
       !(s.real_root = realpath(root, NULL))) {
     int e = f && f->root ? errno : ENOMEM;
@@ -445,14 +632,27 @@ int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out) {
   s.root = f->root;
   s.real_len = strlen(s.real_root);
   int rc = labels_file ? scan_labels(&s, labels_file) : scan_image_folder(&s);
-  if (rc == 0 && f->count == 0)
-    rc = labels_file ? gf_fail(GF_EBADSOURCE, labels_file, GF_NO_INDEX,
-                               GF_NO_INDEX, "the labels file lists no files")
-                     : gf_fail(GF_EBADSOURCE, root, GF_NO_INDEX, GF_NO_INDEX,
-                               "no .png files found under %s (expected "
-                               "%s/<class>/<file>.png, or a labels file)",
-                               root, root);
+  if (rc == 0 && f->count == 0) {
+    if (labels_file)
+      rc = gf_fail(GF_EBADSOURCE, labels_file, GF_NO_INDEX, GF_NO_INDEX,
+                   "the labels file lists no %sfiles",
+                   f->skipped_count ? "usable " : "");
+    else if (s.root_pngs && !f->class_count)
+      rc = gf_fail(GF_EBADSOURCE, root, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s holds %llu .png file%s but no class folders: a flat "
+                   "folder needs a labels file (--labels FILE, lines "
+                   "'relative/path.png LABEL'), or %s must hold one folder "
+                   "per class (%s/<class>/<file>.png)",
+                   root, (unsigned long long)s.root_pngs,
+                   s.root_pngs == 1 ? "" : "s", root, root);
+    else
+      rc = gf_fail(GF_EBADSOURCE, root, GF_NO_INDEX, GF_NO_INDEX,
+                   "no .png files found under %s (expected "
+                   "%s/<class>/<file>.png, or a labels file)",
+                   root, root);
+  }
   free(s.real_root);
+  free(s.lines);
   if (rc < 0) {
     gf_folder_free(f);
     return rc;
@@ -470,6 +670,12 @@ void gf_folder_free(gf_folder *f) {
   for (uint32_t i = 0; i < f->class_count; i++)
     free(f->classes[i]);
   free(f->classes);
+  for (uint32_t i = 0; i < f->not_class_count; i++)
+    free(f->not_classes[i]);
+  free(f->not_classes);
+  for (uint64_t i = 0; i < f->skipped_count; i++)
+    free(f->skipped[i]);
+  free(f->skipped);
   free(f->root);
   free(f);
 }

@@ -185,15 +185,26 @@ int gf_dir_remove(const char *dir);
  * order; an empty one keeps its label), label = class index; entries come
  * class by class (as torchvision's ImageFolder), each class's files sorted
  * by relative path (byte order). Files directly in ROOT belong to no class
- * and are ignored, as are hidden entries (leading '.'). Symbolic links to
- * files are followed when they resolve inside ROOT; links to folders are
- * refused (a listing can never loop).
+ * and are ignored, as are hidden entries (leading '.', which includes a
+ * build's temporary folder) and sub-folders of ROOT that are gpufeed
+ * datasets (holding an index.gfi: a build's OUT inside its SRC), which are
+ * no class and are named in `not_classes`. Symbolic links to files are
+ * followed when they resolve inside ROOT (anywhere with follow_symlinks);
+ * links to folders are refused (a listing can never loop).
  * Labels file: lines `relative/path.png label` (split at the last run of
  * blanks, so paths may hold spaces; label a decimal int64; blank lines and
  * lines starting with '#' ignored; a '\r' before the newline dropped; at
  * most 8192 bytes a line), kept in file order. Every listed path must name
- * an existing regular file inside ROOT: absolute paths, '..' climbing out
- * and symbolic links leading out are refused.
+ * an existing regular file inside ROOT: absolute paths and '..' climbing
+ * out are refused, and symbolic links leading out unless follow_symlinks.
+ * A file listed twice (paths compared after removing "." and empty
+ * components and resolving ".." lexically) is refused, naming both lines,
+ * whether the labels agree or not. A labels file that is a folder is
+ * refused as such.
+ * With skip_bad, a refused link (leading out, broken, to a folder, to no
+ * regular file), a .png entry that is no regular file and, in a labels
+ * file, a listed path that names no usable file are left out and
+ * described in `skipped` instead of failing the scan.
  * The order is a function of the names only, never of readdir's order. */
 typedef struct gf_folder_entry {
   char *path; /* relative to root, NUL-terminated */
@@ -206,13 +217,27 @@ typedef struct gf_folder {
   uint64_t count;
   char **classes; /* ImageFolder class names; NULL/0 for a labels file */
   uint32_t class_count;
+  char **not_classes; /* ROOT's sub-folders that are gpufeed datasets */
+  uint32_t not_class_count;
+  char **skipped; /* with skip_bad: "PATH: why" of each entry left out */
+  uint64_t skipped_count;
 } gf_folder;
+
+/* How gf_folder_scan_with lists. Zero: gf_folder_scan's behaviour. */
+typedef struct gf_folder_opts {
+  bool follow_symlinks; /* follow links to files that lead out of ROOT */
+  bool skip_bad;        /* leave out refused entries (see above) */
+} gf_folder_opts;
 
 /* Lists `root` as above (labels_file NULL: ImageFolder). *out is owned by
  * the caller and freed with gf_folder_free(). Returns 0, -ENOENT/-ENOTDIR,
- * GF_EBADSOURCE (no images, bad labels line, path escaping the root: with
- * file and line in the context). */
+ * -EISDIR (the labels file is a folder), GF_EBADSOURCE (no images, bad or
+ * duplicate labels line, path escaping the root: with file and line in the
+ * context). */
 int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out);
+/* The same with options (NULL: all zero). */
+int gf_folder_scan_with(const char *root, const char *labels_file,
+                        const gf_folder_opts *opts, gf_folder **out);
 void gf_folder_free(gf_folder *f);
 
 /* The open file descriptor of shard i (O_RDONLY, owned by the dataset), or

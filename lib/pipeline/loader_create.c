@@ -148,11 +148,16 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
     return cfg_fail("out", "is NULL");
   *out = NULL;
+  /* As GPUFEED_IO's is, when the reader is made: a setting the user
+   * mistyped is an error, not silently the default. */
+  int rc = gf_log_env_check();
+  if (rc < 0)
+    return rc;
   uint64_t t_create = now_ns();
   gf_loader *l = calloc(1, sizeof *l);
   if (!l)
     return -ENOMEM;
-  int rc = resolve_config(cfg, &l->cfg);
+  rc = resolve_config(cfg, &l->cfg);
   if (rc < 0) {
     free(l);
     return rc;
