@@ -9,6 +9,7 @@
 #include "pipeline/loader_plan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 1234567 -> "1,234,567". */
@@ -137,6 +138,9 @@ int main(void) {
   char why[256];
   if (gf_stage_probe(0, why, sizeof why))
     sweep(&f, 0);
+  else if (getenv("GPUFEED_REQUIRE_GPU") &&
+           strcmp(getenv("GPUFEED_REQUIRE_GPU"), "1") == 0)
+    CHECK(!"GPUFEED_REQUIRE_GPU=1 but GPU mode cannot be checked");
   else
     printf("GPU mode not checked: %s\n", why);
   printf("%d configurations compared\n", checked);
