@@ -58,6 +58,19 @@ static inline bool gf_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
 static inline bool gf_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
   return !__builtin_add_overflow(a, b, out);
 }
+static inline bool gf_is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+/* Rounds x up to a multiple of the power of two a; false on overflow. */
+static inline bool gf_align_up(uint64_t x, uint64_t a, uint64_t *out) {
+  uint64_t r;
+  if (!gf_add_u64(x, a - 1, &r))
+    return false;
+  *out = r & ~(a - 1);
+  return true;
+}
+/* Rounds x down to a multiple of the power of two a. */
+static inline uint64_t gf_align_down(uint64_t x, uint64_t a) {
+  return x & ~(a - 1);
+}
 
 /* Applies defaults to zero fields of a limits struct. */
 gf_limits gf_limits_resolve(const gf_limits *in);

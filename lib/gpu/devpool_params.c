@@ -6,19 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
-
-/* Rounds up to a multiple of the power of two a; false on overflow. */
-static bool align_up(uint64_t x, uint64_t a, uint64_t *out) {
-  uint64_t r;
-  if (!gf_add_u64(x, a - 1, &r))
-    return false;
-  *out = r & ~(a - 1);
-  return true;
-}
-
-static uint64_t align_down(uint64_t x, uint64_t a) { return x & ~(a - 1); }
-
 static int cfg_fail(const char *fmt, ...) GF_PRINTF(1, 2);
 static int cfg_fail(const char *fmt, ...) {
   char what[512];
@@ -55,7 +42,7 @@ int gf_devpool_params_check(const gf_device_pool_config *cfg,
     return cfg_fail("device %d is not a CUDA device ordinal (>= 0)",
                     (int)c.device);
   uint64_t a = c.alignment ? c.alignment : GF_POOL_DEFAULT_ALIGNMENT;
-  if (!is_pow2(a))
+  if (!gf_is_pow2(a))
     return cfg_fail("alignment %u is not a power of two", c.alignment);
   if (c.growth > 1)
     return cfg_fail("growth %u is neither 0 (fixed) nor 1 (grow)", c.growth);
@@ -73,7 +60,7 @@ int gf_devpool_params_check(const gf_device_pool_config *cfg,
     return cfg_fail("growth_chunk %llu is set but growth is off",
                     (unsigned long long)c.growth_chunk);
   uint64_t bytes = 0;
-  if (c.bytes && !align_up(c.bytes, a, &bytes))
+  if (c.bytes && !gf_align_up(c.bytes, a, &bytes))
     return cfg_fail("bytes %llu overflows when aligned to %llu",
                     (unsigned long long)c.bytes, (unsigned long long)a);
   if (c.limit && bytes > c.limit)
@@ -84,7 +71,7 @@ int gf_devpool_params_check(const gf_device_pool_config *cfg,
   uint64_t chunk = 0;
   if (c.growth) {
     uint64_t want = c.growth_chunk ? c.growth_chunk : GF_POOL_DEFAULT_CHUNK;
-    if (!align_up(want, a, &chunk))
+    if (!gf_align_up(want, a, &chunk))
       return cfg_fail("growth_chunk %llu overflows when aligned",
                       (unsigned long long)want);
     /* A default chunk larger than a small limit is cut to the limit. */
@@ -93,7 +80,7 @@ int gf_devpool_params_check(const gf_device_pool_config *cfg,
         return cfg_fail("growth_chunk %llu is above the limit %llu",
                         (unsigned long long)c.growth_chunk,
                         (unsigned long long)c.limit);
-      chunk = align_down(c.limit, a);
+      chunk = gf_align_down(c.limit, a);
       if (!chunk)
         return cfg_fail("limit %llu holds no %llu-byte aligned block",
                         (unsigned long long)c.limit, (unsigned long long)a);
@@ -115,9 +102,9 @@ int gf_devpool_params_settle(gf_devpool_params *pp, uint64_t device_free) {
      * memory always gives the same reservation; fraction <= 1 keeps the
      * product within uint64_t, and the cast truncates (rounds down). */
     long double want = (long double)pp->fraction * (long double)device_free;
-    uint64_t b = align_down((uint64_t)want, pp->alignment);
+    uint64_t b = gf_align_down((uint64_t)want, pp->alignment);
     if (pp->limit && b > pp->limit)
-      b = align_down(pp->limit, pp->alignment);
+      b = gf_align_down(pp->limit, pp->alignment);
     if (!b)
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "gf_device_pool_config: fraction %g of %llu free bytes "
@@ -129,7 +116,7 @@ int gf_devpool_params_settle(gf_devpool_params *pp, uint64_t device_free) {
   if (!pp->limit)
     pp->limit = pp->bytes;
   if (pp->growth && pp->growth_chunk > pp->limit) {
-    pp->growth_chunk = align_down(pp->limit, pp->alignment);
+    pp->growth_chunk = gf_align_down(pp->limit, pp->alignment);
   }
   return 0;
 }

@@ -46,21 +46,6 @@ struct gf_pool {
   uint64_t live, free_blocks, allocs, frees;
 };
 
-/* ---- arithmetic ---------------------------------------------------------- */
-
-static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
-
-/* Rounds up to a multiple of the power of two a; false on overflow. */
-static bool align_up(uint64_t x, uint64_t a, uint64_t *out) {
-  uint64_t r;
-  if (!gf_add_u64(x, a - 1, &r))
-    return false;
-  *out = r & ~(a - 1);
-  return true;
-}
-
-static uint64_t align_down(uint64_t x, uint64_t a) { return x & ~(a - 1); }
-
 /* ---- nodes --------------------------------------------------------------- */
 
 /* Makes sure one spare node exists, so the operation that follows cannot
@@ -261,7 +246,7 @@ int gf_pool_create(const gf_pool_config *cfg, gf_pool **out) {
   *out = NULL;
   const char *name = cfg->name ? cfg->name : "pool";
   uint64_t align = cfg->alignment ? cfg->alignment : GF_POOL_DEFAULT_ALIGNMENT;
-  if (!is_pow2(align))
+  if (!gf_is_pow2(align))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "%s: alignment %llu is not a power of two", name,
                    (unsigned long long)align);
@@ -270,7 +255,7 @@ int gf_pool_create(const gf_pool_config *cfg, gf_pool **out) {
     if (!cfg->grow)
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "%s: growth needs a grow callback", name);
-    if (!align_up(cfg->growth_chunk, align, &chunk) ||
+    if (!gf_align_up(cfg->growth_chunk, align, &chunk) ||
         (cfg->limit && chunk > cfg->limit))
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "%s: growth chunk %llu bytes (aligned to %llu) is "
@@ -311,13 +296,13 @@ int gf_pool_add_region(gf_pool *p, uint64_t base, uint64_t bytes) {
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_pool_add_region needs a pool");
   uint64_t a = p->cfg.alignment, end, ubase;
-  if (!gf_add_u64(base, bytes, &end) || !align_up(base, a, &ubase))
+  if (!gf_add_u64(base, bytes, &end) || !gf_align_up(base, a, &ubase))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "%s: region at %#llx of %llu bytes overflows the address "
                    "space",
                    p->name, (unsigned long long)base,
                    (unsigned long long)bytes);
-  uint64_t uend = align_down(end, a);
+  uint64_t uend = gf_align_down(end, a);
   if (uend <= ubase)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "%s: region at %#llx of %llu bytes holds no %llu-byte "
@@ -447,7 +432,7 @@ static uint64_t grow_size(const gf_pool *p, uint64_t want) {
   if (!gf_mul_u64(n, chunk, &size))
     size = UINT64_MAX;
   if (size > room)
-    size = align_down(room, p->cfg.alignment);
+    size = gf_align_down(room, p->cfg.alignment);
   return size >= want ? size : 0;
 }
 
@@ -489,7 +474,7 @@ int gf_pool_alloc(gf_pool *p, uint64_t bytes, unsigned flags, uint64_t *addr) {
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "%s: cannot allocate 0 bytes", p->name);
   uint64_t want;
-  if (!align_up(bytes, p->cfg.alignment, &want))
+  if (!gf_align_up(bytes, p->cfg.alignment, &want))
     return oom(p, bytes, 0, false, "");
   int rc = reserve_node(p);
   if (rc < 0)
@@ -533,7 +518,7 @@ int gf_pool_alloc(gf_pool *p, uint64_t bytes, unsigned flags, uint64_t *addr) {
 
 bool gf_pool_fits(const gf_pool *p, uint64_t bytes) {
   uint64_t want;
-  if (!p || !bytes || !align_up(bytes, p->cfg.alignment, &want))
+  if (!p || !bytes || !gf_align_up(bytes, p->cfg.alignment, &want))
     return false;
   return largest_free(p) >= want;
 }

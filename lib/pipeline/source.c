@@ -3,6 +3,7 @@
 
 #include "decode/decode.h"
 #include "format/format.h"
+#include "pipeline/sampler.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -114,16 +115,8 @@ int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out) {
   return 0;
 }
 
-/* splitmix64's finalizer (sampler.h, section 1), to chain the fields. */
-static uint64_t fp_mix(uint64_t h, uint64_t v) {
-  uint64_t z = h ^ v;
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ull;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return z;
-}
+/* Chains the fields with splitmix64's finalizer (sampler.h, section 1). */
+static uint64_t fp_mix(uint64_t h, uint64_t v) { return gf_order_mix(h ^ v); }
 
 uint64_t gf_source_fingerprint(const gf_source *s) {
   uint64_t h = fp_mix(0x9E3779B97F4A7C15ull, s->count);
