@@ -77,6 +77,7 @@ int gf_png_header_shape(const uint8_t *p, size_t len,
 
 typedef struct scan_part {
   uint64_t max_decoded, max_index, max_stored, max_native, counted, uncounted;
+  uint64_t first_bad; /* the first file that did not count, or GF_NO_INDEX */
   uint32_t max_channels;
 } scan_part;
 
@@ -116,6 +117,8 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   uint64_t size;
   if (gf_source_open_file(j->src, idx, &fd, &size) < 0) {
     pt->uncounted++;
+    if (idx < pt->first_bad)
+      pt->first_bad = idx;
     return;
   }
   uint8_t head[SCAN_HEAD];
@@ -138,6 +141,8 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   if (rc < 0 || size > j->lim.max_bytes ||
       gf_limits_check(&j->lim, &out, NULL, GF_NO_INDEX) < 0) {
     pt->uncounted++;
+    if (idx < pt->first_bad)
+      pt->first_bad = idx;
     return;
   }
   uint64_t d = gf_shape_bytes(&out), n = gf_shape_bytes(&native);
@@ -183,10 +188,49 @@ static void merge(scan_part *a, const scan_part *b) {
     a->max_channels = b->max_channels;
   a->counted += b->counted;
   a->uncounted += b->uncounted;
+  if (b->first_bad < a->first_bad)
+    a->first_bad = b->first_bad;
+}
+
+/* The file idx whose header did not count, read whole and decoded as far
+ * as its header by libpng, for the error that names it (the fail policy).
+ * Returns that error, or 0 with *shape when libpng reads the header after
+ * all. */
+static int recheck(const gf_source *src, const gf_decode_opts *opts,
+                   uint64_t idx, gf_shape *shape, uint64_t *size) {
+  int fd;
+  int rc = gf_source_open_file(src, idx, &fd, size);
+  if (rc < 0)
+    return rc;
+  gf_limits lim = gf_limits_resolve(&opts->limits);
+  char name[4200];
+  gf_source_name(src, idx, name, sizeof name);
+  if (*size > lim.max_bytes) {
+    close(fd);
+    return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                   "file of %llu bytes exceeds the limit of %llu bytes",
+                   (unsigned long long)*size,
+                   (unsigned long long)lim.max_bytes);
+  }
+  void *buf = malloc(*size ? *size : 1);
+  if (!buf) {
+    close(fd);
+    return -ENOMEM;
+  }
+  ssize_t got = pread(fd, buf, *size, 0);
+  close(fd);
+  if (got != (ssize_t)*size)
+    rc = gf_fail(got < 0 ? -errno : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
+                 "cannot read the file");
+  else
+    rc = gf_decode_shape(GF_CODEC_PNG, buf, *size, NULL, opts, shape);
+  free(buf);
+  return rc < 0 ? gf_fail_context(rc, name, idx, NULL) : 0;
 }
 
 static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
-                       uint32_t threads, gf_source_extent *out) {
+                       uint32_t threads, bool strict,
+                       gf_source_extent *out) {
   scan_job job = {.src = src, .opts = opts,
                   .lim = gf_limits_resolve(&opts->limits),
                   .count = gf_source_count(src)};
@@ -208,6 +252,7 @@ static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
   for (uint32_t i = 0; i < threads; i++) {
     t[i].job = &job;
     t[i].part.max_index = GF_NO_INDEX;
+    t[i].part.first_bad = GF_NO_INDEX;
   }
   for (; started < threads; started++) {
     int e = pthread_create(&t[started].thread, NULL, scan_main, &t[started]);
@@ -230,25 +275,46 @@ static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
   for (uint32_t i = 1; i < threads; i++)
     merge(&all, &t[i].part);
   free(t);
+  if (strict && all.first_bad != GF_NO_INDEX) {
+    /* The fail policy: the first file that did not count fails create,
+     * named, unless libpng reads its header after all (then it counts). */
+    gf_shape sh;
+    uint64_t size;
+    if ((rc = recheck(src, opts, all.first_bad, &sh, &size)) < 0)
+      return rc;
+    uint64_t d = gf_shape_bytes(&sh);
+    if (d > all.max_decoded) {
+      all.max_decoded = d;
+      all.max_index = all.first_bad;
+    }
+    if (size > all.max_stored)
+      all.max_stored = size;
+    if (d > all.max_native)
+      all.max_native = d;
+    if (sh.channels > all.max_channels)
+      all.max_channels = sh.channels;
+    all.counted++;
+    all.uncounted--;
+  }
   out->max_decoded = all.max_decoded;
   out->max_index = all.max_index;
   out->max_stored = all.max_stored;
   out->max_native = all.max_native;
   out->counted = all.counted;
   out->uncounted = all.uncounted;
-  /* No file counted: any channel count may come. */
-  out->max_channels = opts->channels ? opts->channels
-                      : all.max_channels ? all.max_channels
-                                         : 4;
+  /* Any file may be rewritten with another channel count: a folder's
+   * outputs are sized for 4 unless the options fix the count. */
+  out->max_channels = opts->channels ? opts->channels : 4;
   return 0;
 }
 
 int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
-                          uint32_t threads, gf_source_extent *out) {
+                          uint32_t threads, bool strict,
+                          gf_source_extent *out) {
   memset(out, 0, sizeof *out);
   out->max_index = GF_NO_INDEX;
   if (!gf_source_is_dataset(src))
-    return scan_folder(src, opts, threads, out);
+    return scan_folder(src, opts, threads, strict, out);
   int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,
                                &out->max_channels);
   if (rc < 0)

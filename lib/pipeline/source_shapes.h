@@ -21,20 +21,26 @@ typedef struct gf_source_extent {
   uint64_t counted;      /* samples that counted toward the sizes */
   uint64_t uncounted;    /* folder: files whose header did not count (not
                             a PNG, unreadable, beyond the limits): they fail
-                            when loaded, under the error policy */
+                            when loaded, under the error policy) */
 } gf_source_extent;
 
 /* Fills *out for src under opts. A dataset: gf_source_max_sizes's scan of
- * the index. A folder: every file's header, read with `threads` threads
+ * the index (max_native: the stored shapes, a png record's taken 16 bits
+ * wide). A folder: every file's header, read with `threads` threads
  * (at least 1): a file is opened, its size taken, its first 4 KiB read
  * (further chunk headers only when the chunks before the image data run
  * past them), and its decoded size computed as libpng's transforms give it
  * (palette and tRNS expanded, bit depths below 8 raised to 8, 16 bits kept
  * only with keep_16bit, channels as opts asks). A header beyond the limits
- * or not a PNG does not count. Returns 0 or -ENOMEM/-EAGAIN (threads) with
+ * or not a PNG does not count; with strict (the fail policy) the first such
+ * file (in listing order) is read whole and, unless libpng reads its header
+ * after all, fails the call with its error, the file named. max_channels:
+ * a folder's is opts->channels, else 4 (a file may be rewritten with any
+ * count). Returns 0, that error, or -ENOMEM/-EAGAIN (threads) with
  * context. */
 int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
-                          uint32_t threads, gf_source_extent *out);
+                          uint32_t threads, bool strict,
+                          gf_source_extent *out);
 
 /* The decoded shape a PNG file's header promises under opts, from the
  * first `len` bytes of the file (at least the 33 of the signature and the
