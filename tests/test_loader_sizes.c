@@ -6,7 +6,8 @@
  * every image arrives too (channels converted to 3: a transformed batch's
  * samples agree on channels). A file rewritten larger after create fails
  * naming the file and saying it changed (fail policy), or is skipped with
- * that reason (skip policy).
+ * that reason (skip policy). A max_sample_bytes below the largest image
+ * is refused at create, naming its file; the plan names it too.
  *
  * Usage: test_loader_sizes            the mixed folder and the grown file
  *        test_loader_sizes pngsuite   PngSuite's valid images as a folder
@@ -288,6 +289,32 @@ static void mixed(const char *tmp) {
     CHECK_OK(write_png(path, imgs[i].s, 100 + i, false));
   }
   load_all(tmp, dir, "mixed");
+
+  /* Sized from every header: the largest is c/07.png (40x40 RGBA, 6,400
+   * bytes at 8 bits), which the plan names; a max_sample_bytes below it
+   * is refused at create, naming it. */
+  gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+  cfg.source = dir;
+  cfg.device = GF_DEVICE_CPU;
+  cfg.batch_size = 2;
+  cfg.threads = 2;
+  char plan[4096];
+  CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
+  printf("%s", plan);
+  CHECK(strstr(plan, "staging place: 6,400 B") != NULL);
+  CHECK(strstr(plan, "c/07.png") != NULL);
+  CHECK(strstr(plan, "PNG headers of 11 files (0 did not count") != NULL);
+  cfg.max_sample_bytes = 6399;
+  gf_loader *l = NULL;
+  CHECK_ERR(gf_loader_create(&cfg, &l), -EINVAL);
+  CHECK(l == NULL);
+  const char *m = gf_last_error()->message;
+  printf("%s\n", m);
+  CHECK(strstr(m, "c/07.png") != NULL && strstr(m, "max_sample_bytes") &&
+        strstr(m, "6400 bytes") != NULL);
+  cfg.max_sample_bytes = 6400;
+  CHECK_OK(gf_loader_create(&cfg, &l));
+  gf_loader_destroy(l);
 }
 
 /* PngSuite's valid images (not x*.png) in three classes. */
