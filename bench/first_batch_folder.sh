@@ -6,8 +6,10 @@
 # times into 1000-file class folders.
 #   bash bench/first_batch_folder.sh            (B: build dir, default build;
 #   N=1000000 THREADS=16 W=/tmp/fbf             W: work dir, kept for reruns)
-# Prints gpufeed bench's JSON line (create_ms, first_batch_ms) for a cold
-# and a warm page cache when run as root (drop_caches), else warm runs only.
+# Prints gpufeed bench's JSON line (create_ms, first_batch_ms), warm page
+# cache, three runs; with COLD=1 (root) a cold-cache run first (it drops the
+# machine's page cache). For a baseline without the header scan, run the
+# same bench with --max-sample 12288 on a build from before it.
 set -eu
 B=${B:-build}; N=${N:-1000000}; THREADS=${THREADS:-$(nproc)}
 W=${W:-/tmp/gpufeed_first_batch_folder}
@@ -45,7 +47,7 @@ files=$(find "$DIR" -name '*.png' | wc -l)
 echo "folder: $DIR, $files files, $THREADS threads" >&2
 "$G" bench "$DIR" --device cpu --threads "$THREADS" --batch 256 --batches 1 \
   --epochs 1 --plan 2>/dev/null | grep '^sizing' >&2 || true
-if [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ]; then
+if [ "${COLD:-0}" = 1 ] && [ -w /proc/sys/vm/drop_caches ]; then
   sync; echo 3 > /proc/sys/vm/drop_caches
   echo "cold page cache:" >&2
   "$G" bench "$DIR" --device cpu --threads "$THREADS" --batch 256 --batches 1 --epochs 1 --json --quiet
