@@ -227,8 +227,8 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
     scan_threads = n > 2 ? (uint32_t)(n > 1024 ? 1023 : n - 1) : 1;
   }
   gf_source_extent ex;
-  if ((rc = gf_source_extent_scan(src, &dopts, scan_threads,
-                                   c->error_policy != GF_ON_ERROR_SKIP, &ex)) < 0)
+  bool strict = c->error_policy != GF_ON_ERROR_SKIP;
+  if ((rc = gf_source_extent_scan(src, &dopts, scan_threads, strict, &ex)) < 0)
     return rc;
   uint64_t max_dec = ex.max_decoded, max_stored = ex.max_stored;
   uint32_t cmax = ex.max_channels;

@@ -93,8 +93,8 @@ static void row(sbuf *s, const char *where, const char *item, uint64_t count,
  * follow from. */
 static void sizing(sbuf *s, const gf_memory_plan *p) {
   char a[32], b[32], h[32];
-  put(s, "sizing  a sample's staging place: %s B (%s)", grouped(p->sample_stride, a),
-      human(p->sample_stride, h));
+  put(s, "sizing  a sample's staging place: %s B (%s)",
+      grouped(p->sample_stride, a), human(p->sample_stride, h));
   if (p->stride_configured)
     put(s, ", max_sample_bytes; the largest sample needs %s B",
         grouped(p->largest_decoded, b));
