@@ -7,7 +7,9 @@
  * samples agree on channels). A file rewritten larger after create fails
  * naming the file and saying it changed (fail policy), or is skipped with
  * that reason (skip policy). A max_sample_bytes below the largest image
- * is refused at create, naming its file; the plan names it too.
+ * is refused at create, naming its file; the plan names it too. A file
+ * that is not a PNG or beyond the limits does not count toward the size:
+ * skipped when loaded (skip policy), or create fails naming it (fail).
  *
  * Usage: test_loader_sizes            the mixed folder and the grown file
  *        test_loader_sizes pngsuite   PngSuite's valid images as a folder
@@ -412,6 +414,66 @@ static void grown(const char *tmp, int policy) {
   gf_loader_destroy(l);
 }
 
+/* Files that do not count toward the size: one not a PNG, one wider than
+ * the limits. The skip policy skips both when loaded (reason given) and
+ * delivers the rest; the plan says 2 did not count and sizes from the
+ * valid ones; the fail policy fails create naming the first of them. */
+static void uncounted(const char *tmp) {
+  char dir[4200], path[4400];
+  snprintf(dir, sizeof dir, "%s/uncounted", tmp);
+  snprintf(path, sizeof path, "%s/k", dir);
+  CHECK_OK(mkdir_one(dir));
+  CHECK_OK(mkdir_one(path));
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/k/%d.png", dir, i);
+    CHECK_OK(write_png(path, (gf_shape){8, 8 + (uint32_t)i, 3, GF_DTYPE_U8},
+                       3 + i, false));
+  }
+  snprintf(path, sizeof path, "%s/k/3.png", dir);
+  CHECK_OK(gf_test_write_file(path, "notapng\n", 8));
+  char wide[4400];
+  snprintf(wide, sizeof wide, "%s/k/4.png", dir);
+  CHECK_OK(write_png(wide, (gf_shape){10, 100, 3, GF_DTYPE_U8}, 9, false));
+  gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+  cfg.source = dir;
+  cfg.device = GF_DEVICE_CPU;
+  cfg.batch_size = 1;
+  cfg.threads = 2;
+  cfg.limits.max_width = 64;
+  cfg.error_policy = GF_ON_ERROR_SKIP;
+  char plan[4096];
+  CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
+  CHECK(strstr(plan, "staging place: 240 B") != NULL);
+  CHECK(strstr(plan, "PNG headers of 5 files (2 did not count") != NULL);
+  gf_loader *l = NULL;
+  CHECK_OK(gf_loader_create(&cfg, &l));
+  int delivered = 0;
+  for (int guard = 0; l && guard < 20; guard++) {
+    gf_batch *b;
+    int rc = gf_loader_next(l, &b);
+    if (rc < 0) {
+      CHECK(rc == GF_EEPOCHEND);
+      break;
+    }
+    CHECK(b->indices[0] < 3);
+    delivered++;
+    CHECK_OK(gf_loader_release(l, b));
+  }
+  gf_loader_stats st = {.struct_size = sizeof st};
+  if (l)
+    CHECK_OK(gf_loader_stats_get(l, &st));
+  printf("uncounted, skip policy: %d delivered, %llu skipped, the last: %s\n",
+         delivered, (unsigned long long)st.skipped, st.last_skip_reason);
+  CHECK(delivered == 3 && st.skipped == 2);
+  gf_loader_destroy(l);
+  cfg.error_policy = GF_ON_ERROR_FAIL;
+  l = NULL;
+  CHECK(gf_loader_create(&cfg, &l) < 0 && l == NULL);
+  printf("uncounted, fail policy: %s\n", gf_last_error()->message);
+  snprintf(path, sizeof path, "%s/k/3.png", dir);
+  CHECK(strstr(gf_last_error()->message, path) != NULL);
+}
+
 int main(int argc, char **argv) {
   const char *tmp = gf_test_tmpdir();
   if (argc > 1 && strcmp(argv[1], "pngsuite") == 0) {
@@ -421,5 +483,6 @@ int main(int argc, char **argv) {
   mixed(tmp);
   grown(tmp, GF_ON_ERROR_FAIL);
   grown(tmp, GF_ON_ERROR_SKIP);
+  uncounted(tmp);
   return gf_test_finish();
 }
