@@ -389,10 +389,24 @@ typedef struct gf_loader_config {
   uint32_t io_direct;     /* O_DIRECT reads (aligned datasets only) */
   uint32_t block_size;    /* GF_ORDER_BLOCK: samples a block (default 256) */
   uint64_t max_sample_bytes; /* decoded bytes a sample may take in a batch
-                             (0: from the dataset index, or from the first
-                             PNG's header); each sample's slot in a batch is
-                             this many bytes, so a batch buffer is
-                             batch_size * max_sample_bytes */
+                             (0: the largest decoded sample of the source,
+                             so that no valid sample is refused for its
+                             size: a dataset's index knows every shape; a
+                             PNG folder's files are sized from their headers,
+                             read in parallel at create, a file whose header
+                             is not a PNG or is beyond `limits` not counted
+                             (the fail policy fails create naming the first;
+                             the skip policy skips it when loaded)). Set: at
+                             least the largest sample, else create fails
+                             naming it. Each sample's place in a staging
+                             slot is this many bytes (batches of mixed sizes
+                             are ragged: shapes and offsets), so a slot is
+                             batch_size * max_sample_bytes; a fixed-size
+                             transform's output follows from its height and
+                             width alone; a worker's decode scratch is at
+                             most the largest sample before conversion. A
+                             folder file rewritten larger after create fails
+                             naming the file (it changed since). */
   gf_limits limits;       /* size limits for every sample (0: defaults) */
   int32_t device;         /* GF_DEVICE_AUTO (the INIT default): CUDA device
                              0 when there is one, else host mode;
@@ -526,8 +540,10 @@ GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
  * runs in host mode: no device memory, and host batch outputs when the
  * transform changes something). The device side depends only on cfg and
  * the source, so it is the same on every machine. It opens the source to
- * size a sample's slot (a dataset's index, or a PNG folder's first image)
- * and allocates nothing else.
+ * size a sample's slot (a dataset's index, or every PNG header of a
+ * folder) and allocates nothing else; under the table, "sizing" lines say
+ * what a sample's place, its output and a worker's decode scratch take and
+ * why.
  * Returns the length written (the table is cut to cap and NUL-terminated),
  * -ENOBUFS when cap is too small (the message gives the size needed), or
  * the errors of gf_loader_create's checks. Any thread. */
