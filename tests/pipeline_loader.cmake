@@ -42,3 +42,10 @@ gpufeed_add_test(test_loader_repair_unlocked
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_repair_unlocked.c
   LABELS threaded loader TIMEOUT 120)
 target_link_libraries(test_loader_repair_unlocked PRIVATE gpufeed_loader_fixture)
+# Dataset metadata: epoch size (counted against a delivered epoch), class
+# names and source paths, on a PNG folder, a labels-file folder and the
+# datasets built from them, world 1 and 4, drop_last on and off.
+gpufeed_add_test(test_loader_info
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_info.c
+  LABELS threaded loader TIMEOUT 300)
+target_link_libraries(test_loader_info PRIVATE gpufeed_loader_fixture)
