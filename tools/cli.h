@@ -25,6 +25,8 @@ typedef struct gfc_synth_opts {
   uint64_t count;
   uint32_t height;
   uint32_t width;
+  uint32_t size_lo; /* --sizes LO-HI: each side uniform in [lo, hi]; 0: */
+  uint32_t size_hi; /*   every image height x width */
   uint32_t classes; /* 0: default (10, or one class per photo) */
   uint64_t seed;
   unsigned threads; /* 0: online cores */

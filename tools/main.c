@@ -39,12 +39,17 @@ static const char synth_usage[] =
     "Options:\n"
     "  --count N        number of images (required)\n"
     "  --size HxW       image size (default 64x64; 'N' means NxN)\n"
+    "  --sizes LO-HI    varied sizes instead: image i's height and width are\n"
+    "                   each drawn uniformly from LO to HI (a function of the\n"
+    "                   seed and i); with --from every photo must be at least\n"
+    "                   HIxHI\n"
     "  --classes K      number of classes (default 10, or one per photo\n"
     "                   with --from)\n"
     "  --seed S         seed of the generator (default 1)\n"
     "  --from DIR       take random HxW crops of the PNG photos in DIR\n"
     "                   (image i crops photo i mod P; class = photo index\n"
-    "                   mod K); every photo must be at least HxW\n"
+    "                   mod K); every photo must be at least HxW (HIxHI\n"
+    "                   with --sizes)\n"
     "  --threads N      worker threads (default: online cores)\n"
     "  --force          write into an existing non-empty OUT (files of the\n"
     "                   same name are replaced, nothing is deleted)\n"
@@ -322,6 +327,28 @@ static double parse_double(args *a, const char *name, const char *v,
   return x;
 }
 
+/* "LO-HI" (or "N": N-N), 1 <= LO <= HI <= 65535. */
+static void parse_range(args *a, const char *name, const char *v,
+                        uint32_t *lo, uint32_t *hi) {
+  if (!v)
+    return;
+  char *end;
+  errno = 0;
+  unsigned long l = strtoul(v, &end, 10), h = l;
+  bool ok = v[0] >= '1' && v[0] <= '9' && !errno;
+  if (ok && *end == '-') {
+    const char *p = end + 1;
+    h = strtoul(p, &end, 10);
+    ok = p[0] >= '1' && p[0] <= '9' && !errno;
+  }
+  if (!ok || *end || l < 1 || h < l || h > GF_LIMIT_DEFAULT_DIM) {
+    bad_value(a, name, v, "LO-HI with 1 <= LO <= HI <= 65535");
+    return;
+  }
+  *lo = (uint32_t)l;
+  *hi = (uint32_t)h;
+}
+
 static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
   if (!v)
     return;
@@ -382,7 +409,7 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  bool have_count = false;
+  bool have_count = false, have_size = false;
   *o = (gfc_synth_opts){.height = 64, .width = 64, .seed = 1};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
@@ -392,6 +419,9 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
       have_count = true;
     } else if (opt(a, "--size", &v)) {
       parse_hw(a, v, &o->height, &o->width);
+      have_size = true;
+    } else if (opt(a, "--sizes", &v)) {
+      parse_range(a, "--sizes", v, &o->size_lo, &o->size_hi);
     } else if (opt(a, "--classes", &v)) {
       o->classes = (uint32_t)parse_u64(a, "--classes", v, 1, 1000);
     } else if (opt(a, "--seed", &v)) {
@@ -414,6 +444,12 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
     usage_error(a, "synth needs the output folder OUT");
   else if (!have_count)
     usage_error(a, "synth needs --count N");
+  else if (have_size && o->size_lo)
+    usage_error(a, "--size and --sizes exclude each other");
+  if (o->size_lo) {
+    o->height = o->size_hi; /* the largest image: buffers, photo check */
+    o->width = o->size_hi;
+  }
   o->out = pos[0];
   check_path(a, "OUT", o->out);
   check_path(a, "the value of --from", o->from);
