@@ -162,6 +162,19 @@ static const char bench_usage[] =
     "  --dtype T        output type: u8 (default), f32, f16, bf16\n"
     "  --layout L       nhwc (default) or nchw\n"
     "  --size HxW       crop/pad every sample to HxW (default: as stored)\n"
+    "  --rrc N          training transform: RandomResizedCrop NxN (scale\n"
+    "                   0.08-1, aspect 3/4-4/3, antialiased as torchvision's\n"
+    "                   antialias=True) + random horizontal flip\n"
+    "  --eval-crop N    evaluation transform: resize the shorter side to\n"
+    "                   round(N*256/224) (256 for 224), then the central NxN\n"
+    "  --resize HxW     resize every sample to HxW (aspect not kept)\n"
+    "                   (--size, --rrc, --eval-crop and --resize exclude each\n"
+    "                   other)\n"
+    "  --mean M[,M..]   per-channel mean subtracted, in pixel units (0-255;\n"
+    "                   one value for every channel), e.g. ImageNet's\n"
+    "                   123.675,116.28,103.53\n"
+    "  --std S[,S..]    per-channel std divided by, in pixel units, e.g.\n"
+    "                   58.395,57.12,57.375\n"
     "  --channels C     0 (native, default), 1, 3 or 4\n"
     "  --cache SIZE     host cache budget for decoded samples (default 0;\n"
     "                   K, M, G suffixes)\n"
@@ -351,7 +364,8 @@ static void parse_range(args *a, const char *name, const char *v,
   *hi = (uint32_t)h;
 }
 
-static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
+static void parse_hw_named(args *a, const char *name, const char *v,
+                           uint32_t *h, uint32_t *w) {
   if (!v)
     return;
   char *end;
@@ -365,11 +379,47 @@ static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
   }
   if (!ok || *end || hh < 1 || ww < 1 || hh > GF_LIMIT_DEFAULT_DIM ||
       ww > GF_LIMIT_DEFAULT_DIM) {
-    bad_value(a, "--size", v, "HxW with sides from 1 to 65535");
+    bad_value(a, name, v, "HxW with sides from 1 to 65535");
     return;
   }
   *h = (uint32_t)hh;
   *w = (uint32_t)ww;
+}
+
+static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
+  parse_hw_named(a, "--size", v, h, w);
+}
+
+/* Up to 4 comma-separated finite floats ("123.7,116.3,103.5"); one value
+ * applies to every channel. */
+static void parse_floats4(args *a, const char *name, const char *v,
+                          double min, float out[4]) {
+  if (!v)
+    return;
+  char buf[256];
+  if (strlen(v) >= sizeof buf) {
+    bad_value(a, name, v, "1 to 4 comma-separated numbers");
+    return;
+  }
+  snprintf(buf, sizeof buf, "%s", v);
+  int n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t && !a->bad;
+       t = strtok_r(NULL, ",", &save)) {
+    if (n == 4) {
+      bad_value(a, name, v, "1 to 4 comma-separated numbers");
+      return;
+    }
+    out[n++] = (float)parse_double(a, name, t, min, 1e6, "pixel units");
+  }
+  if (a->bad)
+    return;
+  if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,")) {
+    bad_value(a, name, v, "1 to 4 comma-separated numbers");
+    return;
+  }
+  for (int c = n; c < 4; c++)
+    out[c] = n == 1 ? out[0] : 0;
 }
 
 /* Handles what every command shares: -h/--help, "--", unknown options and
@@ -586,6 +636,7 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   static const char *const ios[] = {"auto", "uring", "pread"};
   *o = (gfc_bench_opts){.batch = 256, .epochs = 3, .device = GF_DEVICE_AUTO,
                         .trace_events = 1000000};
+  int shape_opts = 0;
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
       continue;
@@ -610,6 +661,27 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       o->layout = (uint32_t)pick(a, "--layout", v, layouts, 2, "nhwc or nchw");
     } else if (opt(a, "--size", &v)) {
       parse_hw(a, v, &o->out_h, &o->out_w);
+      shape_opts++;
+    } else if (opt(a, "--rrc", &v)) {
+      o->out_h = o->out_w = (uint32_t)parse_u64(a, "--rrc", v, 1, 65535);
+      o->resize = GF_RESIZE_RANDOM_RESIZED_CROP;
+      o->hflip = true;
+      shape_opts++;
+    } else if (opt(a, "--eval-crop", &v)) {
+      o->out_h = o->out_w = (uint32_t)parse_u64(a, "--eval-crop", v, 1, 57344);
+      o->resize = GF_RESIZE_SHORTER_CENTER_CROP;
+      /* torchvision's evaluation recipe: Resize(256) + CenterCrop(224),
+       * the same ratio at any N. */
+      o->resize_size = (uint32_t)(((uint64_t)o->out_h * 256 + 112) / 224);
+      shape_opts++;
+    } else if (opt(a, "--resize", &v)) {
+      parse_hw_named(a, "--resize", v, &o->out_h, &o->out_w);
+      o->resize = GF_RESIZE_EXACT;
+      shape_opts++;
+    } else if (opt(a, "--mean", &v)) {
+      parse_floats4(a, "--mean", v, -1e6, o->mean);
+    } else if (opt(a, "--std", &v)) {
+      parse_floats4(a, "--std", v, 1e-6, o->std);
     } else if (opt(a, "--channels", &v)) {
       o->channels = (uint32_t)parse_u64(a, "--channels", v, 0, 4);
       if (!a->bad && o->channels == 2)
@@ -651,6 +723,9 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       unknown_option(a);
     }
   }
+  if (!a->bad && !*help && shape_opts > 1)
+    usage_error(a, "--size, --rrc, --eval-crop and --resize exclude each "
+                   "other");
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNGs)");
   o->source = pos[0];
