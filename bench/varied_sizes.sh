@@ -89,10 +89,10 @@ torch = rows["pytorch"]["best_img_per_s"]
 print(f"\nthreads: {sys.argv[2]}; libpng ceiling {rows['ceiling']['images_per_s']:.0f} (start) / "
       f"{rows['ceiling_end']['images_per_s']:.0f} (end) images/s; PyTorch DataLoader "
       f"(RandomResizedCrop 224 + flip, transforms {rows['pytorch'].get('transforms', '?')}) {torch} images/s")
-print(f"{'source':22} {'transform':46} {'images/s':>9} {'x ceiling':>9} {'x pytorch':>9}  mode / bottleneck")
+print(f"{'source':22} {'transform':54} {'images/s':>9} {'x ceiling':>9} {'x pytorch':>9}  mode / bottleneck")
 for name in ["rrc_folder", "rrc_cache_png", "rrc_cache_gradzstd", "eval_folder"]:
     r = rows[name]
-    print(f"{name:22} {r.get('transform', '?')[:46]:46} {r['images_per_s']:9.0f} "
+    print(f"{name:22} {r.get('transform', '?')[:54]:54} {r['images_per_s']:9.0f} "
           f"{r['images_per_s']/ceil:9.2f} {r['images_per_s']/torch:9.2f}  {r['mode']} / {r['bottleneck']}")
 fb = rows["first_batch_1m"]
 print(f"first batch on a {int(sys.argv[3]):,}-sample varied-size index: "
