@@ -552,8 +552,9 @@ GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
  * This rank's samples and batches in a full epoch, with world, rank,
  * partition, batch_size and drop_last applied: exactly what one epoch
  * delivers (an epoch resumed from a state may deliver fewer; under the
- * skip policy a skipped sample is replaced by the following ones, so
- * batches hold as many, but the last batch has the samples skipped fewer).
+ * skip policy skipped samples are replaced by the following ones, so only
+ * the end of the epoch comes short by them: its last batch is shorter or
+ * missing).
  * With drop_last, samples = batches * batch_size. Either pointer may be
  * NULL. Returns 0 or -EINVAL (no loader). */
 GF_API int gf_loader_epoch_size(gf_loader *l, uint64_t *samples,
