@@ -668,7 +668,7 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       o->hflip = true;
       shape_opts++;
     } else if (opt(a, "--eval-crop", &v)) {
-      o->out_h = o->out_w = (uint32_t)parse_u64(a, "--eval-crop", v, 1, 57344);
+      o->out_h = o->out_w = (uint32_t)parse_u64(a, "--eval-crop", v, 1, 57343);
       o->resize = GF_RESIZE_SHORTER_CENTER_CROP;
       /* torchvision's evaluation recipe: Resize(256) + CenterCrop(224),
        * the same ratio at any N. */
