@@ -340,6 +340,13 @@ typedef enum gf_layout {
   GF_LAYOUT_NCHW = 1,
 } gf_layout;
 
+typedef enum gf_resize_mode {
+  GF_RESIZE_NONE = 0,                 /* crop/pad as before (height/width window, pad) */
+  GF_RESIZE_RANDOM_RESIZED_CROP = 1,  /* torchvision RandomResizedCrop(height x width) */
+  GF_RESIZE_SHORTER_CENTER_CROP = 2,  /* Resize(resize_size) (shorter side) + CenterCrop(h x w) */
+  GF_RESIZE_EXACT = 3,                /* Resize((height, width)) */
+} gf_resize_mode;
+
 typedef struct gf_transform {
   uint32_t out_dtype;   /* gf_out_dtype */
   uint32_t layout;      /* gf_layout */
@@ -348,11 +355,15 @@ typedef struct gf_transform {
   uint32_t random_crop; /* 1: random crop window; 0: centered */
   uint32_t pad;         /* zero border added on each side before cropping */
   uint32_t hflip;       /* 1: flip horizontally with probability 1/2 */
-  uint32_t reserved0;
+  uint32_t resize;      /* gf_resize_mode (was reserved0) */
   float mean[4];        /* per channel, in pixel units (0..255) */
   float std[4];         /* per channel; 0 means 1 */
   uint64_t seed;
-  uint64_t reserved[4];
+  uint32_t resize_size; /* SHORTER_CENTER_CROP: the shorter side before the crop (0: 256/224 x height, rounded) */
+  uint32_t no_antialias; /* 1: plain bilinear also when shrinking; 0 (default): antialiased as torchvision antialias=True */
+  float scale[2];       /* RANDOM_RESIZED_CROP: area fraction range; {0,0}: {0.08, 1.0} */
+  float ratio[2];       /* RANDOM_RESIZED_CROP: aspect range w/h; {0,0}: {3/4, 4/3}, drawn log-uniformly */
+  uint64_t reserved[1]; /* must be zero */
 } gf_transform;
 
 #define GF_LOADER_CONFIG_VERSION 1
@@ -548,6 +559,47 @@ GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
  * -ENOBUFS when cap is too small (the message gives the size needed), or
  * the errors of gf_loader_create's checks. Any thread. */
 GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
+
+/* Dataset metadata a training script needs before its first epoch (a
+ * scheduler's step count, a progress bar, PyTorch's `classes` and
+ * `class_to_idx`, a sample's file for a report). Any thread; they read
+ * only what create fixed.
+ *
+ * This rank's samples and batches in a full epoch, with world, rank,
+ * partition, batch_size and drop_last applied: exactly what one epoch
+ * delivers (an epoch resumed from a state may deliver fewer; under the
+ * skip policy skipped samples are replaced by the following ones, so only
+ * the end of the epoch comes short by them: its last batch is shorter or
+ * missing).
+ * With drop_last, samples = batches * batch_size. Either pointer may be
+ * NULL. Returns 0 or -EINVAL (no loader). */
+GF_API int gf_loader_epoch_size(gf_loader *l, uint64_t *samples,
+                                uint64_t *batches);
+/* The number of named classes: a PNG folder in the ImageFolder convention
+ * has one class a sub-folder (label = its index in name order, as
+ * torchvision's ImageFolder; an empty class folder keeps its label); a
+ * dataset built from one stores the same names. A labels-file folder, and
+ * a dataset built from one, name no class: 0 (their labels are the labels
+ * file's integers). 0 for a NULL loader. */
+GF_API uint32_t gf_loader_class_count(gf_loader *l);
+/* Writes the name of class `label` into buf, NUL-terminated: the class
+ * folder's name; with no named classes (class_count 0), the label as a
+ * decimal integer ("7"), which is what a labels file says it is. Returns
+ * the name's length in bytes, -ERANGE (label >= class_count when there are
+ * named classes), -ENOBUFS (cap too small: the message gives the size
+ * needed; buf holds the cut name, NUL-terminated, when cap > 0) or -EINVAL
+ * (no loader or no buf). */
+GF_API int gf_loader_class_name(gf_loader *l, uint32_t label, char *buf,
+                                size_t cap);
+/* Writes sample `index`'s source path into buf, NUL-terminated: for a PNG
+ * folder the file's path relative to the folder (as batches' `indices`
+ * number them: the listing order); for a built dataset the source name
+ * its index stores (the path relative to the build's source folder; empty
+ * when the build stored none). Returns the path's length in bytes,
+ * -ERANGE (index >= the sample count), -ENOBUFS (as above), -EINVAL, or
+ * GF_ECORRUPT (a damaged index record, with context). */
+GF_API int gf_loader_sample_path(gf_loader *l, uint64_t index, char *buf,
+                                 size_t cap);
 
 /* Starts epoch `epoch` from its beginning (work under way is cancelled),
  * also the epoch a state import resumed: the resumed rest is dropped.

@@ -73,11 +73,14 @@ int gf_xform_check(const gf_transform *t) {
                      "both must be finite and std not negative (0 means 1)",
                      c, (double)t->mean[c], (double)t->std[c]);
   }
-  if (t->reserved0)
-    return bad_field("reserved0 must be 0");
-  for (int i = 0; i < 4; i++)
-    if (t->reserved[i])
-      return bad_field("reserved[] must be 0");
+  if (t->resize)
+    return bad_field("resize is not supported by this build (must be 0)");
+  if (t->resize_size || t->no_antialias || t->scale[0] || t->scale[1] ||
+      t->ratio[0] || t->ratio[1])
+    return bad_field("resize_size, no_antialias, scale and ratio apply to a "
+                     "resize mode only (must be 0)");
+  if (t->reserved[0])
+    return bad_field("reserved[] must be 0");
   return 0;
 }
 
