@@ -21,13 +21,18 @@ gf 2 synth "$T/x" --count 3 --sizes 41-17 && has err "--sizes"
 gf 2 synth "$T/x" --count 3 --sizes 0-5 && has err "--sizes"
 gf 2 synth "$T/x" --count 3 --sizes 5- && has err "--sizes"
 gf 2 synth "$T/x" --count 3 --sizes 5-9 --size 8 && has err "exclude"
-# Photo crops: every photo must hold the largest size.
+# Photo crops: each image is cut from a photo that holds its size, so every
+# photo must hold the smallest size and one the largest.
 mkdir -p "$T/photos"
 gf 0 synth "$T/p" --count 2 --size 50x60 --classes 1 --quiet &&
   cp "$T/p"/class_000/*.png "$T/photos/"
+gf 0 synth "$T/q" --count 1 --size 30x30 --classes 1 --quiet &&
+  cp "$T/q"/class_000/*.png "$T/photos/small.png"
 gf 0 synth "$T/crops" --count 20 --sizes 10-50 --from "$T/photos" --quiet
 gf 1 synth "$T/crops2" --count 20 --sizes 10-51 --from "$T/photos" --quiet &&
-  has err "smaller than"
+  has err "no photo is at least 51x51"
+gf 1 synth "$T/crops3" --count 20 --sizes 31-50 --from "$T/photos" --quiet &&
+  has err "smaller than the 31x31 crops"
 
 gf 0 build "$T/a" "$T/ds" --codec png --quiet || finish
 gf 0 inspect "$T/ds" && has out "sizes      height" && has out "shorter"

@@ -158,6 +158,20 @@ static void record_error(synth_job *j, int rc) {
   atomic_store(&j->stop, true);
 }
 
+/* The photo image i is cropped from: photo i mod n, or with --sizes the
+ * first one from there on that holds an h x w crop (load_photos made sure
+ * one holds the largest). */
+static uint32_t pick_photo(const photo *ph, uint32_t n, uint64_t i,
+                           uint32_t h, uint32_t w) {
+  uint32_t p = (uint32_t)(i % n);
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t q = (p + k) % n;
+    if (ph[q].height >= h && ph[q].width >= w)
+      return q;
+  }
+  return p;
+}
+
 static void *synth_worker(void *arg) {
   synth_job *j = arg;
   const gfc_synth_opts *o = j->o;
@@ -187,7 +201,8 @@ static void *synth_worker(void *arg) {
       shape.width = o->size_lo + (uint32_t)(splitmix(&z) % span);
     }
     if (j->nphotos) {
-      uint32_t p = (uint32_t)(i % j->nphotos);
+      uint32_t p = pick_photo(j->photos, j->nphotos, i, shape.height,
+                              shape.width);
       crop(&j->photos[p], px, shape.height, shape.width, seed);
       cls = p % j->classes;
     } else {
@@ -303,10 +318,14 @@ static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
       rc = -ENOMEM;
     if (rc == 0)
       rc = gf_png_decode(data, len, &dopts, ph[i].px, bytes, &sh);
-    if (rc == 0 && (sh.height < o->height || sh.width < o->width))
+    /* --sizes: a photo serves the crops it can hold (pick_photo), so
+     * each must hold the smallest; fixed size: every crop. */
+    uint32_t need_h = o->size_lo ? o->size_lo : o->height;
+    uint32_t need_w = o->size_lo ? o->size_lo : o->width;
+    if (rc == 0 && (sh.height < need_h || sh.width < need_w))
       rc = gf_fail(GF_ESHAPE, path, GF_NO_INDEX, GF_NO_INDEX,
                    "photo is %ux%u, smaller than the %ux%u crops", sh.height,
-                   sh.width, o->height, o->width);
+                   sh.width, need_h, need_w);
     if (rc != 0)
       rc = gf_fail_context(rc, path, GF_NO_INDEX, NULL);
     ph[i].height = sh.height;
@@ -317,6 +336,14 @@ static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
   for (uint32_t i = 0; i < cnt; i++)
     free(names[i]);
   free(names);
+  /* --sizes: at least one photo must hold the largest crop. */
+  bool largest = !o->size_lo;
+  for (uint32_t i = 0; rc == 0 && !largest && i < cnt; i++)
+    largest = ph[i].height >= o->height && ph[i].width >= o->width;
+  if (rc == 0 && !largest)
+    rc = gf_fail(GF_ESHAPE, o->from, GF_NO_INDEX, GF_NO_INDEX,
+                 "no photo is at least %ux%u, the largest --sizes crop",
+                 o->height, o->width);
   if (rc != 0) {
     free_photos(ph, cnt);
     return rc;
