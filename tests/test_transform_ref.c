@@ -561,9 +561,9 @@ static void test_shapes_and_checks(void) {
   b.std[3] = INFINITY;
   CHECK_ERR(gf_xform_check(&b), -EINVAL);
   b.std[3] = 0;
-  b.reserved[1] = 1;
+  b.reserved[0] = 1;
   CHECK_ERR(gf_xform_check(&b), -EINVAL);
-  b.reserved[1] = 0;
+  b.reserved[0] = 0;
   b.hflip = 2;
   CHECK_ERR(gf_xform_check(&b), -EINVAL);
   b.hflip = 0;
