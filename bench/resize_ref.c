@@ -78,6 +78,7 @@ static int run_gpu(const gf_transform *t, const uint8_t *img, size_t bytes,
     a.samples = d_s;
     a.n = 1;
     a.n_resized = s->resize != 0;
+    a.resize_size = gf_xform_resize_size(t, oh);
     a.out_h = oh;
     a.out_w = ow;
     a.out_c = 3;

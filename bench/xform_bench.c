@@ -158,6 +158,7 @@ int main(int argc, char **argv) {
     a.samples = d_s;
     a.n = n;
     a.n_resized = nr;
+    a.resize_size = gf_xform_resize_size(&tf, H);
     a.out_h = H;
     a.out_w = W;
     a.out_c = C;

@@ -36,6 +36,9 @@ typedef struct gf_xform_launch {
   uint32_t layout;           /* gf_layout */
   uint32_t n_resized;        /* how many have resize != 0 (counted on the
                                 host): 0 launches no resize kernel */
+  uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
+                                (gf_xform_resize_size); 0 otherwise */
+  uint32_t reserved0;        /* zero */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;

@@ -50,6 +50,7 @@ struct Args {
   const gf_xform_sample *samples;
   uint32_t n, has_filtered;
   uint32_t oh, ow, c;
+  uint32_t resize_size; // SHORTER_CENTER_CROP's S (gf_xform_geom)
   float mean[4], std[4]; // std already 0 -> 1
   void *dst;
   int32_t *status;
@@ -106,18 +107,15 @@ __device__ int check_sample(const gf_xform_sample &s, const Args &a) {
     return GF_ESHAPE;
   if (s.crop_y < -GF_XFORM_MAX_CROP || s.crop_y > GF_XFORM_MAX_CROP ||
       s.crop_x < -GF_XFORM_MAX_CROP || s.crop_x > GF_XFORM_MAX_CROP ||
-      s.flip > 1 || s.filtered > 1 || s.resize > GF_XFORM_RESAMPLE_BILINEAR)
+      s.flip > 1 || s.filtered > 1 || s.reserved0 ||
+      (s.resize & ~(3u | GF_XFORM_NO_AA)) || (s.resize && !(s.resize & 3u)))
     return -EINVAL;
-  if (!s.resize && (s.win_h || s.win_w || s.rs_h || s.rs_w || s.off_y ||
-                    s.off_x))
+  if (!s.resize && (s.win_h || s.win_w))
     return -EINVAL;
   if (s.resize) {
     if (s.crop_y < 0 || s.crop_x < 0 || s.win_h < 1 || s.win_w < 1 ||
         (uint64_t)s.crop_y + s.win_h > s.h ||
-        (uint64_t)s.crop_x + s.win_w > s.w || s.rs_h < 1 || s.rs_w < 1 ||
-        s.rs_h > GF_XFORM_MAX_DIM || s.rs_w > GF_XFORM_MAX_DIM ||
-        s.off_y < -GF_XFORM_MAX_CROP || s.off_y > GF_XFORM_MAX_CROP ||
-        s.off_x < -GF_XFORM_MAX_CROP || s.off_x > GF_XFORM_MAX_CROP)
+        (uint64_t)s.crop_x + s.win_w > s.w)
       return GF_ESHAPE;
     if (s.filtered)
       return GF_EUNSUPPORTED;
@@ -588,10 +586,14 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
     gf_xform_sample s = a.samples[n];
     if (!s.resize || check_sample(s, a))
       continue; // xform_plain writes (or pads) it
+    uint32_t rs_h, rs_w;
+    int32_t off_y, off_x;
+    gf_xform_geom(s.resize, s.win_h, s.win_w, a.oh, a.ow, a.resize_size,
+                  &rs_h, &rs_w, &off_y, &off_x);
     gf_rs_axis ay, ax;
-    const uint32_t aa = s.resize == GF_XFORM_RESAMPLE_AA;
-    gf_rs_axis_init(&ay, s.win_h, s.rs_h, aa);
-    gf_rs_axis_init(&ax, s.win_w, s.rs_w, aa);
+    const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
+    gf_rs_axis_init(&ay, s.win_h, rs_h, aa);
+    gf_rs_axis_init(&ax, s.win_w, rs_w, aa);
     const uint8_t *win = a.src + s.src_offset +
                          ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * c;
     const unsigned pitch = s.w * c;
@@ -599,10 +601,10 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
     for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < P;
          e += gridDim.x * blockDim.x) {
       unsigned y = e / a.ow, x = e - y * a.ow;
-      int ry = (int)((unsigned)s.off_y + y);
-      int rx = (int)((unsigned)s.off_x + (s.flip ? a.ow - 1u - x : x));
+      int ry = (int)((unsigned)off_y + y);
+      int rx = (int)((unsigned)off_x + (s.flip ? a.ow - 1u - x : x));
       uint32_t px[4] = {0, 0, 0, 0};
-      if (ry >= 0 && ry < (int)s.rs_h && rx >= 0 && rx < (int)s.rs_w) {
+      if (ry >= 0 && ry < (int)rs_h && rx >= 0 && rx < (int)rs_w) {
         int32_t ly, ny, lx, nx;
         float cy = gf_rs_taps(&ay, (uint32_t)ry, &ly, &ny);
         float cx = gf_rs_taps(&ax, (uint32_t)rx, &lx, &nx);
@@ -686,7 +688,8 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_h < 1 || a->out_w < 1 || a->out_h > GF_XFORM_MAX_DIM ||
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
-      a->n_filtered > a->n || a->n_resized > a->n || (uintptr_t)a->dst % es)
+      a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
+      (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
   k.src = a->src;
@@ -697,6 +700,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   k.oh = a->out_h;
   k.ow = a->out_w;
   k.c = a->out_c;
+  k.resize_size = a->resize_size;
   for (int i = 0; i < 4; i++) {
     if (!std::isfinite(a->mean[i]) || !std::isfinite(a->std[i]) ||
         a->std[i] < 0)

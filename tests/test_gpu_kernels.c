@@ -104,6 +104,7 @@ static int run_gpu(const xcase *c, const uint8_t *want, uint32_t n_filtered,
     a.n_filtered = n_filtered;
     for (uint32_t i = 0; i < c->n; i++)
       a.n_resized += c->s[i].resize != 0;
+    a.resize_size = gf_xform_resize_size(&c->t, c->oh);
     a.out_h = c->oh;
     a.out_w = c->ow;
     a.out_c = c->oc;

@@ -30,13 +30,12 @@ static gf_transform tf(uint32_t mode, uint32_t dtype, uint32_t layout,
   return t;
 }
 
-/* A resized sample of h x w x c at offset 0: window (wy, wx, wh, ww) to
- * rs_h x rs_w, output at (oy, ox) of it. */
+/* A resized sample of h x w x c at offset 0: window (wy, wx, wh, ww),
+ * resize = the sample's mode bits. */
 static gf_xform_sample rs_sample(uint32_t h, uint32_t w, uint32_t c,
                                  int32_t wy, int32_t wx, uint32_t wh,
-                                 uint32_t ww, uint32_t rsh, uint32_t rsw,
-                                 int32_t oy, int32_t ox, uint32_t flip,
-                                 uint32_t aa) {
+                                 uint32_t ww, uint32_t flip,
+                                 uint32_t resize) {
   gf_xform_sample s;
   memset(&s, 0, sizeof s);
   s.h = h;
@@ -46,12 +45,8 @@ static gf_xform_sample rs_sample(uint32_t h, uint32_t w, uint32_t c,
   s.crop_x = wx;
   s.win_h = wh;
   s.win_w = ww;
-  s.rs_h = rsh;
-  s.rs_w = rsw;
-  s.off_y = oy;
-  s.off_x = ox;
-  s.flip = flip;
-  s.resize = aa ? GF_XFORM_RESAMPLE_AA : GF_XFORM_RESAMPLE_BILINEAR;
+  s.flip = (uint8_t)flip;
+  s.resize = (uint8_t)resize;
   return s;
 }
 
@@ -64,13 +59,13 @@ static void hand_cases(void) {
     for (int x = 0; x < 4; x++)
       img[y * 4 + x] = (uint8_t)(10 * y + 20 * x);
   gf_transform t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 2, 2);
-  gf_xform_sample s = rs_sample(4, 4, 1, 0, 0, 4, 4, 2, 2, 0, 0, 0, 1);
-  uint8_t o[64];
+  gf_xform_sample s = rs_sample(4, 4, 1, 0, 0, 4, 4, 0, GF_RESIZE_EXACT);
+  uint8_t o[128];
   CHECK_OK(gf_xform_ref(&t, img, 16, &s, 1, 2, 2, 1, o));
   CHECK(o[0] == 21 && o[1] == 53 && o[2] == 37 && o[3] == 69);
   /* Plain bilinear: taps {0,1} and {2,3} at 1/2 each: 15 55 35 75. */
   t.no_antialias = 1;
-  s.resize = GF_XFORM_RESAMPLE_BILINEAR;
+  s.resize = GF_RESIZE_EXACT | GF_XFORM_NO_AA;
   CHECK_OK(gf_xform_ref(&t, img, 16, &s, 1, 2, 2, 1, o));
   CHECK(o[0] == 15 && o[1] == 55 && o[2] == 35 && o[3] == 75);
   t.no_antialias = 0;
@@ -80,7 +75,7 @@ static void hand_cases(void) {
   static const uint8_t want_up[16] = {0,  25, 75,  100, 10, 39, 96,  125,
                                       30, 66, 139, 175, 40, 80, 160, 200};
   t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 4, 4);
-  s = rs_sample(2, 2, 1, 0, 0, 2, 2, 4, 4, 0, 0, 0, 1);
+  s = rs_sample(2, 2, 1, 0, 0, 2, 2, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_ref(&t, up, 4, &s, 1, 4, 4, 1, o));
   CHECK(memcmp(o, want_up, 16) == 0);
   /* The same flipped: each row mirrored. */
@@ -102,7 +97,7 @@ static void hand_cases(void) {
   /* A 1-pixel RGB image to 3x5: every pixel the same. */
   const uint8_t one[3] = {7, 130, 251};
   t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 3, 5);
-  s = rs_sample(1, 1, 3, 0, 0, 1, 1, 3, 5, 0, 0, 0, 1);
+  s = rs_sample(1, 1, 3, 0, 0, 1, 1, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_ref(&t, one, 3, &s, 1, 3, 5, 3, o));
   for (int i = 0; i < 15; i++)
     CHECK(o[3 * i] == 7 && o[3 * i + 1] == 130 && o[3 * i + 2] == 251);
@@ -123,9 +118,9 @@ static void hand_cases(void) {
       }
   uint8_t o2[5 * 9 * 2];
   t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 5, 9);
-  s = rs_sample(6, 7, 2, 3, 3, 3, 4, 5, 9, 0, 0, 0, 1);
+  s = rs_sample(6, 7, 2, 3, 3, 3, 4, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_ref(&t, big, 6 * 7 * 2, &s, 1, 5, 9, 2, o));
-  gf_xform_sample s2 = rs_sample(3, 4, 2, 0, 0, 3, 4, 5, 9, 0, 0, 0, 1);
+  gf_xform_sample s2 = rs_sample(3, 4, 2, 0, 0, 3, 4, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_ref(&t, cut, sizeof cut, &s2, 1, 5, 9, 2, o2));
   CHECK(memcmp(o, o2, sizeof o2) == 0);
   bool any255 = false;
@@ -134,9 +129,9 @@ static void hand_cases(void) {
   CHECK(!any255);
   /* Shrinking that window to 1x1 (antialiased, support over all of it). */
   t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 1, 1);
-  s = rs_sample(6, 7, 2, 3, 3, 3, 4, 1, 1, 0, 0, 0, 1);
+  s = rs_sample(6, 7, 2, 3, 3, 3, 4, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_ref(&t, big, 6 * 7 * 2, &s, 1, 1, 1, 2, o));
-  s2 = rs_sample(3, 4, 2, 0, 0, 3, 4, 1, 1, 0, 0, 0, 1);
+  s2 = rs_sample(3, 4, 2, 0, 0, 3, 4, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_ref(&t, cut, sizeof cut, &s2, 1, 1, 1, 2, o2));
   CHECK(o[0] == o2[0] && o[1] == o2[1] && o[0] != 255);
   free(big);
@@ -144,7 +139,8 @@ static void hand_cases(void) {
   /* CenterCrop's padding: a 2x2 resampled window in a 4x4 output at
    * offset (-1, -1): a zero border, the identity inside. */
   t = tf(GF_RESIZE_SHORTER_CENTER_CROP, GF_OUT_U8, GF_LAYOUT_NHWC, 4, 4);
-  s = rs_sample(2, 2, 1, 0, 0, 2, 2, 2, 2, -1, -1, 0, 1);
+  t.resize_size = 2;
+  s = rs_sample(2, 2, 1, 0, 0, 2, 2, 0, GF_RESIZE_SHORTER_CENTER_CROP);
   CHECK_OK(gf_xform_ref(&t, up, 4, &s, 1, 4, 4, 1, o));
   static const uint8_t want_pad[16] = {0, 0,  0,   0, 0, 0, 100, 0,
                                        0, 40, 200, 0, 0, 0, 0,   0};
@@ -328,15 +324,16 @@ static void window_cases(void) {
 
 /* The naive resampling: weights recomputed per pixel from the formula. */
 static uint32_t naive_px(const uint8_t *img, uint32_t pitch, uint32_t c,
-                         const gf_xform_sample *s, uint32_t ry, uint32_t rx,
+                         const gf_xform_sample *s, uint32_t rs_h,
+                         uint32_t rs_w, uint32_t ry, uint32_t rx,
                          uint32_t ch) {
-  uint32_t aa = s->resize == GF_XFORM_RESAMPLE_AA;
+  uint32_t aa = !(s->resize & GF_XFORM_NO_AA);
   double accd = 0;
   float acc = 0.0f;
   float wy[4096], wx[4096];
   int ny = 0, nx = 0, ly = 0, lx = 0;
   for (int axis = 0; axis < 2; axis++) {
-    uint32_t in = axis ? s->win_w : s->win_h, out = axis ? s->rs_w : s->rs_h;
+    uint32_t in = axis ? s->win_w : s->win_h, out = axis ? rs_w : rs_h;
     uint32_t i = axis ? rx : ry;
     float scale = (float)in / (float)out;
     float support = (aa && scale >= 1.0f) ? scale : 1.0f;
@@ -391,15 +388,15 @@ static void random_cases(void) {
     }
     CHECK_OK(gf_xform_check(&t));
     gf_xform_sample s[4];
-    uint64_t off = 0;
+    uint64_t off = 0, idx[4];
     for (uint32_t i = 0; i < n; i++) {
       gf_shape sh = {0};
       sh.height = 1 + (uint32_t)(gf_test_rand(&rs) % 90);
       sh.width = 1 + (uint32_t)(gf_test_rand(&rs) % 90);
       sh.channels = c;
       sh.dtype = GF_DTYPE_U8;
-      gf_xform_sample_init(&t, 1, gf_test_rand(&rs), off, &sh, H, W, 0,
-                           &s[i]);
+      idx[i] = gf_test_rand(&rs);
+      gf_xform_sample_init(&t, 1, idx[i], off, &sh, H, W, 0, &s[i]);
       off += (uint64_t)sh.height * sh.width * c + (gf_test_rand(&rs) % 7);
     }
     uint8_t *src = malloc(off ? off : 1);
@@ -416,15 +413,19 @@ static void random_cases(void) {
     int bad = 0;
     for (uint32_t i = 0; i < n && !bad; i++) {
       const gf_xform_sample *p = &s[i];
+      gf_xform_win win;
+      gf_xform_window(&t, 1, idx[i], p->h, p->w, &win);
+      CHECK(win.y == p->crop_y && win.x == p->crop_x && win.wh == p->win_h &&
+            win.ww == p->win_w && win.flip == p->flip);
       for (uint32_t y = 0; y < H && !bad; y++)
         for (uint32_t x = 0; x < W && !bad; x++) {
-          int64_t ry = (int64_t)p->off_y + y;
-          int64_t rx = (int64_t)p->off_x + (p->flip ? W - 1 - x : x);
-          bool in = ry >= 0 && ry < p->rs_h && rx >= 0 && rx < p->rs_w;
+          int64_t ry = (int64_t)win.off_y + y;
+          int64_t rx = (int64_t)win.off_x + (p->flip ? W - 1 - x : x);
+          bool in = ry >= 0 && ry < win.rs_h && rx >= 0 && rx < win.rs_w;
           for (uint32_t ch = 0; ch < c; ch++) {
             uint32_t want =
-                in ? naive_px(src + p->src_offset, p->w * c, c, p,
-                              (uint32_t)ry, (uint32_t)rx, ch)
+                in ? naive_px(src + p->src_offset, p->w * c, c, p, win.rs_h,
+                              win.rs_w, (uint32_t)ry, (uint32_t)rx, ch)
                    : 0;
             uint32_t got = u8[i * per + ((size_t)y * W + x) * c + ch];
             if (got != want) {
@@ -432,8 +433,8 @@ static void random_cases(void) {
                       "trial %d sample %u (%ux%u win %d,%d %ux%u rs %ux%u "
                       "off %d,%d) at %u,%u,%u: %u, naive %u\n",
                       trial, i, p->h, p->w, p->crop_y, p->crop_x, p->win_h,
-                      p->win_w, p->rs_h, p->rs_w, p->off_y, p->off_x, y, x,
-                      ch, got, want);
+                      p->win_w, win.rs_h, win.rs_w, win.off_y, win.off_x, y,
+                      x, ch, got, want);
               bad = 1;
               break;
             }
@@ -516,13 +517,13 @@ static void check_cases(void) {
   /* Samples: a window outside the image, resize fields on a crop sample,
    * and a filtered resized sample for the GPU (the CPU unfilters it). */
   uint8_t src[64] = {0};
-  gf_xform_sample s = rs_sample(4, 4, 1, 1, 1, 4, 3, 2, 2, 0, 0, 0, 1);
+  gf_xform_sample s = rs_sample(4, 4, 1, 1, 1, 4, 3, 0, GF_RESIZE_EXACT);
   CHECK_ERR(gf_xform_validate(&s, 1, 64, 2, 2, 1, 0), GF_ESHAPE);
-  s = rs_sample(4, 4, 1, 0, 1, 4, 3, 2, 2, 0, 0, 0, 1);
+  s = rs_sample(4, 4, 1, 0, 1, 4, 3, 0, GF_RESIZE_EXACT);
   CHECK_OK(gf_xform_validate(&s, 1, 64, 2, 2, 1, 0));
-  s.rs_w = 0;
-  CHECK_ERR(gf_xform_validate(&s, 1, 64, 2, 2, 1, 0), GF_ESHAPE);
-  s.rs_w = 2;
+  s.resize = GF_XFORM_NO_AA; /* no mode */
+  CHECK_ERR(gf_xform_validate(&s, 1, 64, 2, 2, 1, 0), -EINVAL);
+  s.resize = GF_RESIZE_EXACT;
   s.filtered = 1;
   CHECK_OK(gf_xform_validate(&s, 1, 64, 2, 2, 1, 0));
   CHECK_ERR(gf_xform_validate(&s, 1, 64, 2, 2, 1, GF_XFORM_FOR_GPU),

@@ -279,14 +279,12 @@ static void rrc_window(const gf_transform *t, uint64_t k, uint32_t h,
   o->fallback = 1;
 }
 
-/* CenterCrop's offset of an o-pixel crop in an rs-pixel image (header). */
-static int32_t center_off(uint32_t rs, uint32_t o) {
-  if (rs < o)
-    return -(int32_t)((o - rs) / 2);
-  uint32_t d = rs - o, k = d / 2;
-  if (d % 2 && k % 2) /* x.5 rounds to the even neighbour */
-    k++;
-  return (int32_t)k;
+uint32_t gf_xform_resize_size(const gf_transform *t, uint32_t out_h) {
+  if (t->resize != GF_RESIZE_SHORTER_CENTER_CROP)
+    return 0;
+  uint64_t S = t->resize_size ? t->resize_size
+                              : ((uint64_t)256 * out_h + 112) / 224;
+  return S > GF_XFORM_MAX_RESAMPLED ? GF_XFORM_MAX_RESAMPLED : (uint32_t)S;
 }
 
 void gf_xform_window(const gf_transform *t, uint64_t epoch, uint64_t index,
@@ -301,26 +299,13 @@ void gf_xform_window(const gf_transform *t, uint64_t epoch, uint64_t index,
     o->rs_h = oh;
     o->rs_w = ow;
     return;
-  case GF_RESIZE_SHORTER_CENTER_CROP: {
-    uint64_t S = t->resize_size ? t->resize_size
-                                : ((uint64_t)256 * oh + 112) / 224;
-    uint64_t rh, rw;
-    if (w <= h) {
-      rw = S;
-      rh = (uint64_t)((double)(S * h) / (double)w);
-    } else {
-      rh = S;
-      rw = (uint64_t)((double)(S * w) / (double)h);
-    }
-    /* Beyond the side limit validation refuses the sample. */
-    o->rs_h = rh > GF_XFORM_MAX_DIM ? GF_XFORM_MAX_DIM + 1 : (uint32_t)rh;
-    o->rs_w = rw > GF_XFORM_MAX_DIM ? GF_XFORM_MAX_DIM + 1 : (uint32_t)rw;
+  case GF_RESIZE_SHORTER_CENTER_CROP:
     o->wh = h;
     o->ww = w;
-    o->off_y = center_off(o->rs_h, oh);
-    o->off_x = center_off(o->rs_w, ow);
+    gf_xform_geom(GF_RESIZE_SHORTER_CENTER_CROP, h, w, oh, ow,
+                  gf_xform_resize_size(t, oh), &o->rs_h, &o->rs_w, &o->off_y,
+                  &o->off_x);
     return;
-  }
   case GF_RESIZE_EXACT:
     o->wh = h;
     o->ww = w;
@@ -361,23 +346,20 @@ void gf_xform_sample_init(const gf_transform *t, uint64_t epoch,
   s->c = shape->channels;
   s->filtered = filtered ? 1 : 0;
   if (t->resize == GF_RESIZE_NONE) {
+    uint32_t flip;
     gf_xform_params(t, epoch, sample_index, s->h, s->w, out_h, out_w,
-                    &s->crop_y, &s->crop_x, &s->flip);
+                    &s->crop_y, &s->crop_x, &flip);
+    s->flip = (uint8_t)flip;
     return;
   }
   gf_xform_win win;
   gf_xform_window(t, epoch, sample_index, s->h, s->w, &win);
-  s->resize = t->no_antialias ? GF_XFORM_RESAMPLE_BILINEAR
-                              : GF_XFORM_RESAMPLE_AA;
+  s->resize = (uint8_t)(t->resize | (t->no_antialias ? GF_XFORM_NO_AA : 0));
   s->crop_y = win.y;
   s->crop_x = win.x;
   s->win_h = win.wh;
   s->win_w = win.ww;
-  s->rs_h = win.rs_h;
-  s->rs_w = win.rs_w;
-  s->off_y = win.off_y;
-  s->off_x = win.off_x;
-  s->flip = win.flip;
+  s->flip = (uint8_t)win.flip;
 }
 
 /* Columns [0, *vw) and rows [0, *vh) of the source that a filtered sample's
@@ -435,32 +417,27 @@ int gf_xform_validate(const gf_xform_sample *samples, uint32_t n,
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "batch sample %u has crop (%d, %d) beyond +-%d", i,
                      s->crop_y, s->crop_x, GF_XFORM_MAX_CROP);
-    if (s->flip > 1 || s->filtered > 1 ||
-        s->resize > GF_XFORM_RESAMPLE_BILINEAR)
+    if (s->flip > 1 || s->filtered > 1 || s->reserved0 ||
+        (s->resize & ~(3u | GF_XFORM_NO_AA)) ||
+        (s->resize && !(s->resize & 3u)))
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "batch sample %u: flip and filtered must be 0 or 1 and "
-                     "resize 0..2",
+                     "batch sample %u: flip and filtered must be 0 or 1, "
+                     "resize 0 or a mode (plus GF_XFORM_NO_AA), reserved0 0",
                      i);
-    if (!s->resize && (s->win_h || s->win_w || s->rs_h || s->rs_w ||
-                       s->off_y || s->off_x))
+    if (!s->resize && (s->win_h || s->win_w))
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "batch sample %u: the resize fields must be 0 when "
-                     "it is not resized",
+                     "batch sample %u: the window size must be 0 when it "
+                     "is not resized",
                      i);
     if (s->resize &&
         (s->crop_y < 0 || s->crop_x < 0 || s->win_h < 1 || s->win_w < 1 ||
          (uint64_t)s->crop_y + s->win_h > s->h ||
-         (uint64_t)s->crop_x + s->win_w > s->w || s->rs_h < 1 ||
-         s->rs_w < 1 || s->rs_h > GF_XFORM_MAX_DIM ||
-         s->rs_w > GF_XFORM_MAX_DIM || s->off_y < -GF_XFORM_MAX_CROP ||
-         s->off_y > GF_XFORM_MAX_CROP || s->off_x < -GF_XFORM_MAX_CROP ||
-         s->off_x > GF_XFORM_MAX_CROP))
+         (uint64_t)s->crop_x + s->win_w > s->w))
       return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "batch sample %u (%ux%u): resize window %ux%u at (%d, "
-                     "%d) to %ux%u (output at %d, %d) is not inside the "
-                     "image and the limits",
+                     "%d) is not inside the image",
                      i, s->h, s->w, s->win_h, s->win_w, s->crop_y,
-                     s->crop_x, s->rs_h, s->rs_w, s->off_y, s->off_x);
+                     s->crop_x);
     if ((flags & GF_XFORM_FOR_GPU) && s->filtered && s->resize)
       return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "batch sample %u is gradient-filtered and resized: "
@@ -706,14 +683,20 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
     /* One scratch buffer: the unfiltered copy (filtered samples), then
      * the resize's weight tables. */
     size_t ubytes = 0, tbytes = 0;
-    uint32_t ky = 0, kx = 0, aa = s->resize == GF_XFORM_RESAMPLE_AA;
+    uint32_t ky = 0, kx = 0, aa = !(s->resize & GF_XFORM_NO_AA);
+    uint32_t rs_h = 0, rs_w = 0;
+    int32_t off_y = 0, off_x = 0;
+    if (s->resize)
+      gf_xform_geom(s->resize, s->win_h, s->win_w, out_h, out_w,
+                    gf_xform_resize_size(t, out_h), &rs_h, &rs_w, &off_y,
+                    &off_x);
     if (s->filtered)
       filtered_extent(s, out_h, out_w, &v.vh, &v.vw);
     if (s->filtered && v.vh && v.vw)
       ubytes = ((size_t)v.vh * v.vw * s->c + 15) & ~(size_t)15;
     if (s->resize) {
-      ky = rs_kmax(s->win_h, s->rs_h, aa);
-      kx = rs_kmax(s->win_w, s->rs_w, aa);
+      ky = rs_kmax(s->win_h, rs_h, aa);
+      kx = rs_kmax(s->win_w, rs_w, aa);
       tbytes = rs_table_bytes(out_h, ky) + rs_table_bytes(out_w, kx);
     }
     if (ubytes + tbytes) {
@@ -736,9 +719,9 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
     if (s->resize) {
       rs_table ry, rx;
       uint8_t *tm = scratch + ubytes;
-      rs_table_fill(&ry, tm, out_h, ky, s->win_h, s->rs_h, s->off_y, aa);
+      rs_table_fill(&ry, tm, out_h, ky, s->win_h, rs_h, off_y, aa);
       rs_table_fill(&rx, tm + rs_table_bytes(out_h, ky), out_w, kx, s->win_w,
-                    s->rs_w, s->off_x, aa);
+                    rs_w, off_x, aa);
       const uint8_t *win =
           v.base + (size_t)s->crop_y * v.pitch + (size_t)s->crop_x * s->c;
       emit_resized(t, &lut, s, win, v.pitch, &ry, &rx, out_h, out_w, out_c,

@@ -65,7 +65,8 @@
  *   = resize_size, or (256 * H + 112) / 224 when 0; the window is the
  *   whole image; w <= h: rs_w = S, rs_h = (uint32)((double)(S * h) / w),
  *   else rs_h = S, rs_w = (uint32)((double)(S * w) / h) (Python's
- *   int(S * long / short)); per axis (rs, out o): rs >= o: off = (rs - o)
+ *   int(S * long / short); gf_xform_geom, also run by the kernel, so a
+ *   sample carries only its window); per axis (rs, out o): rs >= o: off = (rs - o)
  *   / 2 rounded half to even (Python's round); else off = -((o - rs) / 2)
  *   (the padding CenterCrop adds). The crop is thus exact: the output is
  *   the resampled whole image's pixels, not a re-derived source window.
@@ -90,7 +91,8 @@
  * with align_corners=False. A resampled pixel of channel ch:
  *     acc = 0; for each row tap i: hs = 0; for each column tap j:
  *     hs = hs + wx_j * p[i][j]; then acc = acc + wy_i * hs;
- * (horizontal then vertical, torch's order), then x = clamp(rint(acc),
+ * (horizontal then vertical, torch's order; resize without GF_XFORM_NO_AA
+ * is the antialiased filter), then x = clamp(rint(acc),
  * 0, 255): the resampled uint8 pixel, which the value rule above turns
  * into the output (torchvision's uint8 recipe: resize the uint8 image,
  * then convert and normalise). The output (y, x) is resampled pixel
@@ -141,21 +143,21 @@ typedef struct gf_xform_sample {
   int32_t crop_y;      /* top-left of the output window in source pixels; */
   int32_t crop_x;      /*   negative or past the edge: zero padding.
                           Resize: the source window's top-left, inside */
-  uint32_t flip;       /* 1: the window is mirrored left-right */
-  uint32_t filtered;   /* 1: the bytes are gradient-filtered (gradzstd
+  uint8_t flip;        /* 1: the window is mirrored left-right */
+  uint8_t filtered;    /* 1: the bytes are gradient-filtered (gradzstd
                           decompressed but not unfiltered): the transform
                           unfilters them first */
-  uint32_t resize;     /* GF_XFORM_CROP, GF_XFORM_RESAMPLE_AA or
-                          GF_XFORM_RESAMPLE_BILINEAR */
+  uint8_t resize;      /* 0: crop/pad; else the gf_resize_mode in bits
+                          0-1, plus GF_XFORM_NO_AA for plain bilinear */
+  uint8_t reserved0;   /* zero */
   uint32_t win_h, win_w; /* resize: the source window's size (0 else) */
-  uint32_t rs_h, rs_w;   /* resize: the window's resampled size (0 else) */
-  int32_t off_y, off_x;  /* resize: the output's top-left in the
-                            resampled window; outside it padding (0 else) */
 } gf_xform_sample;
 
-#define GF_XFORM_CROP 0u
-#define GF_XFORM_RESAMPLE_AA 1u
-#define GF_XFORM_RESAMPLE_BILINEAR 2u
+#define GF_XFORM_NO_AA 4u
+/* A resized sample's window is resampled to rs_h x rs_w and the output's
+ * top-left is (off_y, off_x) in it: gf_xform_geom below, from the mode,
+ * the window, the output size and (SHORTER_CENTER_CROP) the resolved
+ * shorter side S (gf_xform_resize_size), so a sample stays 40 bytes. */
 
 /* A sample's window, from gf_xform_window (see the header comment). For
  * GF_RESIZE_NONE: the crop window (y, x may be negative, the window may
@@ -211,6 +213,11 @@ void gf_xform_params(const gf_transform *t, uint64_t epoch,
  * is t's height x width, or h x w when those are 0. */
 void gf_xform_window(const gf_transform *t, uint64_t epoch, uint64_t index,
                      uint32_t h, uint32_t w, gf_xform_win *out);
+
+/* SHORTER_CENTER_CROP's shorter side for output height out_h:
+ * t->resize_size, or (256 * out_h + 112) / 224 when 0 (clamped to 2^24);
+ * 0 for the other modes. */
+uint32_t gf_xform_resize_size(const gf_transform *t, uint32_t out_h);
 
 /* Fills *s for a sample of `shape` stored at src_offset (gf_xform_params
  * for the window and flip). filtered: 1 when the bytes are still
@@ -319,6 +326,53 @@ static inline GF_XFORM_HD uint32_t gf_rs_u8(float acc) {
   int v = (int)rintf(acc); /* default rounding: half to even */
 #endif
   return v < 0 ? 0u : v > 255 ? 255u : (uint32_t)v;
+}
+
+/* The resampled size and the output's offset in it for a window of wh x
+ * ww, mode `resize` (a gf_xform_sample's), output oh x ow, shorter side S
+ * (SHORTER_CENTER_CROP): the header comment's rule; sides clamped to
+ * 2^24 (beyond any valid image of the limits: the arithmetic stays
+ * exact). */
+#define GF_XFORM_MAX_RESAMPLED (1u << 24)
+static inline GF_XFORM_HD void gf_xform_geom(uint32_t resize, uint32_t wh,
+                                             uint32_t ww, uint32_t oh,
+                                             uint32_t ow, uint32_t S,
+                                             uint32_t *rs_h, uint32_t *rs_w,
+                                             int32_t *off_y, int32_t *off_x) {
+  if ((resize & 3u) != GF_RESIZE_SHORTER_CENTER_CROP) {
+    *rs_h = oh;
+    *rs_w = ow;
+    *off_y = *off_x = 0;
+    return;
+  }
+  double rh, rw;
+  if (ww <= wh) {
+    rw = S;
+    rh = (double)((uint64_t)S * wh) / (double)ww;
+  } else {
+    rh = S;
+    rw = (double)((uint64_t)S * ww) / (double)wh;
+  }
+  if (rh > GF_XFORM_MAX_RESAMPLED)
+    rh = GF_XFORM_MAX_RESAMPLED;
+  if (rw > GF_XFORM_MAX_RESAMPLED)
+    rw = GF_XFORM_MAX_RESAMPLED;
+  uint32_t r[2] = {(uint32_t)rh, (uint32_t)rw}, o[2] = {oh, ow};
+  int32_t off[2];
+  for (int k = 0; k < 2; k++) {
+    if (r[k] < o[k]) {
+      off[k] = -(int32_t)((o[k] - r[k]) / 2);
+    } else {
+      uint32_t d = r[k] - o[k], q = d / 2;
+      if ((d & 1u) && (q & 1u)) /* x.5 rounds to the even neighbour */
+        q++;
+      off[k] = (int32_t)q;
+    }
+  }
+  *rs_h = r[0] ? r[0] : 1;
+  *rs_w = r[1] ? r[1] : 1;
+  *off_y = off[0];
+  *off_x = off[1];
 }
 
 /* IEEE binary32 (as its bits) to binary16 bits, round to nearest even:
