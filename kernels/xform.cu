@@ -43,6 +43,7 @@ constexpr unsigned kFiltBuf = 2 * GF_XFORM_GPU_FILTERED_ROW;
 constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
 constexpr unsigned kMaxTileRows = 32;
 constexpr unsigned kScanK = 4; // pixels a lane per scan round
+constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
 
 struct Args {
   const uint8_t *src;
@@ -613,6 +614,19 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
           ty = __fadd_rn(ty, gf_rs_tri(&ay, ly + i, cy));
         for (int32_t j = 0; j < nx; j++)
           tx = __fadd_rn(tx, gf_rs_tri(&ax, lx + j, cx));
+        // The normalised column weights, when few (the same values as
+        // recomputing them per row: the same operations).
+        float wxr[kResizeTaps];
+#pragma unroll
+        for (int32_t j = 0; j < (int32_t)kResizeTaps; j++) {
+          float wx = 0.0f;
+          if (j < nx) {
+            wx = gf_rs_tri(&ax, lx + j, cx);
+            if (tx != 0.0f)
+              wx = __fdiv_rn(wx, tx);
+          }
+          wxr[j] = wx;
+        }
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int32_t i = 0; i < ny; i++) {
           float wy = gf_rs_tri(&ay, ly + i, cy);
@@ -621,14 +635,28 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
           const uint8_t *p =
               win + (uint64_t)(unsigned)(ly + i) * pitch + (unsigned)lx * c;
           float hs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          for (int32_t j = 0; j < nx; j++, p += c) {
-            float wx = gf_rs_tri(&ax, lx + j, cx);
-            if (tx != 0.0f)
-              wx = __fdiv_rn(wx, tx);
+          if (nx <= kResizeTaps) { // the weights kept in registers
 #pragma unroll
-            for (unsigned ch = 0; ch < 4; ch++)
-              if (ch < c)
-                hs[ch] = __fadd_rn(hs[ch], __fmul_rn(wx, (float)__ldg(p + ch)));
+            for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
+              if (j < nx) {
+#pragma unroll
+                for (unsigned ch = 0; ch < 4; ch++)
+                  if (ch < c)
+                    hs[ch] = __fadd_rn(
+                        hs[ch],
+                        __fmul_rn(wxr[j], (float)__ldg(p + j * c + ch)));
+              }
+          } else {
+            for (int32_t j = 0; j < nx; j++, p += c) {
+              float wx = gf_rs_tri(&ax, lx + j, cx);
+              if (tx != 0.0f)
+                wx = __fdiv_rn(wx, tx);
+#pragma unroll
+              for (unsigned ch = 0; ch < 4; ch++)
+                if (ch < c)
+                  hs[ch] =
+                      __fadd_rn(hs[ch], __fmul_rn(wx, (float)__ldg(p + ch)));
+            }
           }
 #pragma unroll
           for (unsigned ch = 0; ch < 4; ch++)
