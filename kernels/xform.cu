@@ -5,8 +5,18 @@
 // and the same float -> half conversions (transform.h).
 //
 // Three kernels, launched by gf_launch_xform on the caller's stream
-// (xform_resize, one thread an output pixel, makes the resized samples;
-// see it below):
+// (the third, xform_resize, launched only when samples are resized):
+//
+// - xform_resize: one thread an output pixel (all channels) of a resized
+//   sample: the window's taps and normalised weights per axis from the
+//   helpers transform.h shares with gf_xform_ref (up to 8 column weights
+//   kept in registers), the horizontal sums of each row tap weighted into
+//   the vertical sum with unfused IEEE operations, rounded to u8 and
+//   mapped through the value table. Reads only inside the window. The
+//   other two kernels skip resized samples. Gradient-filtered samples are
+//   never resized here (gf_xform_validate refuses them for the GPU; the
+//   loader unfilters them on the CPU when a resize mode is set).
+//
 //
 // - xform_plain: one thread makes VEC consecutive output elements (16
 //   bytes: 4 f32, 8 f16/bf16, 16 u8) and stores them at once (NCHW: VEC

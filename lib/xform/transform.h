@@ -9,7 +9,14 @@
  * both sides).
  *
  * Every function may be called from any thread: none keeps state, except
- * gf_xform_ref's per-thread scratch buffer for gradient-filtered samples.
+ * gf_xform_ref's per-thread scratch buffer (common/scratch.h) for
+ * gradient-filtered samples and a resized sample's weight tables (out_h x
+ * (8 + 4 k) + out_w x (8 + 4 k) bytes, k <= 2 x in/out + 3 taps: about
+ * 20 KiB at 224x224 from 500 px, kept by the thread up to 32 MiB). The GPU
+ * resamples without any scratch: each thread recomputes its taps. The cost
+ * grows with the shrink factor (about (2 in/out + 3)^2 taps a pixel): fine
+ * for training crops, slow for extreme shrinks (a 4000-pixel window to 224
+ * reads ~1600 pixels an output pixel).
  *
  * The exact arithmetic, written down so any implementation can reproduce
  * it:
