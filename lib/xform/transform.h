@@ -365,6 +365,10 @@ static inline GF_XFORM_HD void gf_xform_geom(uint32_t resize, uint32_t wh,
   if (rw > GF_XFORM_MAX_RESAMPLED)
     rw = GF_XFORM_MAX_RESAMPLED;
   uint32_t r[2] = {(uint32_t)rh, (uint32_t)rw}, o[2] = {oh, ow};
+  if (r[0] < 1) /* a sliver: torchvision would fail; one row */
+    r[0] = 1;
+  if (r[1] < 1)
+    r[1] = 1;
   int32_t off[2];
   for (int k = 0; k < 2; k++) {
     if (r[k] < o[k]) {
@@ -376,8 +380,8 @@ static inline GF_XFORM_HD void gf_xform_geom(uint32_t resize, uint32_t wh,
       off[k] = (int32_t)q;
     }
   }
-  *rs_h = r[0] ? r[0] : 1;
-  *rs_w = r[1] ? r[1] : 1;
+  *rs_h = r[0];
+  *rs_w = r[1];
   *off_y = off[0];
   *off_x = off[1];
 }
