@@ -412,10 +412,24 @@ typedef struct gf_loader_config {
   uint32_t io_direct;     /* O_DIRECT reads (aligned datasets only) */
   uint32_t block_size;    /* GF_ORDER_BLOCK: samples a block (default 256) */
   uint64_t max_sample_bytes; /* decoded bytes a sample may take in a batch
-                             (0: from the dataset index, or from the first
-                             PNG's header); each sample's slot in a batch is
-                             this many bytes, so a batch buffer is
-                             batch_size * max_sample_bytes */
+                             (0: the largest decoded sample of the source,
+                             so that no valid sample is refused for its
+                             size: a dataset's index knows every shape; a
+                             PNG folder's files are sized from their headers,
+                             read in parallel at create, a file whose header
+                             is not a PNG or is beyond `limits` not counted
+                             (the fail policy fails create naming the first;
+                             the skip policy skips it when loaded)). Set: at
+                             least the largest sample, else create fails
+                             naming it. Each sample's place in a staging
+                             slot is this many bytes (batches of mixed sizes
+                             are ragged: shapes and offsets), so a slot is
+                             batch_size * max_sample_bytes; a fixed-size
+                             transform's output follows from its height and
+                             width alone; a worker's decode scratch is at
+                             most the largest sample before conversion. A
+                             folder file rewritten larger after create fails
+                             naming the file (it changed since). */
   gf_limits limits;       /* size limits for every sample (0: defaults) */
   int32_t device;         /* GF_DEVICE_AUTO (the INIT default): CUDA device
                              0 when there is one, else host mode;
@@ -549,12 +563,55 @@ GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
  * runs in host mode: no device memory, and host batch outputs when the
  * transform changes something). The device side depends only on cfg and
  * the source, so it is the same on every machine. It opens the source to
- * size a sample's slot (a dataset's index, or a PNG folder's first image)
- * and allocates nothing else.
+ * size a sample's slot (a dataset's index, or every PNG header of a
+ * folder) and allocates nothing else; under the table, "sizing" lines say
+ * what a sample's place, its output and a worker's decode scratch take and
+ * why.
  * Returns the length written (the table is cut to cap and NUL-terminated),
  * -ENOBUFS when cap is too small (the message gives the size needed), or
  * the errors of gf_loader_create's checks. Any thread. */
 GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
+
+/* Dataset metadata a training script needs before its first epoch (a
+ * scheduler's step count, a progress bar, PyTorch's `classes` and
+ * `class_to_idx`, a sample's file for a report). Any thread; they read
+ * only what create fixed.
+ *
+ * This rank's samples and batches in a full epoch, with world, rank,
+ * partition, batch_size and drop_last applied: exactly what one epoch
+ * delivers (an epoch resumed from a state may deliver fewer; under the
+ * skip policy skipped samples are replaced by the following ones, so only
+ * the end of the epoch comes short by them: its last batch is shorter or
+ * missing).
+ * With drop_last, samples = batches * batch_size. Either pointer may be
+ * NULL. Returns 0 or -EINVAL (no loader). */
+GF_API int gf_loader_epoch_size(gf_loader *l, uint64_t *samples,
+                                uint64_t *batches);
+/* The number of named classes: a PNG folder in the ImageFolder convention
+ * has one class a sub-folder (label = its index in name order, as
+ * torchvision's ImageFolder; an empty class folder keeps its label); a
+ * dataset built from one stores the same names. A labels-file folder, and
+ * a dataset built from one, name no class: 0 (their labels are the labels
+ * file's integers). 0 for a NULL loader. */
+GF_API uint32_t gf_loader_class_count(gf_loader *l);
+/* Writes the name of class `label` into buf, NUL-terminated: the class
+ * folder's name; with no named classes (class_count 0), the label as a
+ * decimal integer ("7"), which is what a labels file says it is. Returns
+ * the name's length in bytes, -ERANGE (label >= class_count when there are
+ * named classes), -ENOBUFS (cap too small: the message gives the size
+ * needed; buf holds the cut name, NUL-terminated, when cap > 0) or -EINVAL
+ * (no loader or no buf). */
+GF_API int gf_loader_class_name(gf_loader *l, uint32_t label, char *buf,
+                                size_t cap);
+/* Writes sample `index`'s source path into buf, NUL-terminated: for a PNG
+ * folder the file's path relative to the folder (as batches' `indices`
+ * number them: the listing order); for a built dataset the source name
+ * its index stores (the path relative to the build's source folder; empty
+ * when the build stored none). Returns the path's length in bytes,
+ * -ERANGE (index >= the sample count), -ENOBUFS (as above), -EINVAL, or
+ * GF_ECORRUPT (a damaged index record, with context). */
+GF_API int gf_loader_sample_path(gf_loader *l, uint64_t index, char *buf,
+                                 size_t cap);
 
 /* Starts epoch `epoch` from its beginning (work under way is cancelled),
  * also the epoch a state import resumed: the resumed rest is dropped.

@@ -42,3 +42,20 @@ gpufeed_add_test(test_loader_repair_unlocked
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_repair_unlocked.c
   LABELS threaded loader TIMEOUT 120)
 target_link_libraries(test_loader_repair_unlocked PRIVATE gpufeed_loader_fixture)
+# No valid image refused for its size: a mixed folder (sizes, channels, bit
+# depths, the first file the smallest) and its datasets deliver every image
+# once an epoch under both policies; a file grown after create fails naming
+# it. PngSuite's valid images the same (skips without the test data).
+gpufeed_add_test(test_loader_sizes
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_sizes.c
+  LABELS threaded loader TIMEOUT 300)
+target_link_libraries(test_loader_sizes PRIVATE gpufeed_loader_fixture)
+add_test(NAME test_loader_sizes_pngsuite COMMAND test_loader_sizes pngsuite)
+gpufeed_test_props(test_loader_sizes_pngsuite 300 "threaded;loader")
+# Dataset metadata: epoch size (counted against a delivered epoch), class
+# names and source paths, on a PNG folder, a labels-file folder and the
+# datasets built from them, world 1 and 4, drop_last on and off.
+gpufeed_add_test(test_loader_info
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_info.c
+  LABELS threaded loader TIMEOUT 300)
+target_link_libraries(test_loader_info PRIVATE gpufeed_loader_fixture)

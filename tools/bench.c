@@ -141,6 +141,37 @@ static void report_create_error(const gfc_bench_opts *o, int rc) {
   gfc_error_last("bench", rc);
 }
 
+/* What the transform makes of a sample, for the report: "RandomResizedCrop
+ * 224x224 + flip, f16 nchw, normalised". */
+static void describe_transform(const gfc_bench_opts *o, char *buf, size_t cap) {
+  static const char *const dt[] = {"u8", "f32", "f16", "bf16"};
+  char shape[96];
+  switch (o->resize) {
+  case GF_RESIZE_RANDOM_RESIZED_CROP:
+    snprintf(shape, sizeof shape, "RandomResizedCrop %ux%u + flip", o->out_h,
+             o->out_w);
+    break;
+  case GF_RESIZE_SHORTER_CENTER_CROP:
+    snprintf(shape, sizeof shape, "Resize %u + CenterCrop %ux%u",
+             o->resize_size, o->out_h, o->out_w);
+    break;
+  case GF_RESIZE_EXACT:
+    snprintf(shape, sizeof shape, "Resize %ux%u", o->out_h, o->out_w);
+    break;
+  default:
+    if (o->out_h)
+      snprintf(shape, sizeof shape, "crop/pad %ux%u", o->out_h, o->out_w);
+    else
+      snprintf(shape, sizeof shape, "as stored");
+  }
+  bool norm = false;
+  for (int c = 0; c < 4; c++)
+    norm = norm || o->mean[c] != 0 || (o->std[c] != 0 && o->std[c] != 1);
+  snprintf(buf, cap, "%s, %s %s%s", shape, dt[o->dtype & 3],
+           o->layout == GF_LAYOUT_NCHW ? "nchw" : "nhwc",
+           norm ? ", normalised (mean/std)" : "");
+}
+
 int gfc_bench(const gfc_bench_opts *o) {
   gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
   cfg.source = o->source;
@@ -160,6 +191,13 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.transform.layout = o->layout;
   cfg.transform.height = o->out_h;
   cfg.transform.width = o->out_w;
+  cfg.transform.resize = o->resize;
+  cfg.transform.resize_size = o->resize_size;
+  cfg.transform.hflip = o->hflip;
+  for (int c = 0; c < 4; c++) {
+    cfg.transform.mean[c] = o->mean[c];
+    cfg.transform.std[c] = o->std[c];
+  }
   cfg.trace_events = o->trace ? o->trace_events : 0;
   cfg.cache_direct =
       o->no_cache_direct ? GF_CACHE_DIRECT_OFF : GF_CACHE_DIRECT_AUTO;
@@ -359,6 +397,8 @@ int gfc_bench(const gfc_bench_opts *o) {
   else
     snprintf(mode, sizeof mode, "host");
 
+  char xf[192];
+  describe_transform(o, xf, sizeof xf);
   if (o->json) {
     printf("{\"source\":");
     json_str(o->source);
@@ -397,6 +437,8 @@ int gfc_bench(const gfc_bench_opts *o) {
     json_str(st.host_mode_reason);
     printf(",\"bottleneck\":");
     json_str(neck);
+    printf(",\"transform\":");
+    json_str(xf);
     printf(",\"autotune\":");
     json_str(st.tuning);
     printf(",\"prefetch\":%llu", (unsigned long long)st.slots);
@@ -423,6 +465,7 @@ int gfc_bench(const gfc_bench_opts *o) {
     if (st.io_fallback_reason[0])
       printf(")");
     printf("\n");
+    printf("  transform         %s\n", xf);
     printf("  autotune          %s\n", st.tuning);
     printf("  throughput        %.0f images/s, %.3f GB/s delivered (epochs "
            "%u-%u)\n",

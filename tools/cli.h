@@ -25,6 +25,8 @@ typedef struct gfc_synth_opts {
   uint64_t count;
   uint32_t height;
   uint32_t width;
+  uint32_t size_lo; /* --sizes LO-HI: each side uniform in [lo, hi]; 0: */
+  uint32_t size_hi; /*   every image height x width */
   uint32_t classes; /* 0: default (10, or one class per photo) */
   uint64_t seed;
   unsigned threads; /* 0: online cores */
@@ -72,6 +74,10 @@ typedef struct gfc_bench_opts {
   uint32_t dtype;       /* gf_out_dtype */
   uint32_t layout;      /* gf_layout */
   uint32_t out_h, out_w;
+  uint32_t resize;      /* gf_resize_mode */
+  uint32_t resize_size; /* GF_RESIZE_SHORTER_CENTER_CROP's shorter side */
+  bool hflip;           /* random horizontal flip (--rrc) */
+  float mean[4], std[4];/* normalisation, pixel units (0: none / 1) */
   uint32_t channels;
   uint32_t order;       /* gf_order */
   uint32_t io;          /* gf_io_backend */

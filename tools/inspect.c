@@ -119,6 +119,68 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p ? p : "";
 }
 
+/* Sides are at most 65535 (uint16): per-value counts of height, width,
+ * the shorter and the longer side give exact medians and a histogram. */
+#define SIDES 65536u
+#define SIZE_BUCKETS 8u
+
+typedef struct side_stats {
+  uint32_t min, median, max;
+} side_stats;
+
+typedef struct size_hist {
+  uint64_t *h, *w, *shorter, *longer; /* [SIDES] each */
+  side_stats hs, ws;
+  uint32_t lo, width; /* buckets: [lo + k*width, lo + (k+1)*width) */
+  uint32_t nb;
+  uint64_t bshort[SIZE_BUCKETS], blong[SIZE_BUCKETS];
+} size_hist;
+
+static side_stats side_of(const uint64_t *c, uint64_t n) {
+  side_stats r = {0, 0, 0};
+  uint64_t seen = 0, mid = n ? (n - 1) / 2 : 0; /* the lower median */
+  bool have_min = false, have_med = false;
+  for (uint32_t v = 0; v < SIDES; v++) {
+    if (!c[v])
+      continue;
+    if (!have_min) {
+      r.min = v;
+      have_min = true;
+    }
+    seen += c[v];
+    if (!have_med && seen > mid) {
+      r.median = v;
+      have_med = true;
+    }
+    r.max = v;
+  }
+  return r;
+}
+
+/* Buckets of equal width over [shortest side, longest side]. */
+static void size_buckets(size_hist *z, uint64_t n) {
+  z->hs = side_of(z->h, n);
+  z->ws = side_of(z->w, n);
+  uint32_t lo = z->hs.min < z->ws.min ? z->hs.min : z->ws.min;
+  uint32_t hi = z->hs.max > z->ws.max ? z->hs.max : z->ws.max;
+  uint32_t span = hi - lo + 1;
+  z->nb = span < SIZE_BUCKETS ? span : SIZE_BUCKETS;
+  z->lo = lo;
+  z->width = (span + z->nb - 1) / z->nb;
+  z->nb = (span + z->width - 1) / z->width;
+  for (uint32_t v = lo; v <= hi; v++) {
+    uint32_t k = (v - lo) / z->width;
+    z->bshort[k] += z->shorter[v];
+    z->blong[k] += z->longer[v];
+  }
+}
+
+static uint32_t bucket_hi(const size_hist *z, uint32_t k) {
+  uint32_t hi = z->lo + (k + 1) * z->width - 1;
+  uint32_t top = z->hs.max > z->ws.max ? z->hs.max : z->ws.max;
+  return hi < top ? hi : top;
+}
+
 typedef struct stats {
   uint64_t codec_n[GF_CODEC_COUNT_];
   uint64_t codec_bytes[GF_CODEC_COUNT_];
@@ -126,6 +188,7 @@ typedef struct stats {
   count_tab shapes, labels;
   kv *shape_list, *label_list;
   uint64_t label_min_count, label_max_count;
+  size_hist sizes;
 } stats;
 
 static void print_record_text(const gf_dataset *ds, const gf_sample_info *s) {
@@ -190,6 +253,20 @@ static void print_text(const gfc_inspect_opts *o, const gf_dataset *ds,
   }
   if (st->shapes.used > SHAPES_SHOWN)
     printf("  ... %zu more\n", st->shapes.used - SHAPES_SHOWN);
+  const size_hist *z = &st->sizes;
+  printf("sizes      height %u / %u / %u, width %u / %u / %u "
+         "(min / median / max)\n",
+         z->hs.min, z->hs.median, z->hs.max, z->ws.min, z->ws.median,
+         z->ws.max);
+  if (z->hs.min != z->hs.max || z->ws.min != z->ws.max) {
+    printf("  %-13s %10s %10s\n", "side", "shorter", "longer");
+    for (uint32_t k = 0; k < z->nb; k++) {
+      char r[32];
+      snprintf(r, sizeof r, "%u-%u", z->lo + k * z->width, bucket_hi(z, k));
+      printf("  %-13s %10" PRIu64 " %10" PRIu64 "\n", r, z->bshort[k],
+             z->blong[k]);
+    }
+  }
   if (st->labels.used) {
     const kv *l = st->label_list;
     printf("labels     %zu distinct, %" PRId64 " to %" PRId64 ", %" PRIu64
@@ -248,6 +325,18 @@ static void print_json(const gfc_inspect_opts *o, const gf_dataset *ds,
            st->shape_list[i].count);
   }
   printf("]},\n");
+  const size_hist *z = &st->sizes;
+  printf("  \"sizes\": {\"height\": {\"min\": %u, \"median\": %u, \"max\": %u}, "
+         "\"width\": {\"min\": %u, \"median\": %u, \"max\": %u}, "
+         "\"buckets\": [",
+         z->hs.min, z->hs.median, z->hs.max, z->ws.min, z->ws.median,
+         z->ws.max);
+  for (uint32_t k = 0; k < z->nb; k++)
+    printf("%s{\"lo\": %u, \"hi\": %u, \"shorter\": %" PRIu64
+           ", \"longer\": %" PRIu64 "}",
+           k ? ", " : "", z->lo + k * z->width, bucket_hi(z, k), z->bshort[k],
+           z->blong[k]);
+  printf("]},\n");
   printf("  \"labels\": {\"distinct\": %zu", st->labels.used);
   if (st->labels.used) {
     const kv *l = st->label_list;
@@ -275,6 +364,15 @@ int gfc_inspect(const gfc_inspect_opts *o) {
     goto out;
   }
   uint64_t n = gf_dataset_count(ds);
+  size_hist *z = &st.sizes;
+  z->h = calloc(SIDES, sizeof *z->h);
+  z->w = calloc(SIDES, sizeof *z->w);
+  z->shorter = calloc(SIDES, sizeof *z->shorter);
+  z->longer = calloc(SIDES, sizeof *z->longer);
+  if (!z->h || !z->w || !z->shorter || !z->longer) {
+    gfc_error(CMD, "out of memory");
+    goto out;
+  }
   for (uint32_t i = 0; i < gf_dataset_num_shards(ds); i++)
     st.shard_bytes += gf_dataset_shard_size(ds, i);
   for (uint64_t i = 0; i < n; i++) {
@@ -293,12 +391,20 @@ int gfc_inspect(const gfc_inspect_opts *o) {
     }
     st.stored += s.length;
     st.decoded += gf_shape_bytes(&s.shape);
+    /* sample_info checked the shape against the limits: sides < SIDES. */
+    uint32_t sh = s.shape.height & (SIDES - 1);
+    uint32_t sw = s.shape.width & (SIDES - 1);
+    z->h[sh]++;
+    z->w[sw]++;
+    z->shorter[sh < sw ? sh : sw]++;
+    z->longer[sh < sw ? sw : sh]++;
     if (tab_add(&st.shapes, shape_key(&s.shape)) != 0 ||
         tab_add(&st.labels, (uint64_t)s.label) != 0) {
       gfc_error(CMD, "out of memory");
       goto out;
     }
   }
+  size_buckets(z, n);
   st.shape_list = tab_sorted(&st.shapes, by_count_desc);
   st.label_list = tab_sorted(&st.labels, by_label);
   if (!st.shape_list || !st.label_list) {
@@ -334,6 +440,10 @@ int gfc_inspect(const gfc_inspect_opts *o) {
     printf(shown ? "  ]\n}\n" : "\n}\n");
   status = GFC_EXIT_OK;
 out:
+  free(st.sizes.h);
+  free(st.sizes.w);
+  free(st.sizes.shorter);
+  free(st.sizes.longer);
   free(st.shapes.keys);
   free(st.shapes.counts);
   free(st.labels.keys);

@@ -39,12 +39,17 @@ static const char synth_usage[] =
     "Options:\n"
     "  --count N        number of images (required)\n"
     "  --size HxW       image size (default 64x64; 'N' means NxN)\n"
+    "  --sizes LO-HI    varied sizes instead: image i's height and width are\n"
+    "                   each drawn uniformly from LO to HI (a function of the\n"
+    "                   seed and i); with --from every photo must be at least\n"
+    "                   HIxHI\n"
     "  --classes K      number of classes (default 10, or one per photo\n"
     "                   with --from)\n"
     "  --seed S         seed of the generator (default 1)\n"
     "  --from DIR       take random HxW crops of the PNG photos in DIR\n"
     "                   (image i crops photo i mod P; class = photo index\n"
-    "                   mod K); every photo must be at least HxW\n"
+    "                   mod K); every photo must be at least HxW (HIxHI\n"
+    "                   with --sizes)\n"
     "  --threads N      worker threads (default: online cores)\n"
     "  --force          write into an existing non-empty OUT (files of the\n"
     "                   same name are replaced, nothing is deleted)\n"
@@ -107,7 +112,9 @@ static const char inspect_usage[] =
     "Usage: gpufeed inspect DATASET [OPTIONS]\n"
     "\n"
     "Shows what a dataset holds: samples, classes, shards, alignment, codecs,\n"
-    "stored and decoded bytes, shapes and labels. Reads the index only.\n"
+    "stored and decoded bytes, shapes, the size histogram (min / median /\n"
+    "max of height and width; shorter and longer sides by buckets) and\n"
+    "labels. Reads the index only.\n"
     "\n"
     "Options:\n"
     "  --json           print one JSON object instead of text; names are\n"
@@ -155,14 +162,27 @@ static const char bench_usage[] =
     "  --dtype T        output type: u8 (default), f32, f16, bf16\n"
     "  --layout L       nhwc (default) or nchw\n"
     "  --size HxW       crop/pad every sample to HxW (default: as stored)\n"
+    "  --rrc N          training transform: RandomResizedCrop NxN (scale\n"
+    "                   0.08-1, aspect 3/4-4/3, antialiased as torchvision's\n"
+    "                   antialias=True) + random horizontal flip\n"
+    "  --eval-crop N    evaluation transform: resize the shorter side to\n"
+    "                   round(N*256/224) (256 for 224), then the central NxN\n"
+    "  --resize HxW     resize every sample to HxW (aspect not kept)\n"
+    "                   (--size, --rrc, --eval-crop and --resize exclude each\n"
+    "                   other)\n"
+    "  --mean M[,M..]   per-channel mean subtracted, in pixel units (0-255;\n"
+    "                   one value for every channel), e.g. ImageNet's\n"
+    "                   123.675,116.28,103.53\n"
+    "  --std S[,S..]    per-channel std divided by, in pixel units, e.g.\n"
+    "                   58.395,57.12,57.375\n"
     "  --channels C     0 (native, default), 1, 3 or 4\n"
     "  --cache SIZE     host cache budget for decoded samples (default 0;\n"
     "                   K, M, G suffixes)\n"
     "  --order O        shuffle (default), sequential or block\n"
     "  --io B           auto (default), uring or pread\n"
     "  --prefetch N     batch slots in flight (default: autotune, 2 to 4)\n"
-    "  --max-sample SIZE  bytes a decoded sample may take (PNG folders whose\n"
-    "                   images are larger than the first one)\n"
+    "  --max-sample SIZE  bytes a decoded sample may take (default: the\n"
+    "                   largest, from the index or every PNG's header)\n"
     "  --labels FILE    a flat PNG folder's labels file\n"
     "  --step-ms X      simulate a training step of X ms a batch (a kernel\n"
     "                   on the consumer's stream on a GPU, a sleep in host\n"
@@ -322,7 +342,30 @@ static double parse_double(args *a, const char *name, const char *v,
   return x;
 }
 
-static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
+/* "LO-HI" (or "N": N-N), 1 <= LO <= HI <= 65535. */
+static void parse_range(args *a, const char *name, const char *v,
+                        uint32_t *lo, uint32_t *hi) {
+  if (!v)
+    return;
+  char *end;
+  errno = 0;
+  unsigned long l = strtoul(v, &end, 10), h = l;
+  bool ok = v[0] >= '1' && v[0] <= '9' && !errno;
+  if (ok && *end == '-') {
+    const char *p = end + 1;
+    h = strtoul(p, &end, 10);
+    ok = p[0] >= '1' && p[0] <= '9' && !errno;
+  }
+  if (!ok || *end || l < 1 || h < l || h > GF_LIMIT_DEFAULT_DIM) {
+    bad_value(a, name, v, "LO-HI with 1 <= LO <= HI <= 65535");
+    return;
+  }
+  *lo = (uint32_t)l;
+  *hi = (uint32_t)h;
+}
+
+static void parse_hw_named(args *a, const char *name, const char *v,
+                           uint32_t *h, uint32_t *w) {
   if (!v)
     return;
   char *end;
@@ -336,11 +379,47 @@ static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
   }
   if (!ok || *end || hh < 1 || ww < 1 || hh > GF_LIMIT_DEFAULT_DIM ||
       ww > GF_LIMIT_DEFAULT_DIM) {
-    bad_value(a, "--size", v, "HxW with sides from 1 to 65535");
+    bad_value(a, name, v, "HxW with sides from 1 to 65535");
     return;
   }
   *h = (uint32_t)hh;
   *w = (uint32_t)ww;
+}
+
+static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
+  parse_hw_named(a, "--size", v, h, w);
+}
+
+/* Up to 4 comma-separated finite floats ("123.7,116.3,103.5"); one value
+ * applies to every channel. */
+static void parse_floats4(args *a, const char *name, const char *v,
+                          double min, float out[4]) {
+  if (!v)
+    return;
+  char buf[256];
+  if (strlen(v) >= sizeof buf) {
+    bad_value(a, name, v, "1 to 4 comma-separated numbers");
+    return;
+  }
+  snprintf(buf, sizeof buf, "%s", v);
+  int n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t && !a->bad;
+       t = strtok_r(NULL, ",", &save)) {
+    if (n == 4) {
+      bad_value(a, name, v, "1 to 4 comma-separated numbers");
+      return;
+    }
+    out[n++] = (float)parse_double(a, name, t, min, 1e6, "pixel units");
+  }
+  if (a->bad)
+    return;
+  if (n == 0 || v[strlen(v) - 1] == ',' || strstr(v, ",,")) {
+    bad_value(a, name, v, "1 to 4 comma-separated numbers");
+    return;
+  }
+  for (int c = n; c < 4; c++)
+    out[c] = n == 1 ? out[0] : 0;
 }
 
 /* Handles what every command shares: -h/--help, "--", unknown options and
@@ -382,7 +461,7 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  bool have_count = false;
+  bool have_count = false, have_size = false;
   *o = (gfc_synth_opts){.height = 64, .width = 64, .seed = 1};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
@@ -392,6 +471,9 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
       have_count = true;
     } else if (opt(a, "--size", &v)) {
       parse_hw(a, v, &o->height, &o->width);
+      have_size = true;
+    } else if (opt(a, "--sizes", &v)) {
+      parse_range(a, "--sizes", v, &o->size_lo, &o->size_hi);
     } else if (opt(a, "--classes", &v)) {
       o->classes = (uint32_t)parse_u64(a, "--classes", v, 1, 1000);
     } else if (opt(a, "--seed", &v)) {
@@ -414,6 +496,12 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
     usage_error(a, "synth needs the output folder OUT");
   else if (!have_count)
     usage_error(a, "synth needs --count N");
+  else if (have_size && o->size_lo)
+    usage_error(a, "--size and --sizes exclude each other");
+  if (o->size_lo) {
+    o->height = o->size_hi; /* the largest image: buffers, photo check */
+    o->width = o->size_hi;
+  }
   o->out = pos[0];
   check_path(a, "OUT", o->out);
   check_path(a, "the value of --from", o->from);
@@ -548,6 +636,7 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   static const char *const ios[] = {"auto", "uring", "pread"};
   *o = (gfc_bench_opts){.batch = 256, .epochs = 3, .device = GF_DEVICE_AUTO,
                         .trace_events = 1000000};
+  int shape_opts = 0;
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
       continue;
@@ -572,6 +661,27 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       o->layout = (uint32_t)pick(a, "--layout", v, layouts, 2, "nhwc or nchw");
     } else if (opt(a, "--size", &v)) {
       parse_hw(a, v, &o->out_h, &o->out_w);
+      shape_opts++;
+    } else if (opt(a, "--rrc", &v)) {
+      o->out_h = o->out_w = (uint32_t)parse_u64(a, "--rrc", v, 1, 65535);
+      o->resize = GF_RESIZE_RANDOM_RESIZED_CROP;
+      o->hflip = true;
+      shape_opts++;
+    } else if (opt(a, "--eval-crop", &v)) {
+      o->out_h = o->out_w = (uint32_t)parse_u64(a, "--eval-crop", v, 1, 57343);
+      o->resize = GF_RESIZE_SHORTER_CENTER_CROP;
+      /* torchvision's evaluation recipe: Resize(256) + CenterCrop(224),
+       * the same ratio at any N. */
+      o->resize_size = (uint32_t)(((uint64_t)o->out_h * 256 + 112) / 224);
+      shape_opts++;
+    } else if (opt(a, "--resize", &v)) {
+      parse_hw_named(a, "--resize", v, &o->out_h, &o->out_w);
+      o->resize = GF_RESIZE_EXACT;
+      shape_opts++;
+    } else if (opt(a, "--mean", &v)) {
+      parse_floats4(a, "--mean", v, -1e6, o->mean);
+    } else if (opt(a, "--std", &v)) {
+      parse_floats4(a, "--std", v, 1e-6, o->std);
     } else if (opt(a, "--channels", &v)) {
       o->channels = (uint32_t)parse_u64(a, "--channels", v, 0, 4);
       if (!a->bad && o->channels == 2)
@@ -613,6 +723,9 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       unknown_option(a);
     }
   }
+  if (!a->bad && !*help && shape_opts > 1)
+    usage_error(a, "--size, --rrc, --eval-crop and --resize exclude each "
+                   "other");
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNGs)");
   o->source = pos[0];

@@ -178,12 +178,20 @@ static void *synth_worker(void *arg) {
     uint64_t seed = splitmix(&s);
     uint32_t cls;
     int rc = 0;
+    if (o->size_lo) {
+      /* --sizes: the sides from a stream of their own, so the pixels'
+       * stream is the fixed-size one's. */
+      uint64_t z = o->seed ^ (i * 0x9E6C63D0676A9A99ull) ^ 0x5A17E5ull;
+      uint64_t span = (uint64_t)o->size_hi - o->size_lo + 1;
+      shape.height = o->size_lo + (uint32_t)(splitmix(&z) % span);
+      shape.width = o->size_lo + (uint32_t)(splitmix(&z) % span);
+    }
     if (j->nphotos) {
       uint32_t p = (uint32_t)(i % j->nphotos);
-      crop(&j->photos[p], px, o->height, o->width, seed);
+      crop(&j->photos[p], px, shape.height, shape.width, seed);
       cls = p % j->classes;
     } else {
-      rc = generate(px, o->height, o->width, seed);
+      rc = generate(px, shape.height, shape.width, seed);
       cls = (uint32_t)(i % j->classes);
     }
     void *png = NULL;
@@ -429,10 +437,15 @@ int gfc_synth(const gfc_synth_opts *o) {
     goto out;
   double el = gfc_now() - t0;
   if (!o->quiet) {
-    char b[32];
-    printf("synth: wrote %llu %ux%u RGB images in %u classes to %s "
+    char b[32], size[48];
+    if (o->size_lo)
+      snprintf(size, sizeof size, "varied-size (sides %u-%u)", o->size_lo,
+               o->size_hi);
+    else
+      snprintf(size, sizeof size, "%ux%u", o->height, o->width);
+    printf("synth: wrote %llu %s RGB images in %u classes to %s "
            "(%s of PNG%s%s) in %.2f s, %.0f images/s, %u threads\n",
-           (unsigned long long)o->count, o->height, o->width, (unsigned)used,
+           (unsigned long long)o->count, size, (unsigned)used,
            o->out, gfc_fmt_bytes(atomic_load(&j.bytes), b, sizeof b),
            o->from ? ", crops of the photos in " : "", o->from ? o->from : "",
            el, el > 0 ? (double)o->count / el : 0.0, nt);

@@ -3,6 +3,7 @@
  * printable memory plan. */
 #include "pipeline/loader_impl.h"
 #include "pipeline/loader_plan.h"
+#include "pipeline/source_shapes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -216,22 +217,56 @@ static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
 static int sample_sizes(const gf_loader_config *c, gf_source *src,
                         gf_loader_sizes *z) {
   int rc;
-  uint64_t max_dec, max_stored;
-  uint32_t cmax;
   gf_decode_opts dopts;
   decode_opts_of(c, &dopts);
-  if ((rc = gf_source_max_sizes(src, &dopts, &max_dec, &max_stored,
-                                &cmax)) < 0)
+  /* A folder's headers are read with the loader's threads (autotune's CPU
+   * budget when the config leaves them to it). */
+  uint32_t scan_threads = c->threads;
+  if (!scan_threads) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    scan_threads = n > 2 ? (uint32_t)(n > 1024 ? 1023 : n - 1) : 1;
+  }
+  gf_source_extent ex;
+  bool strict = c->error_policy != GF_ON_ERROR_SKIP;
+  if ((rc = gf_source_extent_scan(src, &dopts, scan_threads, strict, &ex)) < 0)
     return rc;
+  uint64_t max_dec = ex.max_decoded, max_stored = ex.max_stored;
+  uint32_t cmax = ex.max_channels;
+  z->max_decoded = max_dec;
+  z->max_native = ex.max_native;
+  z->max_index = ex.max_index;
+  z->headers_counted = gf_source_is_dataset(src) ? 0 : ex.counted;
+  z->headers_uncounted = ex.uncounted;
+  if (!gf_source_is_dataset(src) && ex.max_index != GF_NO_INDEX)
+    gf_source_name(src, ex.max_index, z->largest_name,
+                   sizeof z->largest_name);
   z->stride = c->max_sample_bytes ? c->max_sample_bytes : max_dec;
   if (z->stride < max_dec && gf_source_is_dataset(src))
     return gf_fail(-EINVAL, c->source, GF_NO_INDEX, GF_NO_INDEX,
                    "max_sample_bytes %llu is below the largest sample (%llu "
                    "bytes decoded)",
                    (unsigned long long)z->stride, (unsigned long long)max_dec);
+  if (z->stride < max_dec) {
+    char name[4200];
+    gf_source_name(src, ex.max_index, name, sizeof name);
+    return gf_fail(-EINVAL, name, ex.max_index, GF_NO_INDEX,
+                   "max_sample_bytes %llu is below the largest sample: this "
+                   "file decodes to %llu bytes (raise max_sample_bytes, or "
+                   "leave it 0 to size from the files' headers)",
+                   (unsigned long long)z->stride, (unsigned long long)max_dec);
+  }
   /* A PNG file is smaller than its pixels but for tiny or noisy images;
    * the margin bounds the read buffer without a scan of every file. */
-  z->stored_cap = max_stored ? max_stored : z->stride + z->stride / 4 + 65536;
+  if (gf_source_is_dataset(src)) {
+    z->stored_cap = max_stored ? max_stored
+                               : z->stride + z->stride / 4 + 65536;
+  } else {
+    /* A folder: the largest file within the limits, and never less than
+     * the margin above its pixels (a file may be rewritten a little). */
+    z->stored_cap = z->stride + z->stride / 4 + 65536;
+    if (max_stored > z->stored_cap)
+      z->stored_cap = max_stored;
+  }
   /* O_DIRECT (a dataset built aligned): the widened read can start up to
    * align - 1 bytes early and end up to align - 1 bytes late. Sized so
    * whether or not the filesystem then accepts O_DIRECT. */
@@ -248,6 +283,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   /* A sized output holds out_h x out_w pixels of the most channels a
    * sample can have (a dataset's index says; a folder: 4). */
   uint64_t per;
+  z->out_channels = cmax;
   if (t->height)
     per = (uint64_t)t->height * t->width * cmax;
   else
@@ -322,6 +358,20 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   p->read_buffers = z->threads;
   p->read_buffer_bytes = z->read_buffer_bytes;
   p->cache_budget = z->cache_bytes;
+  p->sample_stride = z->stride;
+  p->largest_decoded = z->max_decoded;
+  gf_strlcpy(p->largest_name, z->largest_name, sizeof p->largest_name);
+  p->headers_counted = z->headers_counted;
+  p->headers_uncounted = z->headers_uncounted;
+  p->stride_configured = c->max_sample_bytes != 0;
+  p->out_elem_bytes = (uint32_t)gf_out_dtype_size(c->transform.out_dtype);
+  if (!z->identity) {
+    p->out_height = c->transform.height;
+    p->out_width = c->transform.width;
+    p->out_channels = z->out_channels;
+    p->out_sample_bytes = c->batch_size ? z->out_cap / c->batch_size : 0;
+  }
+  p->scratch_bound = z->max_native;
   p->cache_pinned = gpu && c->cache_direct == GF_CACHE_DIRECT_AUTO;
   if (gpu) {
     p->device_slots = z->slots;

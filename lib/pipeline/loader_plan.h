@@ -20,6 +20,16 @@ typedef struct gf_loader_sizes {
   uint64_t out_cap;       /* output bytes a batch */
   bool identity;          /* the transform changes nothing */
   uint32_t direct_align;  /* O_DIRECT applies with this alignment; 0: not */
+  /* The source's largest samples (source_shapes.h), behind stride. */
+  uint64_t max_decoded;   /* the largest decoded sample (the stride unless
+                             max_sample_bytes sets it higher) */
+  uint64_t max_index;     /* folder: the file that needs it; else
+                             GF_NO_INDEX */
+  uint64_t max_native;    /* the largest sample before conversion: bounds
+                             a worker's decode scratch */
+  uint64_t headers_counted, headers_uncounted; /* folder: headers read */
+  char largest_name[256]; /* folder: the file behind max_decoded */
+  uint32_t out_channels;  /* the most channels an output sample has */
   /* From the machine (autotune) unless the config sets them. */
   uint32_t threads;       /* workers, each with one read buffer */
   uint32_t prefetch;

@@ -70,6 +70,16 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                    dst, (size_t)l->stride, shape);
   }
   range_pop(l);
+  if (rc == GF_ESHAPE && !gf_source_is_dataset(l->src)) {
+    /* Create sized the slot from every file's header: a file that no
+     * longer fits was rewritten since. */
+    char name[1100];
+    gf_source_name(l->src, smp->index, name, sizeof name);
+    return gf_fail_context(rc, name, smp->index,
+                           "the file changed since the loader was created "
+                           "(it is now larger than the largest file the "
+                           "loader was sized for)");
+  }
   if (rc < 0) {
     char name[1100];
     gf_source_name(l->src, smp->index, name, sizeof name);
@@ -143,6 +153,30 @@ static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
          smp->length <= l->stride;
 }
 
+/* Fails sample idx whose stored bytes (len) exceed the read buffer. A
+ * folder's buffer holds its largest file within the limits as create
+ * found it: a larger file is beyond the limits, or changed since. */
+static int too_large(const gf_loader *l, uint64_t idx, uint64_t len) {
+  char name[1100];
+  gf_source_name(l->src, idx, name, sizeof name);
+  if (gf_source_is_dataset(l->src))
+    return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                   "stored sample of %llu bytes exceeds the read buffer of "
+                   "%llu bytes (raise max_sample_bytes)",
+                   (unsigned long long)len,
+                   (unsigned long long)l->stored_cap);
+  uint64_t max = gf_limits_resolve(&l->dopts.limits).max_bytes;
+  if (len > max)
+    return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                   "file of %llu bytes exceeds the limit of %llu bytes",
+                   (unsigned long long)len, (unsigned long long)max);
+  return gf_fail(GF_ESHAPE, name, idx, GF_NO_INDEX,
+                 "the file changed since the loader was created: it is now "
+                 "%llu bytes, beyond the read buffer of %llu bytes sized "
+                 "from the largest file then",
+                 (unsigned long long)len, (unsigned long long)l->stored_cap);
+}
+
 /* Loads one sample on the calling thread with plain preads (the consumer's
  * repair path, rare). */
 int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
@@ -165,11 +199,7 @@ int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
   char name[1100];
   gf_source_name(l->src, idx, name, sizeof name);
   if (smp.length > l->stored_cap) {
-    rc = gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
-                 "stored sample of %llu bytes exceeds the read buffer of %llu "
-                 "bytes (raise max_sample_bytes)",
-                 (unsigned long long)smp.length,
-                 (unsigned long long)l->stored_cap);
+    rc = too_large(l, idx, smp.length);
   } else {
     uint8_t *buf = malloc(smp.length ? smp.length : 1);
     if (!buf) {
@@ -287,13 +317,7 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       flags = GF_READ_EOF_OK;
     }
     if (len > l->stored_cap && !p->in_place) {
-      char name[1100];
-      gf_source_name(l->src, idx, name, sizeof name);
-      rc = gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
-                   "stored sample of %llu bytes exceeds the read buffer of "
-                   "%llu bytes (raise max_sample_bytes)",
-                   (unsigned long long)p->smp.length,
-                   (unsigned long long)l->stored_cap);
+      rc = too_large(l, idx, p->smp.length);
       if (p->fd_owned >= 0)
         close(p->fd_owned);
       record_failure(l, s, j, rc, idx);

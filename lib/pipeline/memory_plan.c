@@ -89,6 +89,42 @@ static void row(sbuf *s, const char *where, const char *item, uint64_t count,
       show_each ? grouped(each, e) : "-", grouped(total, t), human(total, h));
 }
 
+/* The sizing lines: what a sample's place, output and decode scratch
+ * follow from. */
+static void sizing(sbuf *s, const gf_memory_plan *p) {
+  char a[32], b[32], h[32];
+  put(s, "sizing  a sample's staging place: %s B (%s)",
+      grouped(p->sample_stride, a), human(p->sample_stride, h));
+  if (p->stride_configured)
+    put(s, ", max_sample_bytes; the largest sample needs %s B",
+        grouped(p->largest_decoded, b));
+  else
+    put(s, ", the largest decoded sample");
+  if (p->largest_name[0])
+    put(s, ": %s", p->largest_name);
+  put(s, "\n");
+  if (p->headers_counted || p->headers_uncounted)
+    put(s, "sizing  from the PNG headers of %s files (%s did not count: not "
+           "a PNG, unreadable or beyond the limits; they fail when loaded)\n",
+        grouped(p->headers_counted + p->headers_uncounted, a),
+        grouped(p->headers_uncounted, b));
+  if (!p->out_sample_bytes)
+    put(s, "sizing  a sample's output: the staging place itself (no "
+           "transform)\n");
+  else if (p->out_height)
+    put(s, "sizing  a sample's output: %u x %u x %u x %u B = %s B (the "
+           "transform's output size)\n",
+        p->out_height, p->out_width, p->out_channels, p->out_elem_bytes,
+        grouped(p->out_sample_bytes, a));
+  else
+    put(s, "sizing  a sample's output: at most %s B (its own size, the "
+           "staging place x %u B an element; ragged)\n",
+        grouped(p->out_sample_bytes, a), p->out_elem_bytes);
+  put(s, "sizing  decode scratch: at most %s B (%s) a worker, the largest "
+         "sample before conversion, taken when a sample needs it\n",
+      grouped(p->scratch_bound, a), human(p->scratch_bound, h));
+}
+
 uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
   uint64_t slot, need;
   if (!p)
@@ -194,6 +230,8 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     put(&s, "%-7s %-26s %6s %15s %17s  %10s\n", "device", "none (host mode)",
         "-", "-", "0", "0 B");
   }
+  if (p->sample_stride)
+    sizing(&s, p);
   if (s.len > INT32_MAX)
     return gf_fail(-EOVERFLOW, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "memory plan: the text is too long");

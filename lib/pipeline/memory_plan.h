@@ -28,6 +28,21 @@ typedef struct gf_memory_plan {
                                    (gf_memory_plan_device_need) */
   uint64_t cache_pinned;        /* 1: the cache is pinned as it fills when
                                    a GPU is in use (gf_cache_direct) */
+  /* How a sample is sized (printed as "sizing" lines under the table when
+   * sample_stride is set; none of it is a further allocation). */
+  uint64_t sample_stride;       /* bytes a sample's place in a staging slot */
+  uint64_t largest_decoded;     /* the source's largest decoded sample */
+  char largest_name[256];       /* folder: the file behind it; "" else */
+  uint64_t headers_counted;     /* folder: headers that counted */
+  uint64_t headers_uncounted;   /* folder: headers that did not */
+  uint32_t stride_configured;   /* 1: max_sample_bytes set the stride */
+  uint32_t out_height, out_width, out_channels; /* a fixed-size output
+                                   (height 0: the output is ragged) */
+  uint32_t out_elem_bytes;      /* bytes an output element */
+  uint64_t out_sample_bytes;    /* bytes a sample's output (0: identity,
+                                   the staging slot is the batch) */
+  uint64_t scratch_bound;       /* bytes a worker's decode scratch takes at
+                                   most (taken as a sample needs it) */
 } gf_memory_plan;
 
 /* Device bytes the batch slots need inside a pool with the default

@@ -283,3 +283,33 @@ int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
   *max_decoded = gf_shape_bytes(&shape);
   return 0;
 }
+
+uint32_t gf_source_class_count(const gf_source *s) {
+  return s->ds ? gf_dataset_num_classes(s->ds) : s->folder->class_count;
+}
+
+const char *gf_source_class_name(const gf_source *s, uint32_t i) {
+  if (s->ds)
+    return gf_dataset_class_name(s->ds, i);
+  return i < s->folder->class_count ? s->folder->classes[i] : NULL;
+}
+
+int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,
+                          size_t *len) {
+  *name = "";
+  *len = 0;
+  if (idx >= s->count)
+    return -ERANGE;
+  if (s->folder) {
+    *name = s->folder->entries[idx].path;
+    *len = strlen(*name);
+    return 0;
+  }
+  gf_sample_info info;
+  int rc = gf_dataset_sample_info(s->ds, idx, &info);
+  if (rc < 0)
+    return rc;
+  *name = info.source ? info.source : "";
+  *len = info.source ? info.source_len : 0;
+  return 0;
+}

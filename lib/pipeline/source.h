@@ -72,4 +72,22 @@ int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint32_t *max_channels);
 
+/* Metadata for training scripts (gpufeed.h's gf_loader_class_* and
+ * gf_loader_sample_path). Class names: a PNG folder in the ImageFolder
+ * convention has its class folders' names, a dataset its index's class
+ * table (built from an ImageFolder); a labels-file folder, and a dataset
+ * built from one, store none: 0 classes. Any thread. */
+uint32_t gf_source_class_count(const gf_source *s);
+/* Class i's name, NUL-terminated, owned by the source; NULL when i >=
+ * gf_source_class_count(s). */
+const char *gf_source_class_name(const gf_source *s, uint32_t i);
+/* Sample idx's source path: the file's path relative to the folder
+ * (folder), or the source name the index stores (dataset: the path
+ * relative to the build root; it may be empty). Sets *name to bytes owned
+ * by the source (not NUL-terminated) and *len to their count. Returns 0,
+ * -ERANGE (idx >= count) or GF_ECORRUPT (a damaged dataset record, with
+ * context). */
+int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,
+                          size_t *len);
+
 #endif

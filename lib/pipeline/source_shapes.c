@@ -1,0 +1,338 @@
+/* The largest sample of a source (source_shapes.h): a dataset's from its
+ * index, a PNG folder's from every file's header, read in parallel. */
+#include "pipeline/source_shapes.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         p[3];
+}
+
+int gf_png_header_shape(const uint8_t *p, size_t len,
+                        const gf_decode_opts *opts, gf_shape *out,
+                        gf_shape *native, int *has_trns, uint64_t *next) {
+  static const uint8_t sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+  *has_trns = -1;
+  *next = 33;
+  if (len < 33 || memcmp(p, sig, 8) != 0 || be32(p + 8) != 13 ||
+      memcmp(p + 12, "IHDR", 4) != 0)
+    return GF_EDECODE;
+  uint32_t w = be32(p + 16), h = be32(p + 20);
+  uint8_t depth = p[24], ctype = p[25];
+  if (!w || !h || w > 0x7fffffffu || h > 0x7fffffffu)
+    return GF_EDECODE;
+  bool ok;
+  uint32_t ch;
+  switch (ctype) {
+  case 0: ok = depth == 1 || depth == 2 || depth == 4 || depth == 8 ||
+               depth == 16; ch = 1; break;
+  case 2: ok = depth == 8 || depth == 16; ch = 3; break;
+  case 3: ok = depth == 1 || depth == 2 || depth == 4 || depth == 8;
+          ch = 3; break;
+  case 4: ok = depth == 8 || depth == 16; ch = 2; break;
+  case 6: ok = depth == 8 || depth == 16; ch = 4; break;
+  default: ok = false; ch = 0; break;
+  }
+  if (!ok)
+    return GF_EDECODE;
+  /* The chunks before the image data: a tRNS adds alpha (libpng's
+   * png_set_expand), to gray, RGB and palette images. */
+  uint64_t k = 33;
+  while (k + 8 <= len) {
+    const uint8_t *t = p + k + 4;
+    if (!memcmp(t, "IDAT", 4)) {
+      *has_trns = 0;
+      break;
+    }
+    if (!memcmp(t, "tRNS", 4)) {
+      *has_trns = 1;
+      break;
+    }
+    k += 12 + (uint64_t)be32(p + k);
+  }
+  *next = k;
+  if (*has_trns == 1 && (ctype == 0 || ctype == 2 || ctype == 3))
+    ch++;
+  native->height = h;
+  native->width = w;
+  native->channels = ch;
+  native->dtype = depth == 16 && opts->keep_16bit ? GF_DTYPE_U16 : GF_DTYPE_U8;
+  *out = *native;
+  if (opts->channels)
+    out->channels = opts->channels;
+  return 0;
+}
+
+/* ---- a folder, in parallel -------------------------------------------- */
+
+#define SCAN_BLOCK 512u
+#define SCAN_HEAD 4096u
+#define SCAN_MAX_CHUNKS 4096
+
+typedef struct scan_part {
+  uint64_t max_decoded, max_index, max_stored, max_native, counted, uncounted;
+  uint64_t first_bad; /* the first file that did not count, or GF_NO_INDEX */
+  uint32_t max_channels;
+} scan_part;
+
+typedef struct scan_job {
+  const gf_source *src;
+  const gf_decode_opts *opts;
+  gf_limits lim;
+  uint64_t count;
+  _Atomic uint64_t next;
+} scan_job;
+
+typedef struct scan_thread {
+  scan_job *job;
+  scan_part part;
+  pthread_t thread;
+} scan_thread;
+
+/* Whether a tRNS chunk comes before the image data, by the chunk headers
+ * from offset `at` on; 1 (alpha, the larger) when it cannot be told. */
+static int trns_after(int fd, uint64_t at, uint64_t size) {
+  for (int i = 0; i < SCAN_MAX_CHUNKS && at + 8 <= size; i++) {
+    uint8_t hd[8];
+    if (pread(fd, hd, 8, (off_t)at) != 8)
+      return 1;
+    if (!memcmp(hd + 4, "IDAT", 4))
+      return 0;
+    if (!memcmp(hd + 4, "tRNS", 4))
+      return 1;
+    at += 12 + (uint64_t)be32(hd);
+  }
+  return 1;
+}
+
+/* One file: counts it in *pt when its header is a PNG within the limits. */
+static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
+  int fd;
+  uint64_t size;
+  if (gf_source_open_file(j->src, idx, &fd, &size) < 0) {
+    pt->uncounted++;
+    if (idx < pt->first_bad)
+      pt->first_bad = idx;
+    return;
+  }
+  uint8_t head[SCAN_HEAD];
+  ssize_t got = pread(fd, head, sizeof head, 0);
+  gf_shape out, native;
+  int trns;
+  uint64_t next;
+  int rc = got < 0 ? GF_EDECODE
+                   : gf_png_header_shape(head, (size_t)got, j->opts, &out,
+                                         &native, &trns, &next);
+  if (rc == 0 && trns < 0 &&
+      trns_after(fd, next, size) == 1 &&
+      (native.channels == 1 || native.channels == 3) &&
+      head[25] != 4 && head[25] != 6) {
+    native.channels++;
+    if (!j->opts->channels)
+      out.channels++;
+  }
+  close(fd);
+  if (rc < 0 || size > j->lim.max_bytes ||
+      gf_limits_check(&j->lim, &out, NULL, GF_NO_INDEX) < 0) {
+    pt->uncounted++;
+    if (idx < pt->first_bad)
+      pt->first_bad = idx;
+    return;
+  }
+  uint64_t d = gf_shape_bytes(&out), n = gf_shape_bytes(&native);
+  pt->counted++;
+  /* Ties keep the first file: the same name whatever the thread count. */
+  if (d > pt->max_decoded || (d == pt->max_decoded && idx < pt->max_index)) {
+    pt->max_decoded = d;
+    pt->max_index = idx;
+  }
+  if (size > pt->max_stored)
+    pt->max_stored = size;
+  if (n > pt->max_native)
+    pt->max_native = n;
+  if (out.channels > pt->max_channels)
+    pt->max_channels = out.channels;
+}
+
+static void *scan_main(void *arg) {
+  scan_thread *t = arg;
+  scan_job *j = t->job;
+  for (;;) {
+    uint64_t b = atomic_fetch_add(&j->next, SCAN_BLOCK);
+    if (b >= j->count)
+      break;
+    uint64_t e = b + SCAN_BLOCK < j->count ? b + SCAN_BLOCK : j->count;
+    for (uint64_t i = b; i < e; i++)
+      scan_file(j, i, &t->part);
+  }
+  return NULL;
+}
+
+static void merge(scan_part *a, const scan_part *b) {
+  if (b->max_decoded > a->max_decoded ||
+      (b->max_decoded == a->max_decoded && b->max_index < a->max_index)) {
+    a->max_decoded = b->max_decoded;
+    a->max_index = b->max_index;
+  }
+  if (b->max_stored > a->max_stored)
+    a->max_stored = b->max_stored;
+  if (b->max_native > a->max_native)
+    a->max_native = b->max_native;
+  if (b->max_channels > a->max_channels)
+    a->max_channels = b->max_channels;
+  a->counted += b->counted;
+  a->uncounted += b->uncounted;
+  if (b->first_bad < a->first_bad)
+    a->first_bad = b->first_bad;
+}
+
+/* The file idx whose header did not count, read whole and decoded as far
+ * as its header by libpng, for the error that names it (the fail policy).
+ * Returns that error, or 0 with *shape when libpng reads the header after
+ * all. */
+static int recheck(const gf_source *src, const gf_decode_opts *opts,
+                   uint64_t idx, gf_shape *shape, uint64_t *size) {
+  int fd;
+  int rc = gf_source_open_file(src, idx, &fd, size);
+  if (rc < 0)
+    return rc;
+  gf_limits lim = gf_limits_resolve(&opts->limits);
+  char name[4200];
+  gf_source_name(src, idx, name, sizeof name);
+  if (*size > lim.max_bytes) {
+    close(fd);
+    return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
+                   "file of %llu bytes exceeds the limit of %llu bytes",
+                   (unsigned long long)*size,
+                   (unsigned long long)lim.max_bytes);
+  }
+  void *buf = malloc(*size ? *size : 1);
+  if (!buf) {
+    close(fd);
+    return -ENOMEM;
+  }
+  ssize_t got = pread(fd, buf, *size, 0);
+  close(fd);
+  if (got != (ssize_t)*size)
+    rc = gf_fail(got < 0 ? -errno : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
+                 "cannot read the file");
+  else
+    rc = gf_decode_shape(GF_CODEC_PNG, buf, *size, NULL, opts, shape);
+  free(buf);
+  return rc < 0 ? gf_fail_context(rc, name, idx, NULL) : 0;
+}
+
+static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
+                       uint32_t threads, bool strict,
+                       gf_source_extent *out) {
+  scan_job job = {.src = src, .opts = opts,
+                  .lim = gf_limits_resolve(&opts->limits),
+                  .count = gf_source_count(src)};
+  atomic_init(&job.next, 0);
+  uint64_t blocks = (job.count + SCAN_BLOCK - 1) / SCAN_BLOCK;
+  if (threads < 1)
+    threads = 1;
+  if (threads > blocks)
+    threads = (uint32_t)(blocks ? blocks : 1);
+  scan_thread *t = calloc(threads, sizeof *t);
+  if (!t)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory for %u header-scan threads", threads);
+  /* Failures to open or read a file are noted per file, not reported:
+   * keep the caller's error context. */
+  gf_error_info saved = *gf_last_error();
+  int rc = 0;
+  uint32_t started = 1;
+  for (uint32_t i = 0; i < threads; i++) {
+    t[i].job = &job;
+    t[i].part.max_index = GF_NO_INDEX;
+    t[i].part.first_bad = GF_NO_INDEX;
+  }
+  for (; started < threads; started++) {
+    int e = pthread_create(&t[started].thread, NULL, scan_main, &t[started]);
+    if (e) {
+      rc = -e;
+      break;
+    }
+  }
+  scan_main(&t[0]); /* the calling thread takes its share */
+  for (uint32_t i = 1; i < started; i++)
+    pthread_join(t[i].thread, NULL);
+  gf_error_restore(&saved);
+  if (rc < 0) {
+    free(t);
+    return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot start the threads that read the PNG headers: %s",
+                   strerror(-rc));
+  }
+  scan_part all = t[0].part;
+  for (uint32_t i = 1; i < threads; i++)
+    merge(&all, &t[i].part);
+  free(t);
+  if (strict && all.first_bad != GF_NO_INDEX) {
+    /* The fail policy: the first file that did not count fails create,
+     * named, unless libpng reads its header after all (then it counts). */
+    gf_shape sh;
+    uint64_t size;
+    if ((rc = recheck(src, opts, all.first_bad, &sh, &size)) < 0)
+      return rc;
+    uint64_t d = gf_shape_bytes(&sh);
+    if (d > all.max_decoded) {
+      all.max_decoded = d;
+      all.max_index = all.first_bad;
+    }
+    if (size > all.max_stored)
+      all.max_stored = size;
+    if (d > all.max_native)
+      all.max_native = d;
+    if (sh.channels > all.max_channels)
+      all.max_channels = sh.channels;
+    all.counted++;
+    all.uncounted--;
+  }
+  out->max_decoded = all.max_decoded;
+  out->max_index = all.max_index;
+  out->max_stored = all.max_stored;
+  out->max_native = all.max_native;
+  out->counted = all.counted;
+  out->uncounted = all.uncounted;
+  /* Any file may be rewritten with another channel count: a folder's
+   * outputs are sized for 4 unless the options fix the count. */
+  out->max_channels = opts->channels ? opts->channels : 4;
+  return 0;
+}
+
+int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
+                          uint32_t threads, bool strict,
+                          gf_source_extent *out) {
+  memset(out, 0, sizeof *out);
+  out->max_index = GF_NO_INDEX;
+  if (!gf_source_is_dataset(src))
+    return scan_folder(src, opts, threads, strict, out);
+  int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,
+                               &out->max_channels);
+  if (rc < 0)
+    return rc;
+  out->counted = gf_source_count(src);
+  out->max_native = out->max_decoded;
+  if (opts->channels || !opts->keep_16bit) {
+    /* Before any conversion: the stored shapes (a png record's shape is
+     * taken 16 bits wide here, a bound). */
+    gf_decode_opts o = *opts;
+    o.channels = 0;
+    o.keep_16bit = 1;
+    uint64_t st;
+    uint32_t ch;
+    if ((rc = gf_source_max_sizes(src, &o, &out->max_native, &st, &ch)) < 0)
+      return rc;
+    if (out->max_native < out->max_decoded)
+      out->max_native = out->max_decoded;
+  }
+  return 0;
+}
