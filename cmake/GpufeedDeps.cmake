@@ -28,7 +28,7 @@ find_package(Threads REQUIRED)
 # position-independent code, so it cannot go into a shared object.
 add_library(gpufeed_deps_dynamic INTERFACE)
 target_link_libraries(gpufeed_deps_dynamic INTERFACE
-  PkgConfig::URING PkgConfig::ZSTD PNG::PNG Threads::Threads)
+  PkgConfig::URING PkgConfig::ZSTD PNG::PNG m Threads::Threads)
 
 # gpufeed_deps: what the static library and the programs link, the same
 # shared objects by default or their .a files with GPUFEED_STATIC_DEPS (a

@@ -340,6 +340,13 @@ typedef enum gf_layout {
   GF_LAYOUT_NCHW = 1,
 } gf_layout;
 
+/* Resizing (see docs/TRANSFORMS.md and lib/xform/transform.h for the exact
+ * arithmetic): the window is cut from the source first, then resampled to
+ * height x width with torchvision's antialiased bilinear filter
+ * (antialias=True, the same as PIL's BILINEAR), rounded to uint8 and only
+ * then converted and normalised, as torchvision's uint8 recipe does. With
+ * a resize mode, height and width are both required, random_crop and pad
+ * must be 0; hflip flips the resized window. */
 typedef enum gf_resize_mode {
   GF_RESIZE_NONE = 0,                 /* crop/pad as before (height/width window, pad) */
   GF_RESIZE_RANDOM_RESIZED_CROP = 1,  /* torchvision RandomResizedCrop(height x width) */
@@ -355,14 +362,19 @@ typedef struct gf_transform {
   uint32_t random_crop; /* 1: random crop window; 0: centered */
   uint32_t pad;         /* zero border added on each side before cropping */
   uint32_t hflip;       /* 1: flip horizontally with probability 1/2 */
-  uint32_t resize;      /* gf_resize_mode (was reserved0) */
+  uint32_t resize;      /* gf_resize_mode */
   float mean[4];        /* per channel, in pixel units (0..255) */
   float std[4];         /* per channel; 0 means 1 */
   uint64_t seed;
-  uint32_t resize_size; /* SHORTER_CENTER_CROP: the shorter side before the crop (0: 256/224 x height, rounded) */
-  uint32_t no_antialias; /* 1: plain bilinear also when shrinking; 0 (default): antialiased as torchvision antialias=True */
-  float scale[2];       /* RANDOM_RESIZED_CROP: area fraction range; {0,0}: {0.08, 1.0} */
-  float ratio[2];       /* RANDOM_RESIZED_CROP: aspect range w/h; {0,0}: {3/4, 4/3}, drawn log-uniformly */
+  uint32_t resize_size; /* SHORTER_CENTER_CROP: the shorter side before the
+                           crop (0: round(256/224 x height)); 0 otherwise */
+  uint32_t no_antialias;/* 1: plain bilinear also when shrinking; 0
+                           (default): antialiased as torchvision's
+                           antialias=True. 0 without a resize mode */
+  float scale[2];       /* RANDOM_RESIZED_CROP: area fraction range, 0 <
+                           scale[0] <= scale[1] <= 1; {0,0}: {0.08, 1.0} */
+  float ratio[2];       /* RANDOM_RESIZED_CROP: aspect range w/h, drawn
+                           log-uniformly; {0,0}: {3/4, 4/3} */
   uint64_t reserved[1]; /* must be zero */
 } gf_transform;
 

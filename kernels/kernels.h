@@ -34,6 +34,10 @@ typedef struct gf_xform_launch {
   uint32_t out_h, out_w, out_c;
   uint32_t out_dtype;        /* gf_out_dtype */
   uint32_t layout;           /* gf_layout */
+  uint32_t n_resized;        /* how many have resize != 0 (counted on the
+                                host): 0 launches no resize kernel */
+  uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
+                                (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
@@ -46,11 +50,14 @@ typedef struct gf_xform_launch {
                                 GF_ESHAPE (bounds, channels),
                                 GF_EUNSUPPORTED (filtered row too wide),
                                 -EINVAL (filtered sample but n_filtered 0,
-                                bad flags); that sample's output is all
+                                bad flags; a resized sample with
+                                n_resized 0 is left unwritten); that
+                                sample's output is all
                                 padding. Leave it 0 before the launch. */
 } gf_xform_launch;
 
-/* Enqueues the transform of a->n samples on stream s: crop/pad, flip,
+/* Enqueues the transform of a->n samples on stream s: crop/pad or
+ * resize (a third kernel, for the samples with resize set), flip,
  * conversion and normalisation in one pass; gradient-filtered samples are
  * unfiltered inside the same pass by a second kernel of the same launch
  * (one block a sample, no intermediate global buffer), which writes

@@ -1,10 +1,22 @@
-// The batch transform on the GPU: crop/pad, flip, dtype conversion and
-// per-channel normalisation in one pass, with the gradzstd unfilter fused
-// in for filtered samples. Byte-identical to gf_xform_ref (transform.c):
+// The batch transform on the GPU: crop/pad or resize, flip, dtype
+// conversion and per-channel normalisation in one pass, with the gradzstd
+// unfilter fused in for filtered (not resized) samples. Byte-identical to gf_xform_ref (transform.c):
 // the same float expression (IEEE sub then IEEE division, no contraction)
 // and the same float -> half conversions (transform.h).
 //
-// Two kernels, both launched by gf_launch_xform on the caller's stream:
+// Three kernels, launched by gf_launch_xform on the caller's stream
+// (the third, xform_resize, launched only when samples are resized):
+//
+// - xform_resize: one thread an output pixel (all channels) of a resized
+//   sample: the window's taps and normalised weights per axis from the
+//   helpers transform.h shares with gf_xform_ref (up to 8 column weights
+//   kept in registers), the horizontal sums of each row tap weighted into
+//   the vertical sum with unfused IEEE operations, rounded to u8 and
+//   mapped through the value table. Reads only inside the window. The
+//   other two kernels skip resized samples. Gradient-filtered samples are
+//   never resized here (gf_xform_validate refuses them for the GPU; the
+//   loader unfilters them on the CPU when a resize mode is set).
+//
 //
 // - xform_plain: one thread makes VEC consecutive output elements (16
 //   bytes: 4 f32, 8 f16/bf16, 16 u8) and stores them at once (NCHW: VEC
@@ -41,6 +53,7 @@ constexpr unsigned kFiltBuf = 2 * GF_XFORM_GPU_FILTERED_ROW;
 constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
 constexpr unsigned kMaxTileRows = 32;
 constexpr unsigned kScanK = 4; // pixels a lane per scan round
+constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
 
 struct Args {
   const uint8_t *src;
@@ -48,6 +61,7 @@ struct Args {
   const gf_xform_sample *samples;
   uint32_t n, has_filtered;
   uint32_t oh, ow, c;
+  uint32_t resize_size; // SHORTER_CENTER_CROP's S (gf_xform_geom)
   float mean[4], std[4]; // std already 0 -> 1
   void *dst;
   int32_t *status;
@@ -104,8 +118,19 @@ __device__ int check_sample(const gf_xform_sample &s, const Args &a) {
     return GF_ESHAPE;
   if (s.crop_y < -GF_XFORM_MAX_CROP || s.crop_y > GF_XFORM_MAX_CROP ||
       s.crop_x < -GF_XFORM_MAX_CROP || s.crop_x > GF_XFORM_MAX_CROP ||
-      s.flip > 1 || s.filtered > 1 || s.reserved0)
+      s.flip > 1 || s.filtered > 1 || s.reserved0 ||
+      (s.resize & ~(3u | GF_XFORM_NO_AA)) || (s.resize && !(s.resize & 3u)))
     return -EINVAL;
+  if (!s.resize && (s.win_h || s.win_w))
+    return -EINVAL;
+  if (s.resize) {
+    if (s.crop_y < 0 || s.crop_x < 0 || s.win_h < 1 || s.win_w < 1 ||
+        (uint64_t)s.crop_y + s.win_h > s.h ||
+        (uint64_t)s.crop_x + s.win_w > s.w)
+      return GF_ESHAPE;
+    if (s.filtered)
+      return GF_EUNSUPPORTED;
+  }
   if (s.filtered && !a.has_filtered)
     return -EINVAL;
   if (s.filtered) {
@@ -305,8 +330,8 @@ __global__ void __launch_bounds__(kThreads) xform_plain(Args a) {
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
     int bad = check_sample(s, a);
-    if (!bad && s.filtered)
-      continue; // xform_filtered writes it
+    if (!bad && (s.filtered || s.resize))
+      continue; // xform_filtered or xform_resize writes it
     if (bad && blockIdx.x == 0 && threadIdx.x == 0)
       report(a, bad);
     // A refused sample has no rows: all padding, the source never read.
@@ -556,7 +581,121 @@ __global__ void __launch_bounds__(kFiltThreads) xform_filtered(Args a) {
   }
 }
 
+// One output pixel (all channels) of a resized sample a thread: the
+// window's taps and weights per axis are recomputed from the shared helpers
+// of transform.h (the same float operations as gf_xform_ref's tables), then
+// the horizontal sums of each row tap weighted into the vertical sum, the
+// u8 rounding, and the value table.
+template <int DT, int LAYOUT>
+__global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
+  typedef typename Out<DT>::T T;
+  __shared__ T lut[4 * 256];
+  setup_lut<DT>(lut, a);
+  __syncthreads();
+  const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c;
+  for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
+    gf_xform_sample s = a.samples[n];
+    if (!s.resize || check_sample(s, a))
+      continue; // xform_plain writes (or pads) it
+    uint32_t rs_h, rs_w;
+    int32_t off_y, off_x;
+    gf_xform_geom(s.resize, s.win_h, s.win_w, a.oh, a.ow, a.resize_size,
+                  &rs_h, &rs_w, &off_y, &off_x);
+    gf_rs_axis ay, ax;
+    const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
+    gf_rs_axis_init(&ay, s.win_h, rs_h, aa);
+    gf_rs_axis_init(&ax, s.win_w, rs_w, aa);
+    const uint8_t *win = a.src + s.src_offset +
+                         ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * c;
+    const unsigned pitch = s.w * c;
+    T *out = (T *)a.dst + (uint64_t)n * S;
+    for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < P;
+         e += gridDim.x * blockDim.x) {
+      unsigned y = e / a.ow, x = e - y * a.ow;
+      int ry = (int)((unsigned)off_y + y);
+      int rx = (int)((unsigned)off_x + (s.flip ? a.ow - 1u - x : x));
+      uint32_t px[4] = {0, 0, 0, 0};
+      if (ry >= 0 && ry < (int)rs_h && rx >= 0 && rx < (int)rs_w) {
+        int32_t ly, ny, lx, nx;
+        float cy = gf_rs_taps(&ay, (uint32_t)ry, &ly, &ny);
+        float cx = gf_rs_taps(&ax, (uint32_t)rx, &lx, &nx);
+        float ty = 0.0f, tx = 0.0f;
+        for (int32_t i = 0; i < ny; i++)
+          ty = __fadd_rn(ty, gf_rs_tri(&ay, ly + i, cy));
+        for (int32_t j = 0; j < nx; j++)
+          tx = __fadd_rn(tx, gf_rs_tri(&ax, lx + j, cx));
+        // The normalised column weights, when few (the same values as
+        // recomputing them per row: the same operations).
+        float wxr[kResizeTaps];
+#pragma unroll
+        for (int32_t j = 0; j < (int32_t)kResizeTaps; j++) {
+          float wx = 0.0f;
+          if (j < nx) {
+            wx = gf_rs_tri(&ax, lx + j, cx);
+            if (tx != 0.0f)
+              wx = __fdiv_rn(wx, tx);
+          }
+          wxr[j] = wx;
+        }
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int32_t i = 0; i < ny; i++) {
+          float wy = gf_rs_tri(&ay, ly + i, cy);
+          if (ty != 0.0f)
+            wy = __fdiv_rn(wy, ty);
+          const uint8_t *p =
+              win + (uint64_t)(unsigned)(ly + i) * pitch + (unsigned)lx * c;
+          float hs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          if (nx <= kResizeTaps) { // the weights kept in registers
+#pragma unroll
+            for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
+              if (j < nx) {
+#pragma unroll
+                for (unsigned ch = 0; ch < 4; ch++)
+                  if (ch < c)
+                    hs[ch] = __fadd_rn(
+                        hs[ch],
+                        __fmul_rn(wxr[j], (float)__ldg(p + j * c + ch)));
+              }
+          } else {
+            for (int32_t j = 0; j < nx; j++, p += c) {
+              float wx = gf_rs_tri(&ax, lx + j, cx);
+              if (tx != 0.0f)
+                wx = __fdiv_rn(wx, tx);
+#pragma unroll
+              for (unsigned ch = 0; ch < 4; ch++)
+                if (ch < c)
+                  hs[ch] =
+                      __fadd_rn(hs[ch], __fmul_rn(wx, (float)__ldg(p + ch)));
+            }
+          }
+#pragma unroll
+          for (unsigned ch = 0; ch < 4; ch++)
+            if (ch < c)
+              acc[ch] = __fadd_rn(acc[ch], __fmul_rn(wy, hs[ch]));
+        }
+#pragma unroll
+        for (unsigned ch = 0; ch < 4; ch++)
+          if (ch < c)
+            px[ch] = gf_rs_u8(acc[ch]);
+      }
+#pragma unroll
+      for (unsigned ch = 0; ch < 4; ch++)
+        if (ch < c) {
+          if constexpr (LAYOUT == GF_LAYOUT_NCHW)
+            out[(uint64_t)ch * P + e] = value<DT>(lut, ch, px[ch]);
+          else
+            out[(uint64_t)e * c + ch] = value<DT>(lut, ch, px[ch]);
+        }
+    }
+  }
+}
+
 typedef void (*kernel_fn)(Args);
+
+template <int DT> kernel_fn pick_resize(unsigned layout) {
+  return layout == GF_LAYOUT_NHWC ? xform_resize<DT, GF_LAYOUT_NHWC>
+                                  : xform_resize<DT, GF_LAYOUT_NCHW>;
+}
 
 template <int DT, int LAYOUT> void pick(bool vec, kernel_fn *plain,
                                         kernel_fn *filt) {
@@ -587,7 +726,8 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_h < 1 || a->out_w < 1 || a->out_h > GF_XFORM_MAX_DIM ||
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
-      a->n_filtered > a->n || a->reserved0 || (uintptr_t)a->dst % es)
+      a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
+      (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
   k.src = a->src;
@@ -598,6 +738,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   k.oh = a->out_h;
   k.ow = a->out_w;
   k.c = a->out_c;
+  k.resize_size = a->resize_size;
   for (int i = 0; i < 4; i++) {
     if (!std::isfinite(a->mean[i]) || !std::isfinite(a->std[i]) ||
         a->std[i] < 0)
@@ -614,19 +755,23 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   const unsigned V = (unsigned)(16u / es);
   const bool vec = (a->layout == GF_LAYOUT_NCHW ? P : S) % V == 0 &&
                    (uintptr_t)a->dst % 16u == 0;
-  kernel_fn plain = nullptr, filt = nullptr;
+  kernel_fn plain = nullptr, filt = nullptr, rsz = nullptr;
   switch (a->out_dtype) {
   case GF_OUT_U8:
     pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
+    rsz = pick_resize<GF_OUT_U8>(a->layout);
     break;
   case GF_OUT_F32:
     pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
+    rsz = pick_resize<GF_OUT_F32>(a->layout);
     break;
   case GF_OUT_F16:
     pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
+    rsz = pick_resize<GF_OUT_F16>(a->layout);
     break;
   default:
     pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
+    rsz = pick_resize<GF_OUT_BF16>(a->layout);
     break;
   }
 
@@ -636,7 +781,16 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   dim3 grid(gx ? gx : 1u, a->n < 65535u ? a->n : 65535u);
   plain<<<grid, kThreads, 0, s>>>(k);
   cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess || !a->n_filtered)
+  if (err != cudaSuccess)
+    return err;
+  if (a->n_resized) {
+    unsigned rx = (P + kThreads - 1) / kThreads;
+    dim3 rgrid(rx ? rx : 1u, a->n < 65535u ? a->n : 65535u);
+    rsz<<<rgrid, kThreads, 0, s>>>(k);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return err;
+  }
+  if (!a->n_filtered)
     return err;
   unsigned fb = a->n < (1u << 20) ? a->n : (1u << 20);
   filt<<<fb, kFiltThreads, 0, s>>>(k);

@@ -8,6 +8,8 @@
  * - larger cases: 224x224 crops of 256x256 with several unfilter tiles,
  *   filtered rows at the shared-memory limit, more samples than a grid
  *   dimension holds;
+ * - resized batches (every resize mode, antialiased or not, ragged sizes,
+ *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px);
  * - bad samples (outside the source, filtered without n_filtered, filtered
  *   rows too wide): padding for that sample, the status code set, the
  *   others right; and the launcher's refusals.
@@ -100,6 +102,9 @@ static int run_gpu(const xcase *c, const uint8_t *want, uint32_t n_filtered,
     a.samples = dpar;
     a.n = c->n;
     a.n_filtered = n_filtered;
+    for (uint32_t i = 0; i < c->n; i++)
+      a.n_resized += c->s[i].resize != 0;
+    a.resize_size = gf_xform_resize_size(&c->t, c->oh);
     a.out_h = c->oh;
     a.out_w = c->ow;
     a.out_c = c->oc;
@@ -259,6 +264,60 @@ static void random_case(int idx) {
             "pad %u shift %u: %d bad\n",
             idx, c.n, c.oh, c.ow, c.oc, c.t.out_dtype, c.t.layout,
             c.t.random_crop, c.t.hflip, c.t.pad, c.dst_shift, bad);
+  CHECK(bad == 0);
+  free(sh);
+  free_case(&c);
+}
+
+/* Resized batches (xform_resize) against gf_xform_ref: every mode,
+ * antialiased and plain, flips, dtypes, layouts, ragged sizes from 1 pixel
+ * up (shrinking and enlarging), CenterCrop's padding (small resize_size),
+ * destinations at any alignment. */
+static void resize_case(int idx, bool big) {
+  xcase c;
+  memset(&c, 0, sizeof c);
+  c.t.resize = 1 + rnd(3);
+  c.t.no_antialias = rnd(4) == 0;
+  c.t.out_dtype = rnd(4);
+  c.t.layout = rnd(2);
+  c.t.hflip = rnd(2);
+  c.t.seed = gf_test_rand(&rs);
+  for (int k = 0; k < 4; k++) {
+    c.t.mean[k] = (float)rnd(256000) / 1000.0f;
+    c.t.std[k] = rnd(5) ? (float)(1 + rnd(100000)) / 1000.0f : 0.0f;
+  }
+  if (c.t.resize == GF_RESIZE_RANDOM_RESIZED_CROP && rnd(3) == 0) {
+    c.t.scale[0] = 0.3f;
+    c.t.scale[1] = 0.9f;
+    c.t.ratio[0] = 0.5f;
+    c.t.ratio[1] = 2.0f;
+  }
+  static const uint32_t chans[] = {1, 3, 4, 3, 2};
+  c.oc = chans[rnd(5)];
+  c.n = 1 + rnd(big ? 64 : 12);
+  c.t.height = c.oh = big ? 224 : 1 + rnd(64);
+  c.t.width = c.ow = big ? 224 : 1 + rnd(64);
+  if (c.t.resize == GF_RESIZE_SHORTER_CENTER_CROP && rnd(3) == 0)
+    c.t.resize_size = 1 + rnd(c.oh + 10); /* often smaller: padding */
+  c.s = calloc(c.n, sizeof *c.s);
+  gf_shape *sh = calloc(c.n, sizeof *sh);
+  uint32_t maxs = big ? 500 : (rnd(4) ? 120 : 8);
+  for (uint32_t i = 0; i < c.n; i++) {
+    sh[i].height = (big ? 200 : 1) + rnd(big ? 301 : maxs);
+    sh[i].width = (big ? 200 : 1) + rnd(big ? 301 : maxs);
+    sh[i].channels = c.oc;
+  }
+  CHECK_OK(gf_xform_check(&c.t));
+  build_source(&c, sh, rnd(100), 0);
+  c.dst_shift = rnd(3) ? 0 : rnd(4);
+  int bad = check_case(&c);
+  if (bad)
+    fprintf(stderr,
+            "resize case %d: mode %u aa %u n %u out %ux%ux%u dtype %u "
+            "layout %u flip %u S %u shift %u: %d bad\n",
+            idx, c.t.resize, !c.t.no_antialias, c.n, c.oh, c.ow, c.oc,
+            c.t.out_dtype, c.t.layout, c.t.hflip, c.t.resize_size,
+            c.dst_shift, bad);
   CHECK(bad == 0);
   free(sh);
   free_case(&c);
@@ -584,6 +643,10 @@ int main(int argc, char **argv) {
   if (!quick)
     uniform_case("70000 samples", 70000, 2, 3, 1, 2, 2, 2, GF_OUT_BF16,
                  GF_LAYOUT_NCHW);
+  for (int i = 0; i < (quick ? 40 : 300); i++)
+    resize_case(i, false);
+  for (int i = 0; i < (quick ? 2 : 12); i++)
+    resize_case(i, true);
   bad_sample_cases();
   launcher_refusals();
   printf("%llu launches checked, %llu output elements compared\n",

@@ -8,6 +8,8 @@
  *   both gather methods, engine and kernel), with the cache kept pageable
  *   (GF_CACHE_DIRECT_OFF), and with every pin of the cache failing
  *   (injected: those samples take the copying path);
+ * - the same with resize transforms (RandomResizedCrop + flip, Resize +
+ *   CenterCrop) on ragged samples, gradzstd ones unfiltered on the CPU;
  * - a batch released on a stream while a long kernel still reads it is not
  *   overwritten by later batches (a delay kernel proves it);
  * - 100 create/destroy cycles return cudaMemGetInfo to its baseline;
@@ -174,6 +176,59 @@ int main(void) {
   }
 
   unsetenv("GPUFEED_DIRECT_COPY");
+
+  /* 1b. Resize transforms on ragged samples (RandomResizedCrop + flip, f16
+   * NCHW; Resize + CenterCrop, bf16 NHWC): every output equals the CPU
+   * reference, each sample once an epoch, gradzstd samples unfiltered on
+   * the CPU (none left filtered for the GPU). */
+  for (int mode = 0; mode < 4; mode++) {
+    gf_transform rt;
+    memset(&rt, 0, sizeof rt);
+    rt.resize = mode < 2 ? GF_RESIZE_RANDOM_RESIZED_CROP
+                         : GF_RESIZE_SHORTER_CENTER_CROP;
+    rt.hflip = mode < 2;
+    rt.out_dtype = mode < 2 ? GF_OUT_F16 : GF_OUT_BF16;
+    rt.layout = mode < 2 ? GF_LAYOUT_NCHW : GF_LAYOUT_NHWC;
+    rt.height = 11;
+    rt.width = 9;
+    rt.seed = 5;
+    memcpy(rt.mean, mean, sizeof mean);
+    memcpy(rt.std, sd, sizeof sd);
+    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+    cfg.source = mode % 2 ? f.png_dir : f.ds_dir;
+    cfg.channels = 3;
+    cfg.max_sample_bytes = 16 * 16 * 3;
+    cfg.batch_size = 16;
+    cfg.threads = 4;
+    cfg.device = 0;
+    cfg.transform = rt;
+    cfg.cache_bytes = mode % 2 ? 0 : 1 << 20;
+    gf_loader *l;
+    CHECK_OK(gf_loader_create(&cfg, &l));
+    if (gf_test_failures)
+      return gf_test_finish();
+    uint64_t filtered = 0;
+    for (int e = 0; e < 2; e++) {
+      uint32_t *cnt = calloc(f.n, sizeof *cnt);
+      gf_batch *b;
+      int rc;
+      while ((rc = gf_loader_next(l, &b)) == 0) {
+        gf_test_failures += check_output(&f, &rt, b);
+        CHECK(b->out_height == 11 && b->out_width == 9);
+        for (uint32_t j = 0; j < b->count; j++) {
+          cnt[b->indices[j]]++;
+          filtered += b->filtered[j];
+        }
+        gf_loader_release(l, b);
+      }
+      CHECK(rc == GF_EEPOCHEND);
+      for (uint64_t i = 0; i < f.n; i++)
+        CHECK(cnt[i] == 1);
+      free(cnt);
+    }
+    CHECK(filtered == 0);
+    gf_loader_destroy(l);
+  }
 
   /* 2. A batch released on a stream while a kernel still reads it. */
   {

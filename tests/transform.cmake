@@ -17,3 +17,8 @@ if(GPUFEED_HAVE_CUDA)
   target_include_directories(test_gpu_gather PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
   target_link_libraries(test_gpu_gather PRIVATE CUDA::cudart_static)
 endif()
+# The resize transforms: the window (against torchvision's get_params
+# restated) and the CPU reference (hand-computed cases, a naive version).
+gpufeed_add_test(test_resize_ref
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_resize_ref.c
+  TIMEOUT 120 LABELS transform)

@@ -393,6 +393,9 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
   a.samples = s->d_params;
   a.n = n;
   a.n_filtered = n_filtered;
+  for (uint32_t j = 0; j < n; j++)
+    a.n_resized += params[j].resize != 0;
+  a.resize_size = gf_xform_resize_size(t, out_h);
   a.out_h = out_h;
   a.out_w = out_w;
   a.out_c = out_c;

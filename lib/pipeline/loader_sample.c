@@ -25,7 +25,8 @@ typedef struct cache_head {
  * bit-depth conversion) and a row fits the kernel's shared memory. */
 static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
   if (!l->stage || l->identity || smp->codec != GF_CODEC_GRADZSTD ||
-      smp->stored.dtype != GF_DTYPE_U8)
+      smp->stored.dtype != GF_DTYPE_U8 ||
+      l->cfg.transform.resize != GF_RESIZE_NONE) /* resampled unfiltered */
     return false;
   if (l->dopts.channels && l->dopts.channels != smp->stored.channels)
     return false;

@@ -9,7 +9,14 @@
  * both sides).
  *
  * Every function may be called from any thread: none keeps state, except
- * gf_xform_ref's per-thread scratch buffer for gradient-filtered samples.
+ * gf_xform_ref's per-thread scratch buffer (common/scratch.h) for
+ * gradient-filtered samples and a resized sample's weight tables (out_h x
+ * (8 + 4 k) + out_w x (8 + 4 k) bytes, k <= 2 x in/out + 3 taps: about
+ * 20 KiB at 224x224 from 500 px, kept by the thread up to 32 MiB). The GPU
+ * resamples without any scratch: each thread recomputes its taps. The cost
+ * grows with the shrink factor (about (2 in/out + 3)^2 taps a pixel): fine
+ * for training crops, slow for extreme shrinks (a 4000-pixel window to 224
+ * reads ~1600 pixels an output pixel).
  *
  * The exact arithmetic, written down so any implementation can reproduce
  * it:
@@ -39,12 +46,75 @@
  * in IEEE single precision, round to nearest even, no fused operations;
  * f16 and bf16 round v to nearest even (gf_f32_to_f16/gf_f32_to_bf16); u8
  * is x itself. The kernels compute the same expression (__fsub_rn,
- * __fdiv_rn), so GPU and CPU outputs are identical bytes. */
+ * __fdiv_rn), so GPU and CPU outputs are identical bytes.
+ *
+ * Resize modes (gf_transform.resize != GF_RESIZE_NONE). gf_xform_window
+ * gives, from (seed, epoch, index, source h x w) alone, before any decode:
+ * a source window (y, x, wh, ww) inside the image, the size rs_h x rs_w it
+ * is resampled to, and the output's top-left (off_y, off_x) inside that
+ * resampled window (outside it: zero padding, as CenterCrop pads), plus
+ * the flip. Output H x W = t->height x t->width.
+ *   RANDOM_RESIZED_CROP, torchvision's RandomResizedCrop.get_params in
+ *   double precision: s0, s1 = scale (default 0.08, 1.0), r0, r1 = ratio
+ *   (default 3.0/4.0, 4.0/3.0; given floats are widened to double);
+ *   U(i) = (draw(i) >> 11) * 2^-53; for try t = 0..9, i = 3 + 4t:
+ *     target = h*w * (s0 + (s1 - s0) * U(i));
+ *     ar = exp(log r0 + (log r1 - log r0) * U(i+1));
+ *     cw = rint(sqrt(target * ar)); ch = rint(sqrt(target / ar))
+ *     (rint: round half to even, as Python's round);
+ *     accepted when 0 < cw <= w and 0 < ch <= h: y = position among
+ *     h - ch + 1 from draw(i+2), x = position among w - cw + 1 from
+ *     draw(i+3) (the position rule above).
+ *   Fallback: w/h < r0: cw = w, ch = rint(w / r0); w/h > r1: ch = h,
+ *   cw = rint(h * r1); else the whole image; both at least 1; y = (h -
+ *   ch) / 2, x = (w - cw) / 2. rs = H x W, off = 0.
+ *   SHORTER_CENTER_CROP, torchvision's Resize(S) then CenterCrop(H, W): S
+ *   = resize_size, or (256 * H + 112) / 224 when 0; the window is the
+ *   whole image; w <= h: rs_w = S, rs_h = (uint32)((double)(S * h) / w),
+ *   else rs_h = S, rs_w = (uint32)((double)(S * w) / h) (Python's
+ *   int(S * long / short); gf_xform_geom, also run by the kernel, so a
+ *   sample carries only its window); per axis (rs, out o): rs >= o: off = (rs - o)
+ *   / 2 rounded half to even (Python's round); else off = -((o - rs) / 2)
+ *   (the padding CenterCrop adds). The crop is thus exact: the output is
+ *   the resampled whole image's pixels, not a re-derived source window.
+ *   EXACT: the whole image, rs = H x W, off = 0.
+ *   Flip: draw(2) >> 63 when hflip, in every mode.
+ *   The libm functions exp, log and sqrt are the only non-IEEE-exact
+ *   steps (glibc's are correctly rounded in practice).
+ *
+ * Resampling (the same in gf_xform_ref and the kernel, in single
+ * precision, no fused operations; the helpers below are compiled for
+ * both). Per axis, window size in, resampled size out:
+ *     scale = in / out; antialias (resize 1) and scale >= 1: support =
+ *     scale, invscale = 1 / scale; else support = 1, invscale = 1;
+ *     for resampled index i: center = scale * ((float)i + 0.5);
+ *     lo = max((int)(center - support + 0.5), 0);
+ *     hi = min((int)(center + support + 0.5), in);
+ *     w_j = tri(((float)j - center + 0.5) * invscale), j = lo .. hi-1,
+ *     tri(t) = max(0, 1 - |t|); total = sum of w_j in order; w_j / total
+ *     when total != 0.
+ * This is torch's antialiased upsample (the "aa" path, antialias=True,
+ * also PIL's BILINEAR); with no_antialias (resize 2) it is plain bilinear
+ * with align_corners=False. A resampled pixel of channel ch:
+ *     acc = 0; for each row tap i: hs = 0; for each column tap j:
+ *     hs = hs + wx_j * p[i][j]; then acc = acc + wy_i * hs;
+ * (horizontal then vertical, torch's order; resize without GF_XFORM_NO_AA
+ * is the antialiased filter), then x = clamp(rint(acc),
+ * 0, 255): the resampled uint8 pixel, which the value rule above turns
+ * into the output (torchvision's uint8 recipe: resize the uint8 image,
+ * then convert and normalise). The output (y, x) is resampled pixel
+ * (off_y + y, off_x + (flip ? W - 1 - x : x)), 0 outside rs_h x rs_w.
+ * The kernel computes the same float operations (__fmul_rn, __fadd_rn,
+ * __fdiv_rn), so GPU and CPU outputs are identical bytes; against
+ * torchvision (which computes the weights partly in double, and whose
+ * uint8 CPU path uses fixed-point weights) the difference is at most one
+ * pixel unit, rarely (measured by bench/resize_vs_torchvision.py). */
 #ifndef GF_TRANSFORM_H
 #define GF_TRANSFORM_H
 
 #include "gpufeed.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,13 +148,36 @@ typedef struct gf_xform_sample {
   uint64_t src_offset; /* where its HWC uint8 bytes start in the source */
   uint32_t h, w, c;    /* its shape; c must equal the output's channels */
   int32_t crop_y;      /* top-left of the output window in source pixels; */
-  int32_t crop_x;      /*   negative or past the edge: zero padding */
-  uint32_t flip;       /* 1: the window is mirrored left-right */
-  uint32_t filtered;   /* 1: the bytes are gradient-filtered (gradzstd
+  int32_t crop_x;      /*   negative or past the edge: zero padding.
+                          Resize: the source window's top-left, inside */
+  uint8_t flip;        /* 1: the window is mirrored left-right */
+  uint8_t filtered;    /* 1: the bytes are gradient-filtered (gradzstd
                           decompressed but not unfiltered): the transform
                           unfilters them first */
-  uint32_t reserved0;  /* zero */
+  uint8_t resize;      /* 0: crop/pad; else the gf_resize_mode in bits
+                          0-1, plus GF_XFORM_NO_AA for plain bilinear */
+  uint8_t reserved0;   /* zero */
+  uint32_t win_h, win_w; /* resize: the source window's size (0 else) */
 } gf_xform_sample;
+
+#define GF_XFORM_NO_AA 4u
+/* A resized sample's window is resampled to rs_h x rs_w and the output's
+ * top-left is (off_y, off_x) in it: gf_xform_geom below, from the mode,
+ * the window, the output size and (SHORTER_CENTER_CROP) the resolved
+ * shorter side S (gf_xform_resize_size), so a sample stays 40 bytes. */
+
+/* A sample's window, from gf_xform_window (see the header comment). For
+ * GF_RESIZE_NONE: the crop window (y, x may be negative, the window may
+ * pass the edge: padding), rs = wh x ww, off 0. */
+typedef struct gf_xform_win {
+  int32_t y, x;         /* the source window's top-left */
+  uint32_t wh, ww;      /* its size */
+  uint32_t rs_h, rs_w;  /* what it is resampled to */
+  int32_t off_y, off_x; /* the output's top-left in the resampled window */
+  uint32_t flip;        /* 1: mirrored left-right after resampling */
+  uint32_t fallback;    /* RANDOM_RESIZED_CROP: 1 when the ten tries
+                           failed and the central fallback was taken */
+} gf_xform_win;
 
 /* Bytes of one output element of `dtype` (gf_out_dtype): 1, 4, 2, 2; 0 for
  * an unknown value. */
@@ -119,6 +212,19 @@ void gf_xform_params(const gf_transform *t, uint64_t epoch,
                      uint64_t sample_index, uint32_t h, uint32_t w,
                      uint32_t out_h, uint32_t out_w, int32_t *crop_y,
                      int32_t *crop_x, uint32_t *flip);
+
+/* The window of one sample of h x w pixels (h, w >= 1) under t (checked
+ * with gf_xform_check; height/width set for a resize mode), from
+ * (t->seed, epoch, index) and the source size alone, as the header comment
+ * defines: callable before decode. Without a resize mode the output size
+ * is t's height x width, or h x w when those are 0. */
+void gf_xform_window(const gf_transform *t, uint64_t epoch, uint64_t index,
+                     uint32_t h, uint32_t w, gf_xform_win *out);
+
+/* SHORTER_CENTER_CROP's shorter side for output height out_h:
+ * t->resize_size, or (256 * out_h + 112) / 224 when 0 (clamped to 2^24);
+ * 0 for the other modes. */
+uint32_t gf_xform_resize_size(const gf_transform *t, uint32_t out_h);
 
 /* Fills *s for a sample of `shape` stored at src_offset (gf_xform_params
  * for the window and flip). filtered: 1 when the bytes are still
@@ -159,6 +265,126 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
 /* mean[c] and std[c] as the value rule uses them (std 0 becomes 1), for
  * c < 4. */
 void gf_xform_norm(const gf_transform *t, float mean[4], float std[4]);
+
+/* Single-precision operations that are never fused (contracted), on
+ * both sides. */
+#if defined(__CUDA_ARCH__)
+#define GF_FMUL(a, b) __fmul_rn((a), (b))
+#define GF_FADD(a, b) __fadd_rn((a), (b))
+#define GF_FSUB(a, b) __fsub_rn((a), (b))
+#define GF_FDIV(a, b) __fdiv_rn((a), (b))
+#else
+#define GF_FMUL(a, b) ((float)(a) * (float)(b))
+#define GF_FADD(a, b) ((float)(a) + (float)(b))
+#define GF_FSUB(a, b) ((float)(a) - (float)(b))
+#define GF_FDIV(a, b) ((float)(a) / (float)(b))
+#endif
+
+/* One axis of the resampling (header comment): a window of `in` pixels to
+ * `out`, antialiased (aa 1) or plain bilinear. */
+typedef struct gf_rs_axis {
+  float scale, support, invscale;
+  int32_t in;
+} gf_rs_axis;
+
+static inline GF_XFORM_HD void gf_rs_axis_init(gf_rs_axis *a, uint32_t in,
+                                               uint32_t out, uint32_t aa) {
+  float scale = GF_FDIV((float)in, (float)out);
+  int shrink = aa && scale >= 1.0f;
+  a->scale = scale;
+  a->support = shrink ? scale : 1.0f;
+  a->invscale = shrink ? GF_FDIV(1.0f, scale) : 1.0f;
+  a->in = (int32_t)in;
+}
+
+/* The taps [*lo, *lo + *n) of resampled index i and its center. */
+static inline GF_XFORM_HD float gf_rs_taps(const gf_rs_axis *a, uint32_t i,
+                                           int32_t *lo, int32_t *n) {
+  float center = GF_FMUL(a->scale, GF_FADD((float)i, 0.5f));
+  int32_t l = (int32_t)GF_FADD(GF_FSUB(center, a->support), 0.5f);
+  int32_t h = (int32_t)GF_FADD(GF_FADD(center, a->support), 0.5f);
+  if (l < 0)
+    l = 0;
+  if (h > a->in)
+    h = a->in;
+  *lo = l;
+  *n = h > l ? h - l : 0;
+  return center;
+}
+
+/* The unnormalised weight of tap j (absolute index) around center. */
+static inline GF_XFORM_HD float gf_rs_tri(const gf_rs_axis *a, int32_t j,
+                                          float center) {
+  float t = GF_FMUL(GF_FADD(GF_FSUB((float)j, center), 0.5f), a->invscale);
+  t = t < 0.0f ? -t : t;
+  return t < 1.0f ? GF_FSUB(1.0f, t) : 0.0f;
+}
+
+/* The resampled float value to the uint8 pixel: round half to even,
+ * clamped. */
+static inline GF_XFORM_HD uint32_t gf_rs_u8(float acc) {
+#if defined(__CUDA_ARCH__)
+  int v = __float2int_rn(acc);
+#else
+  if (!(acc > -1.0f)) /* also NaN */
+    return 0;
+  if (acc >= 256.0f)
+    return 255;
+  int v = (int)rintf(acc); /* default rounding: half to even */
+#endif
+  return v < 0 ? 0u : v > 255 ? 255u : (uint32_t)v;
+}
+
+/* The resampled size and the output's offset in it for a window of wh x
+ * ww, mode `resize` (a gf_xform_sample's), output oh x ow, shorter side S
+ * (SHORTER_CENTER_CROP): the header comment's rule; sides clamped to
+ * 2^24 (beyond any valid image of the limits: the arithmetic stays
+ * exact). */
+#define GF_XFORM_MAX_RESAMPLED (1u << 24)
+static inline GF_XFORM_HD void gf_xform_geom(uint32_t resize, uint32_t wh,
+                                             uint32_t ww, uint32_t oh,
+                                             uint32_t ow, uint32_t S,
+                                             uint32_t *rs_h, uint32_t *rs_w,
+                                             int32_t *off_y, int32_t *off_x) {
+  if ((resize & 3u) != GF_RESIZE_SHORTER_CENTER_CROP) {
+    *rs_h = oh;
+    *rs_w = ow;
+    *off_y = *off_x = 0;
+    return;
+  }
+  double rh, rw;
+  if (ww <= wh) {
+    rw = S;
+    rh = (double)((uint64_t)S * wh) / (double)ww;
+  } else {
+    rh = S;
+    rw = (double)((uint64_t)S * ww) / (double)wh;
+  }
+  if (rh > GF_XFORM_MAX_RESAMPLED)
+    rh = GF_XFORM_MAX_RESAMPLED;
+  if (rw > GF_XFORM_MAX_RESAMPLED)
+    rw = GF_XFORM_MAX_RESAMPLED;
+  uint32_t r[2] = {(uint32_t)rh, (uint32_t)rw}, o[2] = {oh, ow};
+  if (r[0] < 1) /* a sliver: torchvision would fail; one row */
+    r[0] = 1;
+  if (r[1] < 1)
+    r[1] = 1;
+  int32_t off[2];
+  for (int k = 0; k < 2; k++) {
+    if (r[k] < o[k]) {
+      off[k] = -(int32_t)((o[k] - r[k]) / 2);
+    } else {
+      uint32_t d = r[k] - o[k], q = d / 2;
+      if ((d & 1u) && (q & 1u)) /* x.5 rounds to the even neighbour */
+        q++;
+      off[k] = (int32_t)q;
+    }
+  }
+  *rs_h = r[0];
+  *rs_w = r[1];
+  *off_y = off[0];
+  *off_x = off[1];
+}
 
 /* IEEE binary32 (as its bits) to binary16 bits, round to nearest even:
  * overflow gives infinity, subnormal halves are produced, NaN stays a
