@@ -52,7 +52,10 @@ static int write_png(const char *path, gf_shape s, uint64_t seed,
     return rc;
   /* Written beside and renamed: a loader never sees half a file. */
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+    free(png);
+    return -ENAMETOOLONG;
+  }
   rc = gf_test_write_file(tmp, png, len);
   free(png);
   if (rc == 0 && rename(tmp, path) != 0)
