@@ -4,12 +4,14 @@
  * - resuming from an exported state at random points, in a fresh loader,
  *   continues exactly as the uninterrupted run, mid-epoch included;
  * - a state from another config is refused with GF_ESTATE;
- * - with a RandomResizedCrop + flip transform (host mode: the CPU
- *   reference) on ragged samples, every output is the reference's for the
+ * - with a RandomResizedCrop + flip transform (the CPU reference in host
+ *   mode, the kernel in GPU mode) on ragged samples, every output is the
+ *   reference's for the
  *   sample's (epoch, index) window, 1 and 8 threads give byte-identical
  *   outputs, and a resume mid-epoch continues byte-identically;
  * - with a cache that holds the dataset, a later epoch does no reads and no
  *   decodes (stats). */
+#include "gpu_testutil.h"
 #include "loader_fixture.h"
 #include "xform/transform.h"
 
@@ -19,12 +21,29 @@
 
 #define MAXB 4096
 
+/* A batch's output in host memory: itself in host mode, a copy (freed
+ * by the caller) in GPU mode; NULL when it cannot be read. */
+static uint8_t *host_output(const gf_batch *b, uint8_t **copy) {
+  *copy = NULL;
+  if (!b->output || !b->on_device)
+    return b->output;
+  if (!(*copy = malloc(b->output_bytes)) ||
+      gf_test_copy_to_host(*copy, b->output, b->output_bytes) != 0) {
+    free(*copy);
+    *copy = NULL;
+  }
+  return *copy;
+}
+
 /* A hash of a batch's transformed output (and its indices). */
 static uint64_t out_hash(const gf_batch *b) {
   uint64_t h = batch_hash(b);
-  const uint8_t *p = b->output;
+  uint8_t *copy;
+  const uint8_t *p = host_output(b, &copy);
+  CHECK(p != NULL || !b->output);
   for (uint64_t i = 0; p && i < b->output_bytes; i++)
     h = (h ^ p[i]) * 0x100000001B3ull;
+  free(copy);
   return h ^ b->output_bytes ^ ((uint64_t)b->out_height << 32) ^
          b->out_width;
 }
@@ -46,13 +65,15 @@ static int check_outputs(const gf_loader_config *cfg) {
       for (uint32_t j = 0; j < b->count && j < 64; j++)
         gf_xform_sample_init(t, b->epoch, b->indices[j], b->offsets[j],
                              &b->shapes[j], t->height, t->width, 0, &s[j]);
-      uint8_t *want = malloc(b->output_bytes);
-      if (b->count > 64 || !want ||
+      uint8_t *want = malloc(b->output_bytes), *copy;
+      const uint8_t *got = host_output(b, &copy);
+      if (b->count > 64 || !want || !got ||
           gf_xform_ref(t, b->data, b->data_bytes, s, b->count, t->height,
                        t->width, b->out_channels, want) != 0 ||
-          memcmp(want, b->output, b->output_bytes) != 0)
+          memcmp(want, got, b->output_bytes) != 0)
         bad++;
       free(want);
+      free(copy);
       batches++;
       gf_loader_release(l, b);
     }
