@@ -73,8 +73,11 @@ def main():
         return 2
     build, images = args
     tool = os.path.join(build, "bench", "resize_ref")
-    files = sorted(f for f in os.listdir(images) if f.lower().endswith(".png"))
-    files = files[:count]
+    # The folder and its subfolders (an ImageFolder from synth --sizes).
+    files = sorted(os.path.relpath(os.path.join(r, f), images)
+                   for r, _, fs in os.walk(images) for f in fs
+                   if f.lower().endswith(".png"))
+    files = files[::max(1, len(files) // count)][:count]
     if not files:
         print("no PNG files in %s" % images, file=sys.stderr)
         return 2
