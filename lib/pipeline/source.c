@@ -236,51 +236,17 @@ static void scan_one(void *ctx, int codec, const gf_shape *shape,
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint32_t *max_channels) {
-  *max_decoded = 0;
-  *max_stored = 0;
-  /* A folder's files may differ from the first one: any channel count. */
-  *max_channels = opts->channels ? opts->channels : 4;
-  if (s->ds) {
-    scan_ctx c = {opts, gf_limits_resolve(&opts->limits), 0, 0, 0};
-    gf_dataset_scan_sizes(s->ds, scan_one, &c);
-    *max_decoded = c.max_decoded;
-    *max_stored = c.max_stored;
-    if (c.max_channels)
-      *max_channels = c.max_channels;
-    return 0;
-  }
-  /* A folder: the first file's header stands for all. */
-  int fd;
-  uint64_t size;
-  int rc = gf_source_open_file(s, 0, &fd, &size);
-  if (rc < 0)
-    return rc;
-  gf_limits lim = gf_limits_resolve(&opts->limits);
-  char name[4200];
-  gf_source_name(s, 0, name, sizeof name);
-  if (size > lim.max_bytes) {
-    close(fd);
-    return gf_fail(GF_ELIMIT, name, 0, GF_NO_INDEX,
-                   "file of %llu bytes exceeds the limit of %llu bytes",
-                   (unsigned long long)size, (unsigned long long)lim.max_bytes);
-  }
-  void *buf = malloc(size ? size : 1);
-  if (!buf) {
-    close(fd);
-    return -ENOMEM;
-  }
-  ssize_t got = pread(fd, buf, size, 0);
-  close(fd);
-  gf_shape shape;
-  if (got != (ssize_t)size)
-    rc = gf_fail(got < 0 ? -errno : GF_ETRUNCATED, name, 0, GF_NO_INDEX,
-                 "cannot read the file");
-  else
-    rc = gf_decode_shape(GF_CODEC_PNG, buf, size, NULL, opts, &shape);
-  free(buf);
-  if (rc < 0)
-    return gf_fail_context(rc, name, 0, NULL);
-  *max_decoded = gf_shape_bytes(&shape);
+  if (!s->ds)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_source_max_sizes: a folder is sized from its headers "
+                   "(gf_source_extent_scan)");
+  scan_ctx c = {opts, gf_limits_resolve(&opts->limits), 0, 0, 0};
+  gf_dataset_scan_sizes(s->ds, scan_one, &c);
+  *max_decoded = c.max_decoded;
+  *max_stored = c.max_stored;
+  /* No record with a channel count: any of the 4. */
+  *max_channels = opts->channels ? opts->channels
+                                 : (c.max_channels ? c.max_channels : 4);
   return 0;
 }
 

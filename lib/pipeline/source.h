@@ -62,12 +62,10 @@ void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap);
 int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
                         uint64_t *size);
 
-/* The largest decoded size of any sample under opts (dataset: a scan of the
- * index; folder: the first file's header, since reading every header would
- * make opening a large folder slow), the largest stored size (dataset:
- * from the index; folder: 0, unknown) and the most channels a decoded
- * sample has (opts->channels when set; dataset: from the index; folder:
- * 4, since any file may have any count). */
+/* A built dataset's largest decoded size of any sample under opts and
+ * largest stored size (a scan of the index), and the most channels a
+ * decoded sample has (opts->channels when set). A folder is sized from
+ * every file's header instead (source_shapes.h): -EINVAL. */
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint32_t *max_channels);
