@@ -213,8 +213,9 @@ static uint64_t out_bytes(int codec, const gf_shape *stored,
 
 typedef struct scan_ctx {
   const gf_decode_opts *opts;
+  gf_decode_opts native; /* no conversion: channels 0, 16 bits kept */
   gf_limits lim;
-  uint64_t max_decoded, max_stored;
+  uint64_t max_decoded, max_stored, max_native;
   uint32_t max_channels;
 } scan_ctx;
 
@@ -224,6 +225,9 @@ static void scan_one(void *ctx, int codec, const gf_shape *shape,
                      uint64_t length) {
   scan_ctx *c = ctx;
   uint64_t d = out_bytes(codec, shape, c->opts);
+  uint64_t nat = out_bytes(codec, shape, &c->native);
+  if (nat <= c->lim.max_bytes && nat > c->max_native)
+    c->max_native = nat;
   if (d <= c->lim.max_bytes && d > c->max_decoded)
     c->max_decoded = d;
   uint32_t ch = c->opts->channels ? c->opts->channels : shape->channels;
@@ -235,15 +239,19 @@ static void scan_one(void *ctx, int codec, const gf_shape *shape,
 
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
-                        uint32_t *max_channels) {
+                        uint64_t *max_native, uint32_t *max_channels) {
   if (!s->ds)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_source_max_sizes: a folder is sized from its headers "
                    "(gf_source_extent_scan)");
-  scan_ctx c = {opts, gf_limits_resolve(&opts->limits), 0, 0, 0};
+  scan_ctx c = {.opts = opts, .native = *opts,
+                .lim = gf_limits_resolve(&opts->limits)};
+  c.native.channels = 0;
+  c.native.keep_16bit = 1;
   gf_dataset_scan_sizes(s->ds, scan_one, &c);
   *max_decoded = c.max_decoded;
   *max_stored = c.max_stored;
+  *max_native = c.max_native > c.max_decoded ? c.max_native : c.max_decoded;
   /* No record with a channel count: any of the 4. */
   *max_channels = opts->channels ? opts->channels
                                  : (c.max_channels ? c.max_channels : 4);

@@ -316,23 +316,9 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
   if (!gf_source_is_dataset(src))
     return scan_folder(src, opts, threads, strict, out);
   int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,
-                               &out->max_channels);
+                               &out->max_native, &out->max_channels);
   if (rc < 0)
     return rc;
   out->counted = gf_source_count(src);
-  out->max_native = out->max_decoded;
-  if (opts->channels || !opts->keep_16bit) {
-    /* Before any conversion: the stored shapes (a png record's shape is
-     * taken 16 bits wide here, a bound). */
-    gf_decode_opts o = *opts;
-    o.channels = 0;
-    o.keep_16bit = 1;
-    uint64_t st;
-    uint32_t ch;
-    if ((rc = gf_source_max_sizes(src, &o, &out->max_native, &st, &ch)) < 0)
-      return rc;
-    if (out->max_native < out->max_decoded)
-      out->max_native = out->max_decoded;
-  }
   return 0;
 }
