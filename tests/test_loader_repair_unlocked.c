@@ -13,13 +13,21 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int hook_calls, hook_locked;
 
+/* Takes the mutex within a second. A worker may hold it for a moment
+ * (trylock then fails now and then: that made the test flaky); the
+ * consumer holding it across the hook never lets go while we wait, since
+ * it waits for us: that times out. */
 static void *try_mu(void *arg) {
   gf_loader *l = arg;
-  int rc = pthread_mutex_trylock(&l->mu);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 1;
+  int rc = pthread_mutex_timedlock(&l->mu, &until);
   if (rc == 0)
     pthread_mutex_unlock(&l->mu);
   return (void *)(intptr_t)rc;
