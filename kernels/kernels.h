@@ -22,6 +22,8 @@ extern "C" {
 /* One batch transform (see gf_transform and lib/xform/transform.h for
  * what it computes, byte-identical to gf_xform_ref). Pointers are device
  * memory unless said otherwise. */
+#define GF_XFORM_RESIZE_PER_PIXEL 1u
+
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
   uint64_t src_len;          /* bytes readable at src: nothing past it is
@@ -39,6 +41,13 @@ typedef struct gf_xform_launch {
   uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
                                 (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
+  uint32_t resize_path;      /* 0: each tile of a resized sample in two
+                                passes through shared memory, pixel by
+                                pixel where its taps do not fit (shrink
+                                factors beyond ~20 a side);
+                                GF_XFORM_RESIZE_PER_PIXEL: every resized
+                                pixel on its own (tests and benches
+                                compare the two: the same bytes) */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;

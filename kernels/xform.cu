@@ -7,16 +7,22 @@
 // Three kernels, launched by gf_launch_xform on the caller's stream
 // (the third, xform_resize, launched only when samples are resized):
 //
-// - xform_resize: one thread an output pixel (all channels) of a resized
-//   sample: the window's taps and normalised weights per axis from the
-//   helpers transform.h shares with gf_xform_ref (up to 8 column weights
-//   kept in registers), the horizontal sums of each row tap weighted into
-//   the vertical sum with unfused IEEE operations, rounded to u8 and
-//   mapped through the value table. Reads only inside the window. The
-//   other two kernels skip resized samples. Gradient-filtered samples are
-//   never resized here (gf_xform_validate refuses them for the GPU; the
-//   loader unfilters them on the CPU when a resize mode is set).
-//
+// - xform_resize: one block a tile of 32 x 32 output pixels of a resized
+//   sample (grid: tiles x samples), in two passes through shared memory
+//   (resize_tile.h): the window's taps and normalised weights once a tile
+//   column and once a tile row, then for each chunk of the tile's rows the
+//   horizontal sums of the source rows it needs (a warp a source row, 32
+//   adjacent output columns), then the vertical sums of those, rounded to
+//   u8 and mapped through the value table (a warp 32 adjacent output
+//   pixels of a row). The same float operations, in the same order, as
+//   gf_xform_ref's rs_pixel: a row's horizontal sum depends on the output
+//   column alone. Where a tile's taps do not fit shared memory (a side
+//   shrunk beyond ~20-40x) the block makes its pixels one by one,
+//   recomputing the taps and weights per pixel (resize_pixel). Reads only
+//   inside the window. The other two kernels skip resized samples.
+//   Gradient-filtered samples are never resized here (gf_xform_validate
+//   refuses them for the GPU; the loader unfilters them on the CPU when a
+//   resize mode is set).
 //
 // - xform_plain: one thread makes VEC consecutive output elements (16
 //   bytes: 4 f32, 8 f16/bf16, 16 u8) and stores them at once (NCHW: VEC
@@ -39,6 +45,7 @@
 //   element code as xform_plain. Only the columns left of the window's
 //   right edge are ever read. xform_plain skips these samples.
 #include "kernels.h"
+#include "resize_tile.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -62,6 +69,7 @@ struct Args {
   uint32_t n, has_filtered;
   uint32_t oh, ow, c;
   uint32_t resize_size; // SHORTER_CENTER_CROP's S (gf_xform_geom)
+  uint32_t resize_path; // gf_xform_launch's
   float mean[4], std[4]; // std already 0 -> 1
   void *dst;
   int32_t *status;
@@ -581,111 +589,170 @@ __global__ void __launch_bounds__(kFiltThreads) xform_filtered(Args a) {
   }
 }
 
-// One output pixel (all channels) of a resized sample a thread: the
-// window's taps and weights per axis are recomputed from the shared helpers
-// of transform.h (the same float operations as gf_xform_ref's tables), then
-// the horizontal sums of each row tap weighted into the vertical sum, the
-// u8 rounding, and the value table.
+// The resampled uint8 pixel (all channels) of output (y, x) of a resized
+// sample, on its own: the window's taps and weights per axis recomputed
+// from the shared helpers of transform.h (the same float operations as
+// gf_xform_ref's tables), then the horizontal sums of each row tap
+// weighted into the vertical sum and the u8 rounding. The per-pixel path:
+// tiles whose taps do not fit shared memory (huge shrink factors) and
+// resize_path 1.
+__device__ __forceinline__ void resize_pixel(const Args &a, const gf_rs_tile &t, unsigned y,
+                             unsigned x, uint32_t px[4]) {
+  const unsigned c = a.c;
+  int ry = (int)((unsigned)t.off_y + y);
+  int rx = (int)((unsigned)t.off_x + (t.flip ? a.ow - 1u - x : x));
+  px[0] = px[1] = px[2] = px[3] = 0;
+  if (ry < 0 || ry >= (int)t.rs_h || rx < 0 || rx >= (int)t.rs_w)
+    return;
+  int32_t ly, ny, lx, nx;
+  float cy = gf_rs_taps(&t.ay, (uint32_t)ry, &ly, &ny);
+  float cx = gf_rs_taps(&t.ax, (uint32_t)rx, &lx, &nx);
+  float ty = 0.0f, tx = 0.0f;
+  for (int32_t i = 0; i < ny; i++)
+    ty = __fadd_rn(ty, gf_rs_tri(&t.ay, ly + i, cy));
+  for (int32_t j = 0; j < nx; j++)
+    tx = __fadd_rn(tx, gf_rs_tri(&t.ax, lx + j, cx));
+  // The normalised column weights, when few (the same values as
+  // recomputing them per row: the same operations).
+  float wxr[kResizeTaps];
+#pragma unroll
+  for (int32_t j = 0; j < (int32_t)kResizeTaps; j++) {
+    float wx = 0.0f;
+    if (j < nx) {
+      wx = gf_rs_tri(&t.ax, lx + j, cx);
+      if (tx != 0.0f)
+        wx = __fdiv_rn(wx, tx);
+    }
+    wxr[j] = wx;
+  }
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int32_t i = 0; i < ny; i++) {
+    float wy = gf_rs_tri(&t.ay, ly + i, cy);
+    if (ty != 0.0f)
+      wy = __fdiv_rn(wy, ty);
+    const uint8_t *p =
+        t.win + (uint64_t)(unsigned)(ly + i) * t.pitch + (unsigned)lx * c;
+    float hs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (nx <= (int32_t)kResizeTaps) { // the weights kept in registers
+#pragma unroll
+      for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
+        if (j < nx) {
+#pragma unroll
+          for (unsigned ch = 0; ch < 4; ch++)
+            if (ch < c)
+              hs[ch] = __fadd_rn(
+                  hs[ch], __fmul_rn(wxr[j], (float)__ldg(p + j * c + ch)));
+        }
+    } else {
+      for (int32_t j = 0; j < nx; j++, p += c) {
+        float wx = gf_rs_tri(&t.ax, lx + j, cx);
+        if (tx != 0.0f)
+          wx = __fdiv_rn(wx, tx);
+#pragma unroll
+        for (unsigned ch = 0; ch < 4; ch++)
+          if (ch < c)
+            hs[ch] = __fadd_rn(hs[ch], __fmul_rn(wx, (float)__ldg(p + ch)));
+      }
+    }
+#pragma unroll
+    for (unsigned ch = 0; ch < 4; ch++)
+      if (ch < c)
+        acc[ch] = __fadd_rn(acc[ch], __fmul_rn(wy, hs[ch]));
+  }
+#pragma unroll
+  for (unsigned ch = 0; ch < 4; ch++)
+    if (ch < c)
+      px[ch] = gf_rs_u8(acc[ch]);
+}
+
+// Stores resampled pixel e (y * ow + x) of a sample through the value
+// table.
+template <int DT, int LAYOUT>
+__device__ __forceinline__ void put_px(typename Out<DT>::T *out,
+                                       const typename Out<DT>::T *lut,
+                                       unsigned P, unsigned c, unsigned e,
+                                       const uint32_t px[4]) {
+#pragma unroll
+  for (unsigned ch = 0; ch < 4; ch++)
+    if (ch < c) {
+      if constexpr (LAYOUT == GF_LAYOUT_NCHW)
+        out[(uint64_t)ch * P + e] = value<DT>(lut, ch, px[ch]);
+      else
+        out[(uint64_t)e * c + ch] = value<DT>(lut, ch, px[ch]);
+    }
+}
+
+// The resized samples: a block a tile of GF_RS_TILE_H x GF_RS_TILE_W output
+// pixels of one sample (grid: tiles x samples), in two passes through
+// shared memory (resize_tile.h: the taps and normalised weights once a
+// tile column and row, the horizontal sums of the source rows the tile
+// needs, then the vertical sums), or pixel by pixel (resize_pixel) where
+// the tile's taps do not fit or resize_path asks for it.
 template <int DT, int LAYOUT>
 __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
+  __shared__ gf_rs_shared sm;
   setup_lut<DT>(lut, a);
-  __syncthreads();
-  const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c;
+  const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c, tid = threadIdx.x;
+  const unsigned tiles_x = (a.ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
+  const unsigned tiles = tiles_x * ((a.oh + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
     if (!s.resize || check_sample(s, a))
       continue; // xform_plain writes (or pads) it
-    uint32_t rs_h, rs_w;
-    int32_t off_y, off_x;
+    gf_rs_tile t;
     gf_xform_geom(s.resize, s.win_h, s.win_w, a.oh, a.ow, a.resize_size,
-                  &rs_h, &rs_w, &off_y, &off_x);
-    gf_rs_axis ay, ax;
+                  &t.rs_h, &t.rs_w, &t.off_y, &t.off_x);
     const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
-    gf_rs_axis_init(&ay, s.win_h, rs_h, aa);
-    gf_rs_axis_init(&ax, s.win_w, rs_w, aa);
-    const uint8_t *win = a.src + s.src_offset +
-                         ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * c;
-    const unsigned pitch = s.w * c;
+    gf_rs_axis_init(&t.ay, s.win_h, t.rs_h, aa);
+    gf_rs_axis_init(&t.ax, s.win_w, t.rs_w, aa);
+    t.win = a.src + s.src_offset +
+            ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * c;
+    t.pitch = s.w * c;
+    t.c = c;
+    t.ow = a.ow;
+    t.flip = s.flip;
     T *out = (T *)a.dst + (uint64_t)n * S;
-    for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < P;
-         e += gridDim.x * blockDim.x) {
-      unsigned y = e / a.ow, x = e - y * a.ow;
-      int ry = (int)((unsigned)off_y + y);
-      int rx = (int)((unsigned)off_x + (s.flip ? a.ow - 1u - x : x));
-      uint32_t px[4] = {0, 0, 0, 0};
-      if (ry >= 0 && ry < (int)rs_h && rx >= 0 && rx < (int)rs_w) {
-        int32_t ly, ny, lx, nx;
-        float cy = gf_rs_taps(&ay, (uint32_t)ry, &ly, &ny);
-        float cx = gf_rs_taps(&ax, (uint32_t)rx, &lx, &nx);
-        float ty = 0.0f, tx = 0.0f;
-        for (int32_t i = 0; i < ny; i++)
-          ty = __fadd_rn(ty, gf_rs_tri(&ay, ly + i, cy));
-        for (int32_t j = 0; j < nx; j++)
-          tx = __fadd_rn(tx, gf_rs_tri(&ax, lx + j, cx));
-        // The normalised column weights, when few (the same values as
-        // recomputing them per row: the same operations).
-        float wxr[kResizeTaps];
-#pragma unroll
-        for (int32_t j = 0; j < (int32_t)kResizeTaps; j++) {
-          float wx = 0.0f;
-          if (j < nx) {
-            wx = gf_rs_tri(&ax, lx + j, cx);
-            if (tx != 0.0f)
-              wx = __fdiv_rn(wx, tx);
-          }
-          wxr[j] = wx;
-        }
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int32_t i = 0; i < ny; i++) {
-          float wy = gf_rs_tri(&ay, ly + i, cy);
-          if (ty != 0.0f)
-            wy = __fdiv_rn(wy, ty);
-          const uint8_t *p =
-              win + (uint64_t)(unsigned)(ly + i) * pitch + (unsigned)lx * c;
-          float hs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          if (nx <= kResizeTaps) { // the weights kept in registers
-#pragma unroll
-            for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
-              if (j < nx) {
-#pragma unroll
-                for (unsigned ch = 0; ch < 4; ch++)
-                  if (ch < c)
-                    hs[ch] = __fadd_rn(
-                        hs[ch],
-                        __fmul_rn(wxr[j], (float)__ldg(p + j * c + ch)));
-              }
-          } else {
-            for (int32_t j = 0; j < nx; j++, p += c) {
-              float wx = gf_rs_tri(&ax, lx + j, cx);
-              if (tx != 0.0f)
-                wx = __fdiv_rn(wx, tx);
-#pragma unroll
-              for (unsigned ch = 0; ch < 4; ch++)
-                if (ch < c)
-                  hs[ch] =
-                      __fadd_rn(hs[ch], __fmul_rn(wx, (float)__ldg(p + ch)));
-            }
-          }
-#pragma unroll
-          for (unsigned ch = 0; ch < 4; ch++)
-            if (ch < c)
-              acc[ch] = __fadd_rn(acc[ch], __fmul_rn(wy, hs[ch]));
-        }
-#pragma unroll
-        for (unsigned ch = 0; ch < 4; ch++)
-          if (ch < c)
-            px[ch] = gf_rs_u8(acc[ch]);
+    for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      t.y0 = tile / tiles_x * GF_RS_TILE_H;
+      t.x0 = tile % tiles_x * GF_RS_TILE_W;
+      t.ny = a.oh - t.y0 < GF_RS_TILE_H ? a.oh - t.y0 : GF_RS_TILE_H;
+      t.nx = a.ow - t.x0 < GF_RS_TILE_W ? a.ow - t.x0 : GF_RS_TILE_W;
+      __syncthreads(); // the value table is ready; the last tile is done
+      gf_rs_plan p = {0, 0, 0, false};
+      if (a.resize_path == 0) {
+        gf_rs_tile_taps(&sm, &t, tid);
+        __syncthreads();
+        p = gf_rs_tile_plan(&sm, c);
       }
-#pragma unroll
-      for (unsigned ch = 0; ch < 4; ch++)
-        if (ch < c) {
-          if constexpr (LAYOUT == GF_LAYOUT_NCHW)
-            out[(uint64_t)ch * P + e] = value<DT>(lut, ch, px[ch]);
-          else
-            out[(uint64_t)e * c + ch] = value<DT>(lut, ch, px[ch]);
+      if (!p.ok) { // the same for every thread of the block
+        for (unsigned i = tid; i < t.ny * t.nx; i += blockDim.x) {
+          unsigned y = t.y0 + i / t.nx, x = t.x0 + i % t.nx;
+          uint32_t px[4];
+          resize_pixel(a, t, y, x, px);
+          put_px<DT, LAYOUT>(out, lut, P, c, y * a.ow + x, px);
         }
+        continue;
+      }
+      gf_rs_tile_weights(&sm, &t, &p, tid);
+      for (unsigned a0 = 0; a0 < t.ny;) {
+        __syncthreads(); // the weights are in; the last chunk is done
+        if (tid == 0)
+          gf_rs_tile_chunk(&sm, &t, &p, a0);
+        __syncthreads();
+        const unsigned b = sm.chunk_end, r0 = sm.r0, nr = sm.r1 - sm.r0;
+        for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
+          gf_rs_tile_hsum(&sm, &t, &p, r0, nr, i);
+        __syncthreads();
+        for (unsigned i = tid; i < (b - a0) * GF_RS_TILE_W; i += blockDim.x) {
+          uint32_t k, col, px[4];
+          if (gf_rs_tile_vsum(&sm, &t, &p, a0, r0, nr, i, &k, &col, px))
+            put_px<DT, LAYOUT>(out, lut, P, c,
+                               (t.y0 + k) * a.ow + t.x0 + col, px);
+        }
+        a0 = b;
+      }
     }
   }
 }
@@ -727,6 +794,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
+      a->resize_path > GF_XFORM_RESIZE_PER_PIXEL ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -739,6 +807,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   k.ow = a->out_w;
   k.c = a->out_c;
   k.resize_size = a->resize_size;
+  k.resize_path = a->resize_path;
   for (int i = 0; i < 4; i++) {
     if (!std::isfinite(a->mean[i]) || !std::isfinite(a->std[i]) ||
         a->std[i] < 0)
@@ -784,8 +853,9 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   if (err != cudaSuccess)
     return err;
   if (a->n_resized) {
-    unsigned rx = (P + kThreads - 1) / kThreads;
-    dim3 rgrid(rx ? rx : 1u, a->n < 65535u ? a->n : 65535u);
+    unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
+                     ((a->out_h + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
+    dim3 rgrid(tiles, a->n < 65535u ? a->n : 65535u);
     rsz<<<rgrid, kThreads, 0, s>>>(k);
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;

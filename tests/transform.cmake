@@ -17,6 +17,12 @@ if(GPUFEED_HAVE_CUDA)
   target_include_directories(test_gpu_gather PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
   target_link_libraries(test_gpu_gather PRIVATE CUDA::cudart_static)
 endif()
+# The GPU resize's tiles (kernels/resize_tile.h) run step by step on the
+# host against the CPU reference: no device needed.
+gpufeed_add_test(test_resize_tiles
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_resize_tiles.c
+  TIMEOUT 120 LABELS transform)
+target_include_directories(test_resize_tiles PRIVATE ${CMAKE_SOURCE_DIR}/kernels)
 # The resize transforms: the window (against torchvision's get_params
 # restated) and the CPU reference (hand-computed cases, a naive version).
 gpufeed_add_test(test_resize_ref

@@ -1,0 +1,282 @@
+/* The tiled two-pass resize: how one CUDA block makes a tile of
+ * GF_RS_TILE_H x GF_RS_TILE_W output pixels of one resized sample, with
+ * exactly the float operations of gf_xform_ref (lib/xform/transform.c:
+ * rs_table_fill, rs_pixel), so the output is the same bytes.
+ *
+ * Plain C compiled for both sides (GF_XFORM_HD): kernels/xform.cu runs the
+ * steps below with one CUDA thread a `tid` and a __syncthreads() between
+ * steps; tests/test_resize_tiles.c runs the same steps on the host one
+ * `tid` after another and compares with gf_xform_ref, so the tiling is
+ * tested without a device.
+ *
+ * The steps of a tile (output rows [y0, y0 + ny), columns [x0, x0 + nx)):
+ *  1. gf_rs_tile_taps: the window taps [lo, lo + n) and the center of each
+ *     of the tile's columns (tid < GF_RS_TILE_W) and rows (the next
+ *     GF_RS_TILE_H tids), n = 0 for an index outside the resampled window
+ *     (padding) or past the output. The same gf_rs_taps as the reference.
+ *  2. gf_rs_tile_plan (every thread): kx, ky = the most taps of a column
+ *     and of a row; the pool holds the column weights (tap-major:
+ *     GF_RS_TILE_W x kx), the row weights (GF_RS_TILE_H x ky) and then
+ *     `cap` source rows of horizontal sums (c x cap x GF_RS_TILE_W). The
+ *     tile is tiled-able when one output row's taps fit (cap >= ky);
+ *     otherwise (shrink factors beyond ~20-40 a side) the kernel makes the
+ *     tile's pixels one by one (its per-pixel path).
+ *  3. gf_rs_tile_weights: the normalised weights, tri / total with total
+ *     summed in tap order (rs_table_fill's operations).
+ *  4. For each chunk of output rows whose source rows fit `cap`
+ *     (gf_rs_tile_chunk, one thread, from row `a`):
+ *     gf_rs_tile_hsum for each (source row, tile column): hs[ch][row][col]
+ *     = sum over the column taps j in order of w_j * pixel (rs_pixel's
+ *     inner loop: a row's horizontal sum depends on the column alone, so
+ *     it is the same value rs_pixel recomputes for every output row);
+ *     then gf_rs_tile_vsum for each (output row, tile column): acc = sum
+ *     over the row taps i in order of wy_i * hs (rs_pixel's outer loop)
+ *     and the uint8 rounding.
+ * Work items are numbered row-major with GF_RS_TILE_W (a warp's width)
+ * columns, so a warp reads adjacent source pixels of one row and writes
+ * adjacent output columns (NCHW: consecutive x). */
+#ifndef GF_RESIZE_TILE_H
+#define GF_RESIZE_TILE_H
+
+#include "xform/transform.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GF_RS_TILE_W 32u
+#define GF_RS_TILE_H 32u
+/* Floats in the pool: 32 KiB, so a block's static shared memory (pool,
+ * tables, value table) stays under 48 KiB. */
+#define GF_RS_POOL 8192u
+
+/* Inlined on the device: the tile description stays in registers. */
+#if defined(__CUDACC__)
+#define GF_RS_FN static __forceinline__ __host__ __device__
+#else
+#define GF_RS_FN static inline
+#endif
+#if defined(__CUDA_ARCH__)
+#define GF_RS_LD(p) __ldg(p)
+#define GF_RS_UNROLL _Pragma("unroll")
+#else
+#define GF_RS_LD(p) (*(p))
+#define GF_RS_UNROLL
+#endif
+
+/* A block's shared state for one tile. */
+typedef struct gf_rs_shared {
+  int32_t clo[GF_RS_TILE_W], cn[GF_RS_TILE_W];
+  float ccen[GF_RS_TILE_W];
+  int32_t rlo[GF_RS_TILE_H], rn[GF_RS_TILE_H];
+  float rcen[GF_RS_TILE_H];
+  uint32_t chunk_end, r0, r1; /* the current chunk (gf_rs_tile_chunk) */
+  float pool[GF_RS_POOL];
+} gf_rs_shared;
+
+/* What every thread knows of the tile (the same values in all). */
+typedef struct gf_rs_tile {
+  gf_rs_axis ay, ax;
+  uint32_t rs_h, rs_w;
+  int32_t off_y, off_x;
+  const uint8_t *win; /* the window's top-left source pixel */
+  uint32_t pitch, c;  /* source bytes a row; channels */
+  uint32_t ow, flip;
+  uint32_t y0, x0, ny, nx; /* the tile */
+} gf_rs_tile;
+
+typedef struct gf_rs_plan {
+  uint32_t kx, ky, cap;
+  bool ok;
+} gf_rs_plan;
+
+/* Step 1 (tids 0 .. GF_RS_TILE_W + GF_RS_TILE_H - 1; others do nothing). */
+GF_RS_FN void gf_rs_tile_taps(gf_rs_shared *sm,
+                                               const gf_rs_tile *t,
+                                               uint32_t tid) {
+  int32_t lo = 0, n = 0;
+  float cen = 0.0f;
+  if (tid < GF_RS_TILE_W) {
+    if (tid < t->nx) {
+      uint32_t x = t->x0 + tid;
+      int64_t i = (int64_t)t->off_x + (t->flip ? t->ow - 1u - x : x);
+      if (i >= 0 && i < (int64_t)t->rs_w)
+        cen = gf_rs_taps(&t->ax, (uint32_t)i, &lo, &n);
+    }
+    sm->clo[tid] = lo;
+    sm->cn[tid] = n;
+    sm->ccen[tid] = cen;
+  } else if (tid - GF_RS_TILE_W < GF_RS_TILE_H) {
+    uint32_t k = tid - GF_RS_TILE_W;
+    if (k < t->ny) {
+      int64_t i = (int64_t)t->off_y + t->y0 + k;
+      if (i >= 0 && i < (int64_t)t->rs_h)
+        cen = gf_rs_taps(&t->ay, (uint32_t)i, &lo, &n);
+    }
+    sm->rlo[k] = lo;
+    sm->rn[k] = n;
+    sm->rcen[k] = cen;
+  }
+}
+
+/* Step 2 (every thread, after step 1). */
+GF_RS_FN gf_rs_plan gf_rs_tile_plan(const gf_rs_shared *sm,
+                                                     uint32_t c) {
+  gf_rs_plan p = {0, 0, 0, false};
+  for (uint32_t k = 0; k < GF_RS_TILE_W; k++)
+    if ((uint32_t)sm->cn[k] > p.kx)
+      p.kx = (uint32_t)sm->cn[k];
+  for (uint32_t k = 0; k < GF_RS_TILE_H; k++)
+    if ((uint32_t)sm->rn[k] > p.ky)
+      p.ky = (uint32_t)sm->rn[k];
+  uint64_t fixed = (uint64_t)GF_RS_TILE_W * p.kx + (uint64_t)GF_RS_TILE_H * p.ky;
+  if (fixed >= GF_RS_POOL)
+    return p;
+  p.cap = (GF_RS_POOL - (uint32_t)fixed) / (GF_RS_TILE_W * c);
+  p.ok = p.cap >= p.ky;
+  return p;
+}
+
+/* Step 3 (the tids of step 1, after step 2, when p->ok). */
+GF_RS_FN void gf_rs_tile_weights(gf_rs_shared *sm,
+                                                  const gf_rs_tile *t,
+                                                  const gf_rs_plan *p,
+                                                  uint32_t tid) {
+  gf_rs_axis ax; /* a copy: a pointer to either would keep the tile in
+                    local memory on the device */
+  float *w, cen;
+  int32_t lo, n;
+  uint32_t stride;
+  if (tid < GF_RS_TILE_W) {
+    ax = t->ax;
+    w = sm->pool + tid;
+    stride = GF_RS_TILE_W;
+    lo = sm->clo[tid];
+    n = sm->cn[tid];
+    cen = sm->ccen[tid];
+  } else if (tid - GF_RS_TILE_W < GF_RS_TILE_H) {
+    uint32_t k = tid - GF_RS_TILE_W;
+    ax = t->ay;
+    w = sm->pool + GF_RS_TILE_W * p->kx + k * p->ky;
+    stride = 1;
+    lo = sm->rlo[k];
+    n = sm->rn[k];
+    cen = sm->rcen[k];
+  } else {
+    return;
+  }
+  float total = 0.0f;
+  for (int32_t j = 0; j < n; j++) {
+    float v = gf_rs_tri(&ax, lo + j, cen);
+    w[(uint32_t)j * stride] = v;
+    total = GF_FADD(total, v);
+  }
+  if (total != 0.0f)
+    for (int32_t j = 0; j < n; j++)
+      w[(uint32_t)j * stride] = GF_FDIV(w[(uint32_t)j * stride], total);
+}
+
+/* Step 4a (one thread): the chunk of tile rows [a, chunk_end) whose
+ * source rows [r0, r1) fit p->cap (at least row a: p->cap >= p->ky). */
+GF_RS_FN void gf_rs_tile_chunk(gf_rs_shared *sm,
+                                                const gf_rs_tile *t,
+                                                const gf_rs_plan *p,
+                                                uint32_t a) {
+  int32_t lo = 0, hi = 0;
+  bool any = false;
+  uint32_t b = a;
+  for (; b < t->ny; b++) {
+    int32_t n = sm->rn[b];
+    if (n <= 0)
+      continue; /* padding: needs no source row */
+    int32_t l = sm->rlo[b], h = l + n;
+    int32_t nl = any && lo < l ? lo : l, nh = any && hi > h ? hi : h;
+    if ((uint32_t)(nh - nl) > p->cap)
+      break;
+    lo = nl;
+    hi = nh;
+    any = true;
+  }
+  sm->chunk_end = b;
+  sm->r0 = (uint32_t)lo;
+  sm->r1 = (uint32_t)hi;
+}
+
+/* Converts a source byte to float: exact (the same value as (float)v). */
+GF_RS_FN float gf_rs_u8f(uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.0f);
+#else
+  return (float)v;
+#endif
+}
+
+/* Step 4b: work item i of the chunk's (r1 - r0) x GF_RS_TILE_W horizontal
+ * sums, i < (r1 - r0) * GF_RS_TILE_W. */
+GF_RS_FN void gf_rs_tile_hsum(gf_rs_shared *sm,
+                                               const gf_rs_tile *t,
+                                               const gf_rs_plan *p,
+                                               uint32_t r0, uint32_t nr,
+                                               uint32_t i) {
+  const uint32_t r = i / GF_RS_TILE_W, col = i % GF_RS_TILE_W, c = t->c;
+  const int32_t n = sm->cn[col];
+  if (n <= 0)
+    return; /* a padding column: its sums are never read */
+  const uint8_t *px = t->win + (uint64_t)(r0 + r) * t->pitch +
+                      (uint64_t)(uint32_t)sm->clo[col] * c;
+  const float *w = sm->pool + col;
+  float h[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int32_t j = 0; j < n; j++, px += c) {
+    float wj = w[(uint32_t)j * GF_RS_TILE_W];
+    GF_RS_UNROLL
+    for (uint32_t ch = 0; ch < 4; ch++)
+      if (ch < c)
+        h[ch] = GF_FADD(h[ch], GF_FMUL(wj, gf_rs_u8f(GF_RS_LD(px + ch))));
+  }
+  float *hs = sm->pool + GF_RS_TILE_W * p->kx + GF_RS_TILE_H * p->ky;
+  GF_RS_UNROLL
+  for (uint32_t ch = 0; ch < 4; ch++)
+    if (ch < c)
+      hs[(ch * nr + r) * GF_RS_TILE_W + col] = h[ch];
+}
+
+/* Step 4c: work item i of the chunk's (chunk_end - a) x GF_RS_TILE_W
+ * output pixels (rows from a): px[0 .. c) the resampled uint8 pixel (0 for
+ * padding) of tile row *k, column *col. Returns false for a column past
+ * the output (nothing to write). */
+GF_RS_FN bool gf_rs_tile_vsum(const gf_rs_shared *sm,
+                                               const gf_rs_tile *t,
+                                               const gf_rs_plan *p,
+                                               uint32_t a, uint32_t r0,
+                                               uint32_t nr, uint32_t i,
+                                               uint32_t *k, uint32_t *col,
+                                               uint32_t px[4]) {
+  const uint32_t c = t->c;
+  *k = a + i / GF_RS_TILE_W;
+  *col = i % GF_RS_TILE_W;
+  if (*col >= t->nx)
+    return false;
+  px[0] = px[1] = px[2] = px[3] = 0;
+  const int32_t n = sm->rn[*k];
+  if (n <= 0 || sm->cn[*col] <= 0)
+    return true;
+  const float *w = sm->pool + GF_RS_TILE_W * p->kx + *k * p->ky;
+  const float *hs = sm->pool + GF_RS_TILE_W * p->kx + GF_RS_TILE_H * p->ky +
+                    (uint32_t)(sm->rlo[*k] - (int32_t)r0) * GF_RS_TILE_W +
+                    *col;
+  const uint32_t plane = nr * GF_RS_TILE_W;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int32_t j = 0; j < n; j++, hs += GF_RS_TILE_W) {
+    float wy = w[j];
+    GF_RS_UNROLL
+    for (uint32_t ch = 0; ch < 4; ch++)
+      if (ch < c)
+        acc[ch] = GF_FADD(acc[ch], GF_FMUL(wy, hs[ch * plane]));
+  }
+  GF_RS_UNROLL
+  for (uint32_t ch = 0; ch < 4; ch++)
+    if (ch < c)
+      px[ch] = gf_rs_u8(acc[ch]);
+  return true;
+}
+
+#endif /* GF_RESIZE_TILE_H */
