@@ -5,8 +5,14 @@
  *          side is under 224);
  *   rrc:   GF_RESIZE_RANDOM_RESIZED_CROP + flip;
  *   eval:  GF_RESIZE_SHORTER_CENTER_CROP (Resize(256) + CenterCrop(224));
- * beside the batch's host-to-device copy (pinned) in the same run. Each
- * figure is the median of --iters timed launches (CUDA events on one
+ * beside the batch's host-to-device copy (pinned) in the same run; then,
+ * to say where the resize's time goes, the same rrc and eval batches
+ *   pixel: through the per-pixel path (resize_path
+ *          GF_XFORM_RESIZE_PER_PIXEL: taps and weights recomputed for
+ *          every output pixel, the kernel before the tiles);
+ *   skip:  launched with n_resized 0: the crop kernel alone, skipping every
+ *          (resized) sample, so rrc - skip is the resize kernel's own time.
+ * Each figure is the median of --iters timed launches (CUDA events on one
  * stream). Prints one line a case and a JSON line with --json.
  *
  *   xform_bench [--iters N] [--batch N] [--json]
@@ -120,12 +126,19 @@ int main(int argc, char **argv) {
   printf("h2d copy (pinned): %.3f ms (%.1f GB/s)\n", copy_ms,
          (double)total / copy_ms / 1e6);
 
-  static const char *names[3] = {"crop", "rrc", "eval"};
-  static const uint32_t modes[3] = {GF_RESIZE_NONE,
-                                    GF_RESIZE_RANDOM_RESIZED_CROP,
-                                    GF_RESIZE_SHORTER_CENTER_CROP};
-  float ms[3];
-  for (int m = 0; m < 3; m++) {
+  static const char *names[7] = {"crop",      "rrc",      "eval",
+                                 "rrc-pixel", "eval-pixel", "rrc-skip",
+                                 "eval-skip"};
+  static const uint32_t modes[7] = {
+      GF_RESIZE_NONE,
+      GF_RESIZE_RANDOM_RESIZED_CROP,
+      GF_RESIZE_SHORTER_CENTER_CROP,
+      GF_RESIZE_RANDOM_RESIZED_CROP,
+      GF_RESIZE_SHORTER_CENTER_CROP,
+      GF_RESIZE_RANDOM_RESIZED_CROP,
+      GF_RESIZE_SHORTER_CENTER_CROP};
+  float ms[7];
+  for (int m = 0; m < 7; m++) {
     gf_transform tf;
     memset(&tf, 0, sizeof tf);
     tf.out_dtype = GF_OUT_F16;
@@ -157,8 +170,9 @@ int main(int argc, char **argv) {
     a.src_len = total;
     a.samples = d_s;
     a.n = n;
-    a.n_resized = nr;
+    a.n_resized = m >= 5 ? 0 : nr;
     a.resize_size = gf_xform_resize_size(&tf, H);
+    a.resize_path = m == 3 || m == 4 ? GF_XFORM_RESIZE_PER_PIXEL : 0;
     a.out_h = H;
     a.out_w = W;
     a.out_c = C;
@@ -177,7 +191,7 @@ int main(int argc, char **argv) {
       CK(cudaEventElapsedTime(&t[i], e0, e1));
     }
     ms[m] = median(t, iters);
-    printf("%-5s transform: %.3f ms (%.2f%% of copy + transform)\n",
+    printf("%-10s transform: %.3f ms (%.2f%% of copy + transform)\n",
            names[m], ms[m], 100.0 * ms[m] / (copy_ms + ms[m]));
   }
   printf("resize adds over the crop pass: rrc %+.3f ms, eval %+.3f ms; "
@@ -185,10 +199,16 @@ int main(int argc, char **argv) {
          ms[1] - ms[0], ms[2] - ms[0],
          100.0 * (ms[1] - ms[0]) / (copy_ms + ms[0]),
          100.0 * (ms[2] - ms[0]) / (copy_ms + ms[0]));
+  printf("the resize kernel alone (pass - skip): rrc %.3f ms, eval %.3f ms "
+         "(per-pixel path: rrc %.3f ms, eval %.3f ms)\n",
+         ms[1] - ms[5], ms[2] - ms[6], ms[3] - ms[5], ms[4] - ms[6]);
   if (json)
     printf("{\"batch\": %u, \"in_bytes\": %llu, \"h2d_ms\": %.4f, "
-           "\"crop_ms\": %.4f, \"rrc_ms\": %.4f, \"eval_ms\": %.4f}\n",
-           n, (unsigned long long)total, copy_ms, ms[0], ms[1], ms[2]);
+           "\"crop_ms\": %.4f, \"rrc_ms\": %.4f, \"eval_ms\": %.4f, "
+           "\"rrc_pixel_ms\": %.4f, \"eval_pixel_ms\": %.4f, "
+           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f}\n",
+           n, (unsigned long long)total, copy_ms, ms[0], ms[1], ms[2], ms[3],
+           ms[4], ms[5], ms[6]);
   CK(cudaFree(d_src));
   CK(cudaFree(d_dst));
   CK(cudaFree(d_s));

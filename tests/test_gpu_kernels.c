@@ -9,7 +9,10 @@
  *   filtered rows at the shared-memory limit, more samples than a grid
  *   dimension holds;
  * - resized batches (every resize mode, antialiased or not, ragged sizes,
- *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px);
+ *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px),
+ *   each through the tiled path and the per-pixel path (resize_path);
+ *   batches mixing resized and cropped samples; shrink factors whose
+ *   tiles take several chunks, and huge ones that go pixel by pixel;
  * - bad samples (outside the source, filtered without n_filtered, filtered
  *   rows too wide): padding for that sample, the status code set, the
  *   others right; and the launcher's refusals.
@@ -55,6 +58,7 @@ typedef struct xcase {
   uint8_t *src;
   uint64_t src_len;
   uint32_t dst_shift; /* elements the output starts past 16-byte alignment */
+  uint32_t resize_path; /* gf_xform_launch's (check_case sets it) */
 } xcase;
 
 static devbuf d_src, d_params, d_dst, d_status;
@@ -105,6 +109,7 @@ static int run_gpu(const xcase *c, const uint8_t *want, uint32_t n_filtered,
     for (uint32_t i = 0; i < c->n; i++)
       a.n_resized += c->s[i].resize != 0;
     a.resize_size = gf_xform_resize_size(&c->t, c->oh);
+    a.resize_path = c->resize_path;
     a.out_h = c->oh;
     a.out_w = c->ow;
     a.out_c = c->oc;
@@ -209,6 +214,18 @@ static int check_case(xcase *c) {
                         c->oc, want);
   CHECK_OK(rc);
   int bad = rc ? 1 : run_gpu(c, want, count_filtered(c), 0);
+  /* Resized samples: the per-pixel path too (the tiles' fallback), the
+   * same bytes. */
+  bool resized = false;
+  for (uint32_t i = 0; i < c->n; i++)
+    resized |= c->s[i].resize != 0;
+  if (resized && !bad) {
+    c->resize_path = GF_XFORM_RESIZE_PER_PIXEL;
+    bad = run_gpu(c, want, count_filtered(c), 0);
+    if (bad)
+      fprintf(stderr, "(the per-pixel path)\n");
+    c->resize_path = 0;
+  }
   free(want);
   return bad;
 }
@@ -320,6 +337,86 @@ static void resize_case(int idx, bool big) {
             c.dst_shift, bad);
   CHECK(bad == 0);
   free(sh);
+  free_case(&c);
+}
+
+/* Resized and plain (crop/pad) samples in one batch: xform_resize and
+ * xform_plain each write exactly their own samples. */
+static void mixed_case(int idx) {
+  xcase c;
+  memset(&c, 0, sizeof c);
+  c.t.resize = rnd(2) ? GF_RESIZE_RANDOM_RESIZED_CROP
+                      : GF_RESIZE_SHORTER_CENTER_CROP;
+  c.t.out_dtype = rnd(4);
+  c.t.layout = rnd(2);
+  c.t.hflip = 1;
+  c.t.seed = gf_test_rand(&rs);
+  for (int k = 0; k < 4; k++) {
+    c.t.mean[k] = (float)rnd(256000) / 1000.0f;
+    c.t.std[k] = (float)(1 + rnd(100000)) / 1000.0f;
+  }
+  static const uint32_t chans[] = {1, 3, 4};
+  c.oc = chans[rnd(3)];
+  c.n = 2 + rnd(20);
+  c.t.height = c.oh = 1 + rnd(70);
+  c.t.width = c.ow = 1 + rnd(70);
+  c.s = calloc(c.n, sizeof *c.s);
+  gf_shape *sh = calloc(c.n, sizeof *sh);
+  for (uint32_t i = 0; i < c.n; i++)
+    sh[i] = (gf_shape){1 + rnd(150), 1 + rnd(150), c.oc, GF_DTYPE_U8};
+  CHECK_OK(gf_xform_check(&c.t));
+  build_source(&c, sh, rnd(100), 0);
+  /* About half cropped instead (the first always, the last never). */
+  gf_transform plain = c.t;
+  plain.resize = GF_RESIZE_NONE;
+  plain.random_crop = 1;
+  plain.pad = rnd(5);
+  for (uint32_t i = 0; i + 1 < c.n; i++)
+    if (i == 0 || rnd(2))
+      gf_xform_sample_init(&plain, 0, gf_test_rand(&rs), c.s[i].src_offset,
+                           &sh[i], c.oh, c.ow, 0, &c.s[i]);
+  c.dst_shift = rnd(3) ? 0 : rnd(4);
+  int bad = check_case(&c);
+  if (bad)
+    fprintf(stderr, "mixed case %d: n %u out %ux%ux%u dtype %u layout %u: "
+            "%d bad\n", idx, c.n, c.oh, c.ow, c.oc, c.t.out_dtype,
+            c.t.layout, bad);
+  CHECK(bad == 0);
+  free(sh);
+  free_case(&c);
+}
+
+/* Resize((oh, ow)) of two h x w x ch images, the second flipped: shrink
+ * factors whose tiles need several chunks of source rows, and huge ones
+ * whose tiles go pixel by pixel (test_resize_tiles checks which path each
+ * of these takes). */
+static void resize_exact_case(const char *what, uint32_t h, uint32_t w,
+                              uint32_t ch, uint32_t oh, uint32_t ow,
+                              uint32_t no_aa, uint32_t dtype,
+                              uint32_t layout) {
+  xcase c;
+  memset(&c, 0, sizeof c);
+  c.t.resize = GF_RESIZE_EXACT;
+  c.t.no_antialias = no_aa;
+  c.t.out_dtype = dtype;
+  c.t.layout = layout;
+  for (int k = 0; k < 4; k++) {
+    c.t.mean[k] = 100.0f + 20.0f * (float)k;
+    c.t.std[k] = 50.0f + (float)k;
+  }
+  c.t.height = c.oh = oh;
+  c.t.width = c.ow = ow;
+  c.oc = ch;
+  c.n = 2;
+  c.s = calloc(c.n, sizeof *c.s);
+  gf_shape sh[2] = {{h, w, ch, GF_DTYPE_U8}, {h, w, ch, GF_DTYPE_U8}};
+  CHECK_OK(gf_xform_check(&c.t));
+  build_source(&c, sh, 0, 0);
+  c.s[1].flip = 1;
+  int bad = check_case(&c);
+  if (bad)
+    fprintf(stderr, "%s: %d bad\n", what, bad);
+  CHECK(bad == 0);
   free_case(&c);
 }
 
@@ -456,6 +553,9 @@ static void launcher_refusals(void) {
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.std[0] = -1;
+  CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
+  b = a;
+  b.resize_path = GF_XFORM_RESIZE_PER_PIXEL + 1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.n = 0; /* nothing to do, nothing launched */
@@ -647,6 +747,21 @@ int main(int argc, char **argv) {
     resize_case(i, false);
   for (int i = 0; i < (quick ? 2 : 12); i++)
     resize_case(i, true);
+  for (int i = 0; i < (quick ? 10 : 60); i++)
+    mixed_case(i);
+  /* Tiles in several chunks (8-20x down), then tiles pixel by pixel. */
+  resize_exact_case("8x down, rgb", 333, 301, 3, 41, 40, 0, GF_OUT_F16,
+                    GF_LAYOUT_NCHW);
+  resize_exact_case("8x down, rgba, plain", 330, 77, 4, 37, 45, 1,
+                    GF_OUT_U8, GF_LAYOUT_NHWC);
+  resize_exact_case("20x down, gray", 1300, 70, 1, 65, 7, 0, GF_OUT_F32,
+                    GF_LAYOUT_NCHW);
+  resize_exact_case("500x down across", 9, 4000, 3, 9, 8, 0, GF_OUT_BF16,
+                    GF_LAYOUT_NHWC);
+  resize_exact_case("60x down, rgba", 1200, 1200, 4, 20, 20, 0, GF_OUT_F32,
+                    GF_LAYOUT_NHWC);
+  resize_exact_case("60x down, rgba, plain", 1200, 1200, 4, 20, 20, 1,
+                    GF_OUT_F16, GF_LAYOUT_NCHW);
   bad_sample_cases();
   launcher_refusals();
   printf("%llu launches checked, %llu output elements compared\n",
