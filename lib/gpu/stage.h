@@ -11,7 +11,8 @@
  *      run the transform kernel into the output block, record `ready`;
  *   3. gf_stage_handoff: the caller's stream waits for `ready` (no host
  *      wait);
- *   4. gf_stage_release: record the release event on the caller's stream;
+ *   4. gf_stage_release: record a release event on each of the caller's
+ *      streams (the next submit of the slot waits for all of them);
  *   5. gf_stage_host_free: whether the copy out of the staging memory has
  *      completed (so the workers may refill it): an event query, no wait.
  *
@@ -96,9 +97,14 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
 /* Makes `stream` (a cudaStream_t; NULL: the host waits) wait for slot i's
  * batch. Returns 0 or GF_ECUDA. */
 int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream);
-/* Records that `stream` (NULL: nothing pending) is done with slot i's
- * device blocks once it reaches this point. Returns 0 or GF_ECUDA. */
-int gf_stage_release(gf_stage *st, uint32_t i, void *stream);
+/* Records that streams[0..n) (cudaStream_t each; a NULL entry: nothing
+ * pending there) are done with slot i's device blocks once they all reach
+ * this point: an event per stream, each waited for by the copy stream
+ * before the slot's next submit. It replaces what an earlier release of
+ * the slot left pending. Returns 0, -EINVAL (n > GF_RELEASE_STREAMS_MAX)
+ * or GF_ECUDA (the events recorded before the failure stay pending). */
+int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
+                     uint32_t n);
 /* 1 when the copy out of slot i's staging memory has completed (or none
  * was made), 0 while it runs. */
 int gf_stage_host_free(gf_stage *st, uint32_t i);

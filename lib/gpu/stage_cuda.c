@@ -29,10 +29,11 @@ typedef struct stage_slot {
   void **e_dst;
   const void **e_src;
   size_t *e_len;
-  cudaEvent_t copied, ready, released;
+  cudaEvent_t copied, ready;
+  cudaEvent_t released[GF_RELEASE_STREAMS_MAX]; /* one per caller stream */
   bool events;
   bool submitted;          /* a copy was enqueued from this slot */
-  bool release_pending;    /* `released` was recorded on a caller stream */
+  uint32_t release_pending; /* released[0..n) recorded on caller streams */
   cudaEvent_t t_start, t_end; /* trace mode: around copy + kernel */
   bool timed;              /* t_start/t_end recorded and not yet taken */
 } stage_slot;
@@ -271,10 +272,22 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     if ((e = cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming)) !=
             cudaSuccess ||
         (e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming)) !=
-            cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&s->released, cudaEventDisableTiming)) !=
             cudaSuccess) {
       rc = cuda_fail(e, "cudaEventCreate");
+      goto fail;
+    }
+    uint32_t made = 0;
+    for (; made < GF_RELEASE_STREAMS_MAX; made++)
+      if ((e = cudaEventCreateWithFlags(&s->released[made],
+                                        cudaEventDisableTiming)) !=
+          cudaSuccess)
+        break;
+    if (made < GF_RELEASE_STREAMS_MAX) {
+      for (uint32_t k = 0; k < made; k++)
+        cudaEventDestroy(s->released[k]);
+      cudaEventDestroy(s->copied);
+      cudaEventDestroy(s->ready);
+      rc = cuda_fail(e, "cudaEventCreate (release)");
       goto fail;
     }
     s->events = true;
@@ -299,11 +312,12 @@ void gf_stage_destroy(gf_stage *st) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
       /* A caller stream may still read the last batch: wait for it. */
-      if (s->release_pending)
-        cudaEventSynchronize(s->released);
+      for (uint32_t k = 0; k < s->release_pending; k++)
+        cudaEventSynchronize(s->released[k]);
       cudaEventDestroy(s->copied);
       cudaEventDestroy(s->ready);
-      cudaEventDestroy(s->released);
+      for (uint32_t k = 0; k < GF_RELEASE_STREAMS_MAX; k++)
+        cudaEventDestroy(s->released[k]);
     }
     if (st->timing) {
       cudaEventDestroy(s->t_start);
@@ -356,11 +370,11 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
   cudaError_t e = cudaSetDevice(st->cfg.device);
   if (e != cudaSuccess)
     return cuda_fail(e, "cudaSetDevice");
-  /* The device blocks may still be read by the caller's stream for the
-   * slot's previous batch. */
-  if (s->release_pending &&
-      (e = cudaStreamWaitEvent(st->copy, s->released, 0)) != cudaSuccess)
-    return cuda_fail(e, "cudaStreamWaitEvent (release)");
+  /* The device blocks may still be read by the caller's streams for the
+   * slot's previous batch: wait for every one of them. */
+  for (uint32_t k = 0; k < s->release_pending; k++)
+    if ((e = cudaStreamWaitEvent(st->copy, s->released[k], 0)) != cudaSuccess)
+      return cuda_fail(e, "cudaStreamWaitEvent (release)");
   uint64_t tiles = 0;
   if (segs && (rc = stage_segs(s, segs, nsegs, used, &tiles)) < 0)
     return rc;
@@ -413,7 +427,7 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
       return cuda_fail(e, "cudaEventRecord (trace)");
     s->timed = true;
   }
-  s->release_pending = false;
+  s->release_pending = 0;
   *out = s->d_out;
   *out_len = bytes;
   return 0;
@@ -494,16 +508,25 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   return e == cudaSuccess ? 0 : cuda_fail(e, "handing the batch over");
 }
 
-int gf_stage_release(gf_stage *st, uint32_t i, void *stream) {
+int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
+                     uint32_t n) {
   stage_slot *s = &st->slots[i];
-  if (!stream) {
-    s->release_pending = false;
-    return 0;
+  s->release_pending = 0;
+  if (n > GF_RELEASE_STREAMS_MAX)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "release: %u streams (at most %u)", n,
+                   GF_RELEASE_STREAMS_MAX);
+  for (uint32_t k = 0; k < n; k++) {
+    if (!streams[k])
+      continue; /* the caller promises nothing there reads the batch */
+    cudaError_t e = cudaEventRecord(s->released[s->release_pending],
+                                    (cudaStream_t)streams[k]);
+    if (e != cudaSuccess)
+      /* The events recorded so far stay pending: the next submit still
+       * waits for those streams. */
+      return cuda_fail(e, "cudaEventRecord (release)");
+    s->release_pending++;
   }
-  cudaError_t e = cudaEventRecord(s->released, (cudaStream_t)stream);
-  if (e != cudaSuccess)
-    return cuda_fail(e, "cudaEventRecord (release)");
-  s->release_pending = true;
   return 0;
 }
 

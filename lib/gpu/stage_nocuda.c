@@ -53,8 +53,9 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   (void)st, (void)i, (void)stream;
   return GF_ENODEVICE;
 }
-int gf_stage_release(gf_stage *st, uint32_t i, void *stream) {
-  (void)st, (void)i, (void)stream;
+int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
+                     uint32_t n) {
+  (void)st, (void)i, (void)streams, (void)n;
   return GF_ENODEVICE;
 }
 int gf_stage_timing_enable(gf_stage *st) {

@@ -261,9 +261,16 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
   return gf_loader_next_on(l, NULL, out);
 }
 
-int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
+int gf_loader_release_streams(gf_loader *l, gf_batch *b,
+                              void *const *streams, uint32_t n) {
   if (!l || !b)
     return cfg_fail("release", "needs a loader and a batch");
+  if (n > GF_RELEASE_STREAMS_MAX)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "release: %u streams (at most %u)", n,
+                   GF_RELEASE_STREAMS_MAX);
+  if (n > 0 && !streams)
+    return cfg_fail("release", "streams is NULL with n > 0");
   uint64_t t0 = l->trace ? now_ns() : 0;
   pthread_mutex_lock(&l->mu);
   for (uint32_t i = 0; i < l->nslots; i++) {
@@ -277,7 +284,7 @@ int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
         span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
         take_gpu_span(l, s, false);
       }
-      int rc = l->stage ? gf_stage_release(l->stage, s->index, stream) : 0;
+      int rc = l->stage ? gf_stage_release(l->stage, s->index, streams, n) : 0;
       span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0,
            l->trace ? now_ns() : 0, s->seq);
       free_or_drain(l, s);
@@ -290,6 +297,10 @@ int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
                  "release: not a batch this loader has lent");
 }
 
+int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
+  return gf_loader_release_streams(l, b, &stream, 1);
+}
+
 int gf_loader_release(gf_loader *l, gf_batch *b) {
-  return gf_loader_release_on(l, b, NULL);
+  return gf_loader_release_streams(l, b, NULL, 0);
 }
