@@ -150,15 +150,24 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
   add(&l->ready_sum, ready);
   slot *s;
   for (;;) {
+    if (GF_UNLIKELY(l->pin_err_pending)) {
+      /* A staging slot could not be pinned: said once, nothing taken; the
+       * loader goes on without that slot. */
+      l->pin_err_pending = false;
+      gf_error_info e = l->pin_err;
+      pthread_mutex_unlock(&l->mu);
+      gf_error_restore(&e);
+      return e.code;
+    }
     s = find_seq(l, l->c_seq);
     if (s && s->state == SLOT_READY)
       break;
-    if (!s && lent_count(l) == l->nslots) {
+    if (!s && lent_count(l) == l->nslots - l->unpinned) {
       pthread_mutex_unlock(&l->mu);
       return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "the caller holds all %u batches (prefetch); release "
                      "one before taking the next",
-                     l->nslots);
+                     l->nslots - l->unpinned);
     }
     wait_ready(l);
   }
