@@ -530,7 +530,12 @@ GF_API int gf_loader_create(const gf_loader_config *cfg, gf_loader **out);
  * (unless gf_loader_set_epoch chose one). Returns 0, GF_EEPOCHEND, -EBUSY
  * (the caller already holds `prefetch` batches), or, under the fail policy,
  * the error of a bad sample with its context in gf_last_error() (the loader
- * stays usable: the next call continues after the failed batch).
+ * stays usable: the next call continues after the failed batch). In GPU
+ * mode create pins the first staging slot and a background thread the
+ * others; if one cannot be pinned, one call returns that error
+ * (GF_EDEVOOM, GF_ECUDA or -ENOMEM, naming the slot and its bytes) and
+ * takes nothing, and the loader goes on with the slots pinned before it
+ * (fewer batches in flight; -EBUSY once the caller holds them all).
  * Consumer thread. */
 GF_API int gf_loader_next(gf_loader *l, gf_batch **out);
 
