@@ -9,9 +9,11 @@
  * to say where the resize's time goes, the same rrc and eval batches
  *   pixel: through the per-pixel path (resize_path
  *          GF_XFORM_RESIZE_PER_PIXEL: taps and weights recomputed for
- *          every output pixel, the kernel before the tiles);
+ *          every output pixel, as the kernel before the tiles did);
  *   skip:  launched with n_resized 0: the crop kernel alone, skipping every
- *          (resized) sample, so rrc - skip is the resize kernel's own time.
+ *          (resized) sample: what launching it beside the resize kernel
+ *          would cost (a batch of resized samples alone runs the resize
+ *          kernel alone, so rrc and eval are that kernel's own time).
  * Each figure is the median of --iters timed launches (CUDA events on one
  * stream). Prints one line a case and a JSON line with --json.
  *
@@ -199,9 +201,10 @@ int main(int argc, char **argv) {
          ms[1] - ms[0], ms[2] - ms[0],
          100.0 * (ms[1] - ms[0]) / (copy_ms + ms[0]),
          100.0 * (ms[2] - ms[0]) / (copy_ms + ms[0]));
-  printf("the resize kernel alone (pass - skip): rrc %.3f ms, eval %.3f ms "
-         "(per-pixel path: rrc %.3f ms, eval %.3f ms)\n",
-         ms[1] - ms[5], ms[2] - ms[6], ms[3] - ms[5], ms[4] - ms[6]);
+  printf("the resize kernel (alone in the rrc and eval passes): tiled rrc "
+         "%.3f ms, eval %.3f ms; per-pixel rrc %.3f ms, eval %.3f ms; the "
+         "crop kernel skipping resized samples %.3f / %.3f ms\n",
+         ms[1], ms[2], ms[3], ms[4], ms[5], ms[6]);
   if (json)
     printf("{\"batch\": %u, \"in_bytes\": %llu, \"h2d_ms\": %.4f, "
            "\"crop_ms\": %.4f, \"rrc_ms\": %.4f, \"eval_ms\": %.4f, "

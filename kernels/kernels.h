@@ -66,7 +66,9 @@ typedef struct gf_xform_launch {
 } gf_xform_launch;
 
 /* Enqueues the transform of a->n samples on stream s: crop/pad or
- * resize (a third kernel, for the samples with resize set), flip,
+ * resize (a third kernel, for the samples with resize set; when every
+ * sample is resized, n_resized == n and n_filtered 0, that kernel alone,
+ * which then also pads and reports refused samples), flip,
  * conversion and normalisation in one pass; gradient-filtered samples are
  * unfiltered inside the same pass by a second kernel of the same launch
  * (one block a sample, no intermediate global buffer), which writes

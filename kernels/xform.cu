@@ -70,6 +70,8 @@ struct Args {
   uint32_t oh, ow, c;
   uint32_t resize_size; // SHORTER_CENTER_CROP's S (gf_xform_geom)
   uint32_t resize_path; // gf_xform_launch's
+  uint32_t resize_all;  // every sample resized: xform_plain is not launched,
+                        // xform_resize pads and reports the refused ones
   float mean[4], std[4]; // std already 0 -> 1
   void *dst;
   int32_t *status;
@@ -682,12 +684,31 @@ __device__ __forceinline__ void put_px(typename Out<DT>::T *out,
     }
 }
 
+// The sample-wide part of a resized sample's tile description.
+__device__ __forceinline__ void tile_sample(gf_rs_tile &t,
+                                            const gf_xform_sample &s,
+                                            const Args &a) {
+  gf_xform_geom(s.resize, s.win_h, s.win_w, a.oh, a.ow, a.resize_size,
+                &t.rs_h, &t.rs_w, &t.off_y, &t.off_x);
+  const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
+  gf_rs_axis_init(&t.ay, s.win_h, t.rs_h, aa);
+  gf_rs_axis_init(&t.ax, s.win_w, t.rs_w, aa);
+  t.win = a.src + s.src_offset +
+          ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * a.c;
+  t.pitch = s.w * a.c;
+  t.c = a.c;
+  t.ow = a.ow;
+  t.flip = s.flip;
+}
+
 // The resized samples: a block a tile of GF_RS_TILE_H x GF_RS_TILE_W output
 // pixels of one sample (grid: tiles x samples), in two passes through
 // shared memory (resize_tile.h: the taps and normalised weights once a
 // tile column and row, the horizontal sums of the source rows the tile
 // needs, then the vertical sums), or pixel by pixel (resize_pixel) where
-// the tile's taps do not fit or resize_path asks for it.
+// the tile's taps do not fit or resize_path asks for it. With resize_all
+// (no xform_plain in the launch) it also pads and reports the samples that
+// check_sample refuses, and pads any sample not resized.
 template <int DT, int LAYOUT>
 __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   typedef typename Out<DT>::T T;
@@ -699,20 +720,15 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   const unsigned tiles = tiles_x * ((a.oh + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
-    if (!s.resize || check_sample(s, a))
+    const int bad = check_sample(s, a);
+    const bool pad = bad || !s.resize;
+    if (pad && !a.resize_all)
       continue; // xform_plain writes (or pads) it
-    gf_rs_tile t;
-    gf_xform_geom(s.resize, s.win_h, s.win_w, a.oh, a.ow, a.resize_size,
-                  &t.rs_h, &t.rs_w, &t.off_y, &t.off_x);
-    const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
-    gf_rs_axis_init(&t.ay, s.win_h, t.rs_h, aa);
-    gf_rs_axis_init(&t.ax, s.win_w, t.rs_w, aa);
-    t.win = a.src + s.src_offset +
-            ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * c;
-    t.pitch = s.w * c;
-    t.c = c;
-    t.ow = a.ow;
-    t.flip = s.flip;
+    if (bad && blockIdx.x == 0 && tid == 0)
+      report(a, bad);
+    gf_rs_tile t = {};
+    if (!pad)
+      tile_sample(t, s, a);
     T *out = (T *)a.dst + (uint64_t)n * S;
     for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       t.y0 = tile / tiles_x * GF_RS_TILE_H;
@@ -720,6 +736,14 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
       t.ny = a.oh - t.y0 < GF_RS_TILE_H ? a.oh - t.y0 : GF_RS_TILE_H;
       t.nx = a.ow - t.x0 < GF_RS_TILE_W ? a.ow - t.x0 : GF_RS_TILE_W;
       __syncthreads(); // the value table is ready; the last tile is done
+      if (pad) { // refused (its source never read), or not resized
+        const uint32_t zero[4] = {0, 0, 0, 0};
+        for (unsigned i = tid; i < t.ny * t.nx; i += blockDim.x)
+          put_px<DT, LAYOUT>(out, lut, P, c,
+                             (t.y0 + i / t.nx) * a.ow + t.x0 + i % t.nx,
+                             zero);
+        continue;
+      }
       gf_rs_plan p = {0, 0, 0, false};
       if (a.resize_path == 0) {
         gf_rs_tile_taps(&sm, &t, tid);
@@ -848,10 +872,15 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       (a->layout == GF_LAYOUT_NCHW ? P : S) / (vec ? V : 1u);
   unsigned gx = (groups + kThreads * kItems - 1) / (kThreads * kItems);
   dim3 grid(gx ? gx : 1u, a->n < 65535u ? a->n : 65535u);
-  plain<<<grid, kThreads, 0, s>>>(k);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return err;
+  // A batch of resized samples alone needs no xform_plain (its blocks
+  // would only skip them): xform_resize pads the refused ones itself.
+  k.resize_all = a->n_resized == a->n && !a->n_filtered ? 1u : 0u;
+  cudaError_t err = cudaSuccess;
+  if (!k.resize_all) {
+    plain<<<grid, kThreads, 0, s>>>(k);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return err;
+  }
   if (a->n_resized) {
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
                      ((a->out_h + GF_RS_TILE_H - 1) / GF_RS_TILE_H);

@@ -14,7 +14,8 @@
  *   batches mixing resized and cropped samples; shrink factors whose
  *   tiles take several chunks, and huge ones that go pixel by pixel;
  * - bad samples (outside the source, filtered without n_filtered, filtered
- *   rows too wide): padding for that sample, the status code set, the
+ *   rows too wide; in a batch of resized samples alone and beside a
+ *   cropped one): padding for that sample, the status code set, the
  *   others right; and the launcher's refusals.
  * Skips (77) without a CUDA device.
  *
@@ -517,6 +518,56 @@ static void bad_sample_cases(void) {
   }
 }
 
+/* A refused sample in a resized batch: padding and the status, the rest
+ * right. kind 0: every sample resized (xform_resize alone pads it); kind
+ * 1: one cropped sample too (xform_plain pads it). */
+static void bad_resized_cases(void) {
+  for (int kind = 0; kind < 2; kind++) {
+    xcase c;
+    memset(&c, 0, sizeof c);
+    c.t.resize = GF_RESIZE_EXACT;
+    c.t.out_dtype = GF_OUT_F32;
+    c.t.layout = GF_LAYOUT_NCHW;
+    c.t.mean[0] = 7;
+    c.t.std[0] = 3;
+    c.oc = 1;
+    c.n = 3;
+    c.t.height = c.oh = 5;
+    c.t.width = c.ow = 6;
+    c.s = calloc(c.n, sizeof *c.s);
+    gf_shape sh[3];
+    for (int i = 0; i < 3; i++)
+      sh[i] = (gf_shape){9, 11, 1, GF_DTYPE_U8};
+    build_source(&c, sh, 0, 0);
+    if (kind == 1) {
+      gf_transform plain = c.t;
+      plain.resize = GF_RESIZE_NONE;
+      gf_xform_sample_init(&plain, 0, 5, c.s[2].src_offset, &sh[2], c.oh,
+                           c.ow, 0, &c.s[2]);
+    }
+    gf_xform_sample keep = c.s[1];
+    c.s[1].src_offset = c.src_len - 1; /* runs past the source */
+    CHECK_ERR(gf_xform_validate(c.s, c.n, c.src_len, c.oh, c.ow, c.oc,
+                                GF_XFORM_FOR_GPU),
+              GF_ESHAPE);
+    size_t per = (size_t)c.oh * c.ow;
+    float *want = malloc(per * c.n * sizeof *want);
+    gf_xform_sample probe[3];
+    memcpy(probe, c.s, sizeof probe);
+    probe[1] = keep;
+    CHECK_OK(gf_xform_ref(&c.t, c.src, c.src_len, probe, c.n, c.oh, c.ow,
+                          c.oc, want));
+    for (size_t i = 0; i < per; i++)
+      want[per + i] = (0.0f - 7.0f) / 3.0f;
+    int bad = run_gpu(&c, (const uint8_t *)want, 0, GF_ESHAPE);
+    if (bad)
+      fprintf(stderr, "bad resized sample, kind %d: %d bad\n", kind, bad);
+    CHECK(bad == 0);
+    free(want);
+    free_case(&c);
+  }
+}
+
 static void launcher_refusals(void) {
   uint8_t *d = dev_need(&d_dst, 4096);
   gf_xform_sample *p = dev_need(&d_params, sizeof(gf_xform_sample));
@@ -763,6 +814,7 @@ int main(int argc, char **argv) {
   resize_exact_case("60x down, rgba, plain", 1200, 1200, 4, 20, 20, 1,
                     GF_OUT_F16, GF_LAYOUT_NCHW);
   bad_sample_cases();
+  bad_resized_cases();
   launcher_refusals();
   printf("%llu launches checked, %llu output elements compared\n",
          (unsigned long long)n_cases, (unsigned long long)n_elems);

@@ -6,6 +6,7 @@
 #include "kernels.h"
 
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <nvtx3/nvToolsExt.h> /* header-only: ranges for Nsight Systems */
 #include <stdio.h>
 #include <stdlib.h>
