@@ -9,7 +9,8 @@
  * `tid` after another and compares with gf_xform_ref, so the tiling is
  * tested without a device.
  *
- * The steps of a tile (output rows [y0, y0 + ny), columns [x0, x0 + nx)):
+ * The steps of a tile (output rows [y0, y0 + ny), columns [x0, x0 + nx),
+ * ny <= GF_RS_TILE_H, nx <= GF_RS_TILE_W):
  *  1. gf_rs_tile_taps: the window taps [lo, lo + n) and the center of each
  *     of the tile's columns (tid < GF_RS_TILE_W) and rows (the next
  *     GF_RS_TILE_H tids), n = 0 for an index outside the resampled window

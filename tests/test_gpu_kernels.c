@@ -10,7 +10,8 @@
  *   dimension holds;
  * - resized batches (every resize mode, antialiased or not, ragged sizes,
  *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px),
- *   each through the tiled path and the per-pixel path (resize_path);
+ *   each through the tiled path, the per-pixel path and 16-row tiles
+ *   (resize_path);
  *   batches mixing resized and cropped samples; shrink factors whose
  *   tiles take several chunks, and huge ones that go pixel by pixel;
  * - bad samples (outside the source, filtered without n_filtered, filtered
@@ -215,16 +216,18 @@ static int check_case(xcase *c) {
                         c->oc, want);
   CHECK_OK(rc);
   int bad = rc ? 1 : run_gpu(c, want, count_filtered(c), 0);
-  /* Resized samples: the per-pixel path too (the tiles' fallback), the
-   * same bytes. */
+  /* Resized samples: the per-pixel path too (the tiles' fallback), and
+   * tiles of 16 rows: the same bytes. */
   bool resized = false;
   for (uint32_t i = 0; i < c->n; i++)
     resized |= c->s[i].resize != 0;
-  if (resized && !bad) {
-    c->resize_path = GF_XFORM_RESIZE_PER_PIXEL;
+  static const uint32_t paths[2] = {GF_XFORM_RESIZE_PER_PIXEL,
+                                    GF_XFORM_RESIZE_TILE16};
+  for (int k = 0; k < 2 && resized && !bad; k++) {
+    c->resize_path = paths[k];
     bad = run_gpu(c, want, count_filtered(c), 0);
     if (bad)
-      fprintf(stderr, "(the per-pixel path)\n");
+      fprintf(stderr, "(resize_path %u)\n", paths[k]);
     c->resize_path = 0;
   }
   free(want);
@@ -606,7 +609,7 @@ static void launcher_refusals(void) {
   b.std[0] = -1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
-  b.resize_path = GF_XFORM_RESIZE_PER_PIXEL + 1;
+  b.resize_path = GF_XFORM_RESIZE_TILE16 + 1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.n = 0; /* nothing to do, nothing launched */
