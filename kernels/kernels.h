@@ -70,13 +70,15 @@ typedef struct gf_xform_launch {
 /* Enqueues the transform of a->n samples on stream s: crop/pad or
  * resize (a third kernel, for the samples with resize set; when every
  * sample is resized, n_resized == n and n_filtered 0, that kernel alone,
- * which then also pads and reports refused samples), flip,
+ * which then also pads and reports refused samples, and pads a sample
+ * that is not resized after all), flip,
  * conversion and normalisation in one pass; gradient-filtered samples are
  * unfiltered inside the same pass by a second kernel of the same launch
  * (one block a sample, no intermediate global buffer), which writes
  * exactly those samples' outputs. *a is read before the call returns.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL pointers, unknown dtype
- * or layout, output out of GF_XFORM limits, dst misaligned, legacy stream)
+ * or layout, output out of GF_XFORM limits, dst misaligned, legacy stream,
+ * unknown resize_path)
  * or the launch's error. */
 cudaError_t gf_launch_xform(const gf_xform_launch *a, cudaStream_t s);
 
