@@ -747,11 +747,14 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
                              zero);
         continue;
       }
-      gf_rs_plan p = {0, 0, 0, false};
+      gf_rs_plan p = {0, 0, 0, 0};
       if (a.resize_path != GF_XFORM_RESIZE_PER_PIXEL) {
         gf_rs_tile_taps(&sm, &t, tid);
         __syncthreads();
-        p = gf_rs_tile_plan(&sm, c);
+        if (tid == 0)
+          gf_rs_tile_plan(&sm, c);
+        __syncthreads();
+        p = sm.plan;
       }
       if (!p.ok) { // the same for every thread of the block
         for (unsigned i = tid; i < t.ny * t.nx; i += blockDim.x) {
