@@ -43,6 +43,9 @@ typedef struct gf_stage_config {
  * parameters and gather lists, labels; each rounded to the pool's 256-byte
  * alignment). */
 uint64_t gf_stage_pool_need(const gf_stage_config *cfg);
+/* Of which, a slot's labels (gf_batch.labels_device): max_samples int64s,
+ * rounded to 256 bytes. */
+uint64_t gf_stage_label_bytes(uint32_t max_samples);
 
 /* Whether `device` (or device 0 for GF_DEVICE_AUTO) can be used: 1 yes, 0
  * no (the reason in why: no CUDA in this build, no device, driver error).

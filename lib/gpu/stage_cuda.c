@@ -279,8 +279,7 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    sizeof(gf_xform_sample));
   size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
                                  sizeof(gf_gather_seg));
-  size_t labels = (size_t)round256((uint64_t)cfg->max_samples *
-                                   sizeof(int64_t));
+  size_t labels = (size_t)gf_stage_label_bytes(cfg->max_samples);
   st->params_span = params;
   st->segs_span = segs;
   for (uint32_t i = 0; i < cfg->slots; i++) {
