@@ -10,8 +10,9 @@
 #      the prefetch; GPUFEED_LOG=info prints how long the background pins
 #      took ("staging slots 1-N of M pinned in the background in X ms");
 #   3. pin_bench on one 192 MB slot: MAP_POPULATE + register (the old
-#      create path), MADV_POPULATE_WRITE + register (now), register alone,
-#      huge pages, registration split over threads, cudaHostAlloc.
+#      create path), MADV_POPULATE_WRITE + register, register alone, huge
+#      pages (the background pins now), huge pages made by 8 threads (slot
+#      0 at create now), registration split over threads, cudaHostAlloc.
 #
 #   bash bench/first_batch_pin.sh BIN WORK [THREADS]
 #
@@ -35,4 +36,4 @@ for p in 2 4 8; do
     echo "{\"prefetch\":$p,\"rep\":$r,\"result\":$line}"
   done
 done
-"$bin/bench/pin_bench" --mb 192 --reps 5 --threads 4 --device "$device"
+"$bin/bench/pin_bench" --mb 192 --reps 5 --threads 8 --device "$device"

@@ -7,14 +7,17 @@
  *
  *   populate+register   mmap(MAP_POPULATE), then cudaHostRegister (mapped):
  *                       what create did for every slot before
- *   madvise+register    mmap, madvise(MADV_POPULATE_WRITE), register: what
- *                       gf_stage_pin does now (the pages made outside the
- *                       driver)
+ *   madvise+register    mmap, madvise(MADV_POPULATE_WRITE), register (the
+ *                       pages made outside the driver, small pages)
  *   register            mmap, register alone (the driver faults the pages)
  *   hugepage+register   mmap, madvise(MADV_HUGEPAGE), MADV_POPULATE_WRITE,
  *                       register: transparent huge pages, if the kernel
- *                       gives them
- *   chunks+register xT  MADV_POPULATE_WRITE, then T registrations of 1/T
+ *                       gives them (what gf_stage_pin does in the
+ *                       background, one thread)
+ *   hugepage xT+register the same with the pages made by T threads on
+ *                       parts of whole 2 MiB pages: what create does for
+ *                       slot 0 (T = the loader's threads, at most 8)
+ *   chunks xT+register  MADV_POPULATE_WRITE, then T registrations of 1/T
  *                       of the slot from T threads at once (a slot made of
  *                       several registrations: only to see whether the
  *                       driver's work spreads over threads)
@@ -57,13 +60,14 @@ enum way {
   MADVISE_REGISTER,
   REGISTER,
   HUGEPAGE_REGISTER,
+  HUGEPAGE_THREADS_REGISTER,
   CHUNKS_REGISTER,
   HOST_ALLOC,
   NWAYS
 };
 static const char *const way_name[NWAYS] = {
     "populate+register", "madvise+register", "register",
-    "hugepage+register", "chunks+register",  "cudaHostAlloc"};
+    "hugepage+register", "hugepage x", "chunks+register", "cudaHostAlloc"};
 
 typedef struct chunk_arg {
   void *p;
@@ -85,6 +89,32 @@ static int populate(void *p, size_t len) {
   for (size_t o = 0; o < len; o += 4096)
     ((volatile char *)p)[o] = 0;
   return 0;
+}
+
+typedef struct pages_arg {
+  void *p;
+  size_t len;
+} pages_arg;
+
+static void *populate_part(void *arg) {
+  pages_arg *a = arg;
+  populate(a->p, a->len);
+  return NULL;
+}
+
+/* Populates with T threads on parts of whole 2 MiB pages. */
+static void populate_threads(void *p, size_t len, int threads) {
+  pthread_t th[64];
+  pages_arg args[64];
+  size_t per = (len / (size_t)threads + (2u << 20) - 1) &
+               ~(size_t)((2u << 20) - 1);
+  int n = 0;
+  for (size_t off = 0; off < len && n < threads; off += per, n++) {
+    args[n] = (pages_arg){(char *)p + off, off + per > len ? len - off : per};
+    pthread_create(&th[n], NULL, populate_part, &args[n]);
+  }
+  for (int k = 0; k < n; k++)
+    pthread_join(th[k], NULL);
 }
 
 /* One run of way w: *make_ms (the pages), *reg_ms (the registration).
@@ -112,10 +142,12 @@ static int run(enum way w, size_t len, int threads, double *make_ms,
     fprintf(stderr, "mmap %zu bytes: %s\n", len, strerror(errno));
     return -1;
   }
-  if (w == HUGEPAGE_REGISTER)
+  if (w == HUGEPAGE_REGISTER || w == HUGEPAGE_THREADS_REGISTER)
     madvise(p, len, MADV_HUGEPAGE);
   if (w == MADVISE_REGISTER || w == HUGEPAGE_REGISTER || w == CHUNKS_REGISTER)
     populate(p, len);
+  if (w == HUGEPAGE_THREADS_REGISTER)
+    populate_threads(p, len, threads);
   double t1 = now_ms();
   *make_ms = t1 - t0;
   int rc = 0;
@@ -204,11 +236,12 @@ int main(int argc, char **argv) {
     double m = median(make, reps), g = median(reg, reps),
            t = median(total, reps);
     char name[64];
-    snprintf(name, sizeof name, "%s%s", way_name[w],
-             w == CHUNKS_REGISTER ? " x" : "");
     if (w == CHUNKS_REGISTER)
-      snprintf(name + strlen(name), sizeof name - strlen(name), "%d",
-               threads);
+      snprintf(name, sizeof name, "chunks x%d+register", threads);
+    else if (w == HUGEPAGE_THREADS_REGISTER)
+      snprintf(name, sizeof name, "hugepage x%d+register", threads);
+    else
+      snprintf(name, sizeof name, "%s", way_name[w]);
     if (json)
       printf("{\"way\":\"%s\",\"bytes\":%zu,\"reps\":%d,\"pages_ms\":%.2f,"
              "\"register_ms\":%.2f,\"total_ms\":%.2f,\"gb_per_s\":%.2f}\n",

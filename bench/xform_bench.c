@@ -10,6 +10,8 @@
  *   pixel: through the per-pixel path (resize_path
  *          GF_XFORM_RESIZE_PER_PIXEL: taps and weights recomputed for
  *          every output pixel, as the kernel before the tiles did);
+ *   16:    tiles of 16 output rows instead of 32 (GF_XFORM_RESIZE_TILE16:
+ *          twice the blocks, more source rows summed twice);
  *   skip:  launched with n_resized 0: the crop kernel alone, skipping every
  *          (resized) sample: what launching it beside the resize kernel
  *          would cost (a batch of resized samples alone runs the resize
@@ -128,19 +130,31 @@ int main(int argc, char **argv) {
   printf("h2d copy (pinned): %.3f ms (%.1f GB/s)\n", copy_ms,
          (double)total / copy_ms / 1e6);
 
-  static const char *names[7] = {"crop",      "rrc",      "eval",
-                                 "rrc-pixel", "eval-pixel", "rrc-skip",
-                                 "eval-skip"};
-  static const uint32_t modes[7] = {
+  enum { NCASE = 9 };
+  static const char *names[NCASE] = {
+      "crop",     "rrc",     "eval",      "rrc-pixel", "eval-pixel",
+      "rrc-skip", "eval-skip", "rrc-16",  "eval-16"};
+  static const uint32_t modes[NCASE] = {
       GF_RESIZE_NONE,
       GF_RESIZE_RANDOM_RESIZED_CROP,
       GF_RESIZE_SHORTER_CENTER_CROP,
       GF_RESIZE_RANDOM_RESIZED_CROP,
       GF_RESIZE_SHORTER_CENTER_CROP,
       GF_RESIZE_RANDOM_RESIZED_CROP,
+      GF_RESIZE_SHORTER_CENTER_CROP,
+      GF_RESIZE_RANDOM_RESIZED_CROP,
       GF_RESIZE_SHORTER_CENTER_CROP};
-  float ms[7];
-  for (int m = 0; m < 7; m++) {
+  static const uint32_t paths[NCASE] = {0,
+                                        0,
+                                        0,
+                                        GF_XFORM_RESIZE_PER_PIXEL,
+                                        GF_XFORM_RESIZE_PER_PIXEL,
+                                        0,
+                                        0,
+                                        GF_XFORM_RESIZE_TILE16,
+                                        GF_XFORM_RESIZE_TILE16};
+  float ms[NCASE];
+  for (int m = 0; m < NCASE; m++) {
     gf_transform tf;
     memset(&tf, 0, sizeof tf);
     tf.out_dtype = GF_OUT_F16;
@@ -172,9 +186,9 @@ int main(int argc, char **argv) {
     a.src_len = total;
     a.samples = d_s;
     a.n = n;
-    a.n_resized = m >= 5 ? 0 : nr;
+    a.n_resized = m == 5 || m == 6 ? 0 : nr;
     a.resize_size = gf_xform_resize_size(&tf, H);
-    a.resize_path = m == 3 || m == 4 ? GF_XFORM_RESIZE_PER_PIXEL : 0;
+    a.resize_path = paths[m];
     a.out_h = H;
     a.out_w = W;
     a.out_c = C;
@@ -202,16 +216,18 @@ int main(int argc, char **argv) {
          100.0 * (ms[1] - ms[0]) / (copy_ms + ms[0]),
          100.0 * (ms[2] - ms[0]) / (copy_ms + ms[0]));
   printf("the resize kernel (alone in the rrc and eval passes): tiled rrc "
-         "%.3f ms, eval %.3f ms; per-pixel rrc %.3f ms, eval %.3f ms; the "
-         "crop kernel skipping resized samples %.3f / %.3f ms\n",
-         ms[1], ms[2], ms[3], ms[4], ms[5], ms[6]);
+         "%.3f ms, eval %.3f ms; 16-row tiles rrc %.3f ms, eval %.3f ms; "
+         "per-pixel rrc %.3f ms, eval %.3f ms; the crop kernel skipping "
+         "resized samples %.3f / %.3f ms\n",
+         ms[1], ms[2], ms[7], ms[8], ms[3], ms[4], ms[5], ms[6]);
   if (json)
     printf("{\"batch\": %u, \"in_bytes\": %llu, \"h2d_ms\": %.4f, "
            "\"crop_ms\": %.4f, \"rrc_ms\": %.4f, \"eval_ms\": %.4f, "
            "\"rrc_pixel_ms\": %.4f, \"eval_pixel_ms\": %.4f, "
-           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f}\n",
+           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f, "
+           "\"rrc_tile16_ms\": %.4f, \"eval_tile16_ms\": %.4f}\n",
            n, (unsigned long long)total, copy_ms, ms[0], ms[1], ms[2], ms[3],
-           ms[4], ms[5], ms[6]);
+           ms[4], ms[5], ms[6], ms[7], ms[8]);
   CK(cudaFree(d_src));
   CK(cudaFree(d_dst));
   CK(cudaFree(d_s));

@@ -23,6 +23,7 @@ extern "C" {
  * what it computes, byte-identical to gf_xform_ref). Pointers are device
  * memory unless said otherwise. */
 #define GF_XFORM_RESIZE_PER_PIXEL 1u
+#define GF_XFORM_RESIZE_TILE16 2u
 
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
@@ -41,13 +42,14 @@ typedef struct gf_xform_launch {
   uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
                                 (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
-  uint32_t resize_path;      /* 0: each tile of a resized sample in two
-                                passes through shared memory, pixel by
-                                pixel where its taps do not fit (shrink
-                                factors beyond ~20 a side);
+  uint32_t resize_path;      /* 0: each 32x32 tile of a resized sample
+                                in two passes through shared memory,
+                                pixel by pixel where its taps do not fit
+                                (shrink factors beyond ~20 a side);
                                 GF_XFORM_RESIZE_PER_PIXEL: every resized
-                                pixel on its own (tests and benches
-                                compare the two: the same bytes) */
+                                pixel on its own; GF_XFORM_RESIZE_TILE16:
+                                tiles of 16 rows (tests and benches
+                                compare them: the same bytes) */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;
@@ -68,13 +70,15 @@ typedef struct gf_xform_launch {
 /* Enqueues the transform of a->n samples on stream s: crop/pad or
  * resize (a third kernel, for the samples with resize set; when every
  * sample is resized, n_resized == n and n_filtered 0, that kernel alone,
- * which then also pads and reports refused samples), flip,
+ * which then also pads and reports refused samples, and pads a sample
+ * that is not resized after all), flip,
  * conversion and normalisation in one pass; gradient-filtered samples are
  * unfiltered inside the same pass by a second kernel of the same launch
  * (one block a sample, no intermediate global buffer), which writes
  * exactly those samples' outputs. *a is read before the call returns.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL pointers, unknown dtype
- * or layout, output out of GF_XFORM limits, dst misaligned, legacy stream)
+ * or layout, output out of GF_XFORM limits, dst misaligned, legacy stream,
+ * unknown resize_path)
  * or the launch's error. */
 cudaError_t gf_launch_xform(const gf_xform_launch *a, cudaStream_t s);
 

@@ -9,12 +9,14 @@
  * `tid` after another and compares with gf_xform_ref, so the tiling is
  * tested without a device.
  *
- * The steps of a tile (output rows [y0, y0 + ny), columns [x0, x0 + nx)):
+ * The steps of a tile (output rows [y0, y0 + ny), columns [x0, x0 + nx),
+ * ny <= GF_RS_TILE_H, nx <= GF_RS_TILE_W):
  *  1. gf_rs_tile_taps: the window taps [lo, lo + n) and the center of each
  *     of the tile's columns (tid < GF_RS_TILE_W) and rows (the next
  *     GF_RS_TILE_H tids), n = 0 for an index outside the resampled window
  *     (padding) or past the output. The same gf_rs_taps as the reference.
- *  2. gf_rs_tile_plan (every thread): kx, ky = the most taps of a column
+ *  2. gf_rs_tile_plan (one thread; every thread then reads sm->plan):
+ *     kx, ky = the most taps of a column
  *     and of a row; the pool holds the column weights (tap-major:
  *     GF_RS_TILE_W x kx), the row weights (GF_RS_TILE_H x ky) and then
  *     `cap` source rows of horizontal sums (c x cap x GF_RS_TILE_W). The
@@ -63,12 +65,19 @@
 #define GF_RS_UNROLL
 #endif
 
+/* Step 2's answer. */
+typedef struct gf_rs_plan {
+  uint32_t kx, ky, cap;
+  uint32_t ok; /* 1: the tile goes through the pool */
+} gf_rs_plan;
+
 /* A block's shared state for one tile. */
 typedef struct gf_rs_shared {
   int32_t clo[GF_RS_TILE_W], cn[GF_RS_TILE_W];
   float ccen[GF_RS_TILE_W];
   int32_t rlo[GF_RS_TILE_H], rn[GF_RS_TILE_H];
   float rcen[GF_RS_TILE_H];
+  gf_rs_plan plan;            /* gf_rs_tile_plan's */
   uint32_t chunk_end, r0, r1; /* the current chunk (gf_rs_tile_chunk) */
   float pool[GF_RS_POOL];
 } gf_rs_shared;
@@ -83,11 +92,6 @@ typedef struct gf_rs_tile {
   uint32_t ow, flip;
   uint32_t y0, x0, ny, nx; /* the tile */
 } gf_rs_tile;
-
-typedef struct gf_rs_plan {
-  uint32_t kx, ky, cap;
-  bool ok;
-} gf_rs_plan;
 
 /* Step 1 (tids 0 .. GF_RS_TILE_W + GF_RS_TILE_H - 1; others do nothing). */
 GF_RS_FN void gf_rs_tile_taps(gf_rs_shared *sm,
@@ -118,25 +122,26 @@ GF_RS_FN void gf_rs_tile_taps(gf_rs_shared *sm,
   }
 }
 
-/* Step 2 (every thread, after step 1). */
-GF_RS_FN gf_rs_plan gf_rs_tile_plan(const gf_rs_shared *sm,
-                                                     uint32_t c) {
-  gf_rs_plan p = {0, 0, 0, false};
+/* Step 2 (one thread, after step 1): sm->plan. */
+GF_RS_FN void gf_rs_tile_plan(gf_rs_shared *sm, uint32_t c) {
+  gf_rs_plan p = {0, 0, 0, 0};
   for (uint32_t k = 0; k < GF_RS_TILE_W; k++)
     if ((uint32_t)sm->cn[k] > p.kx)
       p.kx = (uint32_t)sm->cn[k];
   for (uint32_t k = 0; k < GF_RS_TILE_H; k++)
     if ((uint32_t)sm->rn[k] > p.ky)
       p.ky = (uint32_t)sm->rn[k];
-  uint64_t fixed = (uint64_t)GF_RS_TILE_W * p.kx + (uint64_t)GF_RS_TILE_H * p.ky;
-  if (fixed >= GF_RS_POOL)
-    return p;
-  p.cap = (GF_RS_POOL - (uint32_t)fixed) / (GF_RS_TILE_W * c);
-  p.ok = p.cap >= p.ky;
-  return p;
+  uint64_t fixed =
+      (uint64_t)GF_RS_TILE_W * p.kx + (uint64_t)GF_RS_TILE_H * p.ky;
+  if (fixed < GF_RS_POOL) {
+    p.cap = (GF_RS_POOL - (uint32_t)fixed) / (GF_RS_TILE_W * c);
+    p.ok = p.cap >= p.ky;
+  }
+  sm->plan = p;
 }
 
-/* Step 3 (the tids of step 1, after step 2, when p->ok). */
+/* Step 3 (the tids of step 1, after step 2, when p->ok; p a copy of
+ * sm->plan). */
 GF_RS_FN void gf_rs_tile_weights(gf_rs_shared *sm,
                                                   const gf_rs_tile *t,
                                                   const gf_rs_plan *p,
@@ -182,7 +187,7 @@ GF_RS_FN void gf_rs_tile_chunk(gf_rs_shared *sm,
                                                 const gf_rs_plan *p,
                                                 uint32_t a) {
   int32_t lo = 0, hi = 0;
-  bool any = false;
+  int any = 0;
   uint32_t b = a;
   for (; b < t->ny; b++) {
     int32_t n = sm->rn[b];
@@ -194,7 +199,7 @@ GF_RS_FN void gf_rs_tile_chunk(gf_rs_shared *sm,
       break;
     lo = nl;
     hi = nh;
-    any = true;
+    any = 1;
   }
   sm->chunk_end = b;
   sm->r0 = (uint32_t)lo;

@@ -701,8 +701,9 @@ __device__ __forceinline__ void tile_sample(gf_rs_tile &t,
   t.flip = s.flip;
 }
 
-// The resized samples: a block a tile of GF_RS_TILE_H x GF_RS_TILE_W output
-// pixels of one sample (grid: tiles x samples), in two passes through
+// The resized samples: a block a tile of GF_RS_TILE_H (16 with
+// resize_path GF_XFORM_RESIZE_TILE16) x GF_RS_TILE_W output pixels of one
+// sample (grid: tiles x samples), in two passes through
 // shared memory (resize_tile.h: the taps and normalised weights once a
 // tile column and row, the horizontal sums of the source rows the tile
 // needs, then the vertical sums), or pixel by pixel (resize_pixel) where
@@ -717,7 +718,9 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   setup_lut<DT>(lut, a);
   const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c, tid = threadIdx.x;
   const unsigned tiles_x = (a.ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
-  const unsigned tiles = tiles_x * ((a.oh + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
+  const unsigned th =
+      a.resize_path == GF_XFORM_RESIZE_TILE16 ? 16u : GF_RS_TILE_H;
+  const unsigned tiles = tiles_x * ((a.oh + th - 1) / th);
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
     const int bad = check_sample(s, a);
@@ -731,9 +734,9 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
       tile_sample(t, s, a);
     T *out = (T *)a.dst + (uint64_t)n * S;
     for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      t.y0 = tile / tiles_x * GF_RS_TILE_H;
+      t.y0 = tile / tiles_x * th;
       t.x0 = tile % tiles_x * GF_RS_TILE_W;
-      t.ny = a.oh - t.y0 < GF_RS_TILE_H ? a.oh - t.y0 : GF_RS_TILE_H;
+      t.ny = a.oh - t.y0 < th ? a.oh - t.y0 : th;
       t.nx = a.ow - t.x0 < GF_RS_TILE_W ? a.ow - t.x0 : GF_RS_TILE_W;
       __syncthreads(); // the value table is ready; the last tile is done
       if (pad) { // refused (its source never read), or not resized
@@ -744,11 +747,14 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
                              zero);
         continue;
       }
-      gf_rs_plan p = {0, 0, 0, false};
-      if (a.resize_path == 0) {
+      gf_rs_plan p = {0, 0, 0, 0};
+      if (a.resize_path != GF_XFORM_RESIZE_PER_PIXEL) {
         gf_rs_tile_taps(&sm, &t, tid);
         __syncthreads();
-        p = gf_rs_tile_plan(&sm, c);
+        if (tid == 0)
+          gf_rs_tile_plan(&sm, c);
+        __syncthreads();
+        p = sm.plan;
       }
       if (!p.ok) { // the same for every thread of the block
         for (unsigned i = tid; i < t.ny * t.nx; i += blockDim.x) {
@@ -818,7 +824,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
-      a->resize_path > GF_XFORM_RESIZE_PER_PIXEL ||
+      a->resize_path > GF_XFORM_RESIZE_TILE16 ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -882,8 +888,10 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       return err;
   }
   if (a->n_resized) {
+    const unsigned th = a->resize_path == GF_XFORM_RESIZE_TILE16 ? 16u
+                                                                 : GF_RS_TILE_H;
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
-                     ((a->out_h + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
+                     ((a->out_h + th - 1) / th);
     dim3 rgrid(tiles, a->n < 65535u ? a->n : 65535u);
     rsz<<<rgrid, kThreads, 0, s>>>(k);
     if ((err = cudaGetLastError()) != cudaSuccess)

@@ -10,7 +10,8 @@
  *   dimension holds;
  * - resized batches (every resize mode, antialiased or not, ragged sizes,
  *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px),
- *   each through the tiled path and the per-pixel path (resize_path);
+ *   each through the tiled path, the per-pixel path and 16-row tiles
+ *   (resize_path);
  *   batches mixing resized and cropped samples; shrink factors whose
  *   tiles take several chunks, and huge ones that go pixel by pixel;
  * - bad samples (outside the source, filtered without n_filtered, filtered
@@ -66,6 +67,7 @@ static devbuf d_src, d_params, d_dst, d_status;
 static cudaStream_t stream;
 static uint64_t rs = 20240611;
 static uint64_t n_cases, n_elems; /* what was compared, for the summary */
+static bool quick; /* --quick */
 
 static uint32_t rnd(uint32_t n) { return (uint32_t)(gf_test_rand(&rs) % n); }
 
@@ -215,16 +217,18 @@ static int check_case(xcase *c) {
                         c->oc, want);
   CHECK_OK(rc);
   int bad = rc ? 1 : run_gpu(c, want, count_filtered(c), 0);
-  /* Resized samples: the per-pixel path too (the tiles' fallback), the
-   * same bytes. */
+  /* Resized samples: the per-pixel path too (the tiles' fallback), and
+   * tiles of 16 rows: the same bytes. */
   bool resized = false;
   for (uint32_t i = 0; i < c->n; i++)
     resized |= c->s[i].resize != 0;
-  if (resized && !bad) {
-    c->resize_path = GF_XFORM_RESIZE_PER_PIXEL;
+  static const uint32_t paths[2] = {GF_XFORM_RESIZE_PER_PIXEL,
+                                    GF_XFORM_RESIZE_TILE16};
+  for (int k = 0; k < 2 && resized && !bad; k++) {
+    c->resize_path = paths[k];
     bad = run_gpu(c, want, count_filtered(c), 0);
     if (bad)
-      fprintf(stderr, "(the per-pixel path)\n");
+      fprintf(stderr, "(resize_path %u)\n", paths[k]);
     c->resize_path = 0;
   }
   free(want);
@@ -312,7 +316,9 @@ static void resize_case(int idx, bool big) {
   }
   static const uint32_t chans[] = {1, 3, 4, 3, 2};
   c.oc = chans[rnd(5)];
-  c.n = 1 + rnd(big ? 64 : 12);
+  /* Under --quick (a checker tracking every shared-memory access of the
+   * tiles) the large batches stay small. */
+  c.n = 1 + rnd(big ? (quick ? 4 : 64) : 12);
   c.t.height = c.oh = big ? 224 : 1 + rnd(64);
   c.t.width = c.ow = big ? 224 : 1 + rnd(64);
   if (c.t.resize == GF_RESIZE_SHORTER_CENTER_CROP && rnd(3) == 0)
@@ -606,7 +612,7 @@ static void launcher_refusals(void) {
   b.std[0] = -1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
-  b.resize_path = GF_XFORM_RESIZE_PER_PIXEL + 1;
+  b.resize_path = GF_XFORM_RESIZE_TILE16 + 1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.n = 0; /* nothing to do, nothing launched */
@@ -773,7 +779,7 @@ int main(int argc, char **argv) {
 
   /* --quick: fewer and smaller cases, for runs under a slow checker such
    * as compute-sanitizer. */
-  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   for (int i = 0; i < (quick ? 60 : 400); i++)
     random_case(i);
   /* ImageNet-like crops: 16-row unfilter tiles, the copy of rows that are

@@ -44,6 +44,7 @@ int main(void) {
    * rounded to 256 bytes: 5,888 + 6,144 + 768 + 512 + 256. */
   CHECK(strstr(a, "5,760") != NULL);
   CHECK(strstr(a, "13,568") != NULL);
+  CHECK(strstr(a, "and its labels (256 B, int64)") != NULL);
   /* Native channels: a dataset's index says RGB, so the output is sized
    * for 3 channels, as above; a PNG folder may hold any count: 4, so the
    * f16 output takes 16 x 8x8x4 x 2 = 8,192 bytes. */

@@ -29,12 +29,12 @@ typedef struct stats {
 
 #define NTHREADS 256u /* the kernel's block */
 
-/* Runs the kernel's tile loop for resized sample s of a batch (out_h x
- * out_w x c, shorter side S) into got (u8 NHWC, that sample's part);
+/* Runs the kernel's tile loop (tiles of th <= GF_RS_TILE_H rows) for
+ * resized sample s of a batch (out_h x out_w x c, shorter side S) into got (u8 NHWC, that sample's part);
  * pixels of refused tiles are marked in `refused` (1 a pixel). */
 static void emulate(const gf_xform_sample *s, const uint8_t *src,
                     uint32_t oh, uint32_t ow, uint32_t c, uint32_t S,
-                    uint8_t *got, uint8_t *refused, stats *st,
+                    uint32_t th, uint8_t *got, uint8_t *refused, stats *st,
                     gf_rs_shared *sm) {
   gf_rs_tile t;
   gf_xform_geom(s->resize, s->win_h, s->win_w, oh, ow, S, &t.rs_h, &t.rs_w,
@@ -49,17 +49,18 @@ static void emulate(const gf_xform_sample *s, const uint8_t *src,
   t.ow = ow;
   t.flip = s->flip;
   const uint32_t tiles_x = (ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
-  const uint32_t tiles = tiles_x * ((oh + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
+  const uint32_t tiles = tiles_x * ((oh + th - 1) / th);
   for (uint32_t tile = 0; tile < tiles; tile++) {
-    t.y0 = tile / tiles_x * GF_RS_TILE_H;
+    t.y0 = tile / tiles_x * th;
     t.x0 = tile % tiles_x * GF_RS_TILE_W;
-    t.ny = oh - t.y0 < GF_RS_TILE_H ? oh - t.y0 : GF_RS_TILE_H;
+    t.ny = oh - t.y0 < th ? oh - t.y0 : th;
     t.nx = ow - t.x0 < GF_RS_TILE_W ? ow - t.x0 : GF_RS_TILE_W;
     /* Poison the shared state: nothing may be read before it is made. */
     memset(sm, 0xA7, sizeof *sm);
     for (uint32_t tid = 0; tid < NTHREADS; tid++)
       gf_rs_tile_taps(sm, &t, tid);
-    gf_rs_plan p = gf_rs_tile_plan(sm, c);
+    gf_rs_tile_plan(sm, c); /* thread 0 */
+    gf_rs_plan p = sm->plan;
     st->tiles++;
     if (!p.ok) {
       st->refused++;
@@ -115,7 +116,9 @@ static int run_batch(const char *what, const gf_transform *t,
       continue;
     memset(got, 0x5A, per);
     memset(refused, 0, (size_t)oh * ow);
-    emulate(&s[i], src, oh, ow, c, gf_xform_resize_size(t, oh), got,
+    /* The kernel's tile heights: 32, and 16 (GF_XFORM_RESIZE_TILE16). */
+    uint32_t th = i % 2 ? 16 : GF_RS_TILE_H;
+    emulate(&s[i], src, oh, ow, c, gf_xform_resize_size(t, oh), th, got,
             refused, st, sm);
     for (size_t e = 0; e < per; e++) {
       if (refused[e / c] || got[e] == want[i * per + e])
