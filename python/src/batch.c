@@ -298,13 +298,11 @@ static int describe(ArrayObject *a, view *v) {
   v->dev.device_type = kDLCPU;
   if (a->kind == ARR_LABELS) {
     v->data = (void *)b->labels;
-#ifdef GF_RELEASE_STREAMS_MAX
     if (b->labels_device) {
       v->data = (void *)b->labels_device;
       v->dev.device_type = kDLCUDA;
       v->dev.device_id = c->device;
     }
-#endif
     v->dtype = (DLDataType){kDLInt, 64, 1};
     v->ndim = 1;
     v->shape[0] = b->count;

@@ -35,7 +35,7 @@
 
 #include "gpufeed.h"
 
-#define GFPY_STREAMS_MAX 4
+#define GFPY_STREAMS_MAX GF_RELEASE_STREAMS_MAX
 
 typedef struct cbatch cbatch;
 
