@@ -13,7 +13,9 @@ from conftest import COUNT
 def test_iterate_in_thread_free_in_main(folder):
     loader = gpufeed.Loader(folder, 5, seed=4, device="cpu", prefetch=3,
                             transform=gpufeed.Convert(dtype="float32"))
-    q = queue.Queue(maxsize=2)
+    # At most: one batch queued, one the main thread holds, and the one
+    # the consumer takes: prefetch 3.
+    q = queue.Queue(maxsize=1)
     errors = []
 
     def consume():
