@@ -24,3 +24,10 @@ if(GPUFEED_PYTHON AND NOT GPUFEED_SANITIZE)
     gpufeed_test_props(python_${stem} 300 "${_labels}")
   endforeach()
 endif()
+
+# The consumer calls the binding stands on (gf_loader_next_timed,
+# gf_loader_batch_wait_on), tested in C so that the sanitizers see them.
+gpufeed_add_test(test_loader_timed
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_timed.c
+  LABELS threaded loader TIMEOUT 300)
+target_link_libraries(test_loader_timed PRIVATE gpufeed_loader_fixture)
