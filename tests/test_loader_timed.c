@@ -108,8 +108,9 @@ static void deadline(const char *dir) {
   cfg.prefetch = 1;
   cfg.device = GF_DEVICE_CPU;
   gf_loader *l;
-  CHECK_OK(gf_loader_create(&cfg, &l));
-  if (gf_test_failures)
+  int rc = gf_loader_create(&cfg, &l);
+  CHECK_OK(rc);
+  if (rc < 0)
     return;
   const int64_t timeout = 3000000; /* 3 ms */
   gf_batch *b = (gf_batch *)&cfg;
@@ -120,8 +121,14 @@ static void deadline(const char *dir) {
   CHECK(waited >= (uint64_t)timeout);
   CHECK(waited < 2000000000ull); /* not a wait for the batch */
   printf("timed out after %.2f ms\n", (double)waited / 1e6);
+  gf_loader_stats st = {.struct_size = sizeof st};
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  CHECK(st.next_calls == 0 && st.ready_sum == 0); /* the timeout is not a call */
+  CHECK(st.consumer_wait_ns >= (uint64_t)timeout); /* but its wait counts */
   /* No limit: the batch comes. */
   CHECK_OK(gf_loader_next_timed(l, NULL, -1, &b));
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  CHECK(st.next_calls == 1 && st.batches == 1);
   if (b && b != (gf_batch *)&cfg) {
     CHECK(b->count == 1 && b->indices[0] == 0);
     CHECK_OK(gf_loader_batch_wait_on(l, b, NULL)); /* host mode: nothing */
