@@ -111,20 +111,32 @@ def test_device_memory_back_after_close(folder):
     # loaded, as torch's do): measure from after that.
     with _loader(folder) as warm:
         next(iter(warm))
-    torch.cuda.synchronize()
     gc.collect()
+    torch.cuda.synchronize()
     free0 = torch.cuda.mem_get_info()[0]
     pool = 256 << 20
+    tolerance = 2 << 20
+
+    # No tensor alive at close(): the memory is back at once.
+    loader = _loader(folder, device_pool_bytes=pool)
+    for images, labels in loader:
+        pass
+    assert free0 - torch.cuda.mem_get_info()[0] >= pool  # the pool is seen
+    del images, labels
+    loader.close()
+    torch.cuda.synchronize()
+    assert abs(torch.cuda.mem_get_info()[0] - free0) <= tolerance
+
+    # A tensor alive at close(): it stays valid, and the memory goes with it.
     loader = _loader(folder, device_pool_bytes=pool)
     images, labels = next(iter(loader))
-    free1 = torch.cuda.mem_get_info()[0]
-    assert free0 - free1 >= pool  # the pool is there to be seen
     kept = images.clone()
     loader.close()
-    # close() with a tensor alive keeps the memory: the tensor stays valid.
+    del loader
+    gc.collect()
+    assert free0 - torch.cuda.mem_get_info()[0] >= pool
     assert torch.equal(images, kept)
-    del images, labels, loader
+    del images, labels
     gc.collect()
     torch.cuda.synchronize()
-    free2 = torch.cuda.mem_get_info()[0]
-    assert abs(free2 - free0) <= (2 << 20), (free0, free2)
+    assert abs(torch.cuda.mem_get_info()[0] - free0) <= tolerance

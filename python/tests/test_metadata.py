@@ -27,6 +27,13 @@ def test_metadata(folder):
     assert gpufeed.__version__.count(".") == 2
 
 
+def test_source_as_path(folder):
+    import pathlib
+    loader = gpufeed.Loader(pathlib.Path(folder), 10, device="cpu")
+    assert len(loader) == 5
+    assert repr(loader).startswith("gpufeed.Loader(")
+
+
 def test_plan_and_stats(folder):
     loader = gpufeed.Loader(folder, 8, device="cpu", num_workers=2,
                             cache_bytes="1M",
