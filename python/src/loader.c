@@ -51,7 +51,7 @@ void gfpy_drain(core *c) {
     cbatch *cb = list;
     list = cb->next;
     gfpy_give_back(c, cb);
-    free(cb);
+    gfpy_cbatch_free(cb);
     /* Not the last reference: the caller holds one. */
     gfpy_core_unref(c);
   }

@@ -16,6 +16,8 @@ def _loader(folder, **kw):
 
 
 def test_tensor_outlives_iterator_close_and_loader(folder):
+    gc.collect()
+    base = gpufeed._C._live_batch_records()
     loader = _loader(folder, prefetch=3)
     it = iter(loader)
     images, labels = next(it)
@@ -33,7 +35,9 @@ def test_tensor_outlives_iterator_close_and_loader(folder):
     junk = [torch.full((8, 3, 16, 16), 7.0) for _ in range(16)]
     assert images.data_ptr() == ptr
     assert torch.equal(images, copy_i) and torch.equal(labels, copy_l)
+    assert gpufeed._C._live_batch_records() == base + 1
     del junk, images, labels  # the loader is destroyed here
+    assert gpufeed._C._live_batch_records() == base
 
 
 def _rss_kib():
@@ -45,6 +49,8 @@ def _rss_kib():
 
 
 def test_a_thousand_batches_hold_nothing(folder):
+    gc.collect()
+    base = gpufeed._C._live_batch_records()
     loader = _loader(folder, prefetch=2)
     n = 0
     rss = []
@@ -60,6 +66,7 @@ def test_a_thousand_batches_hold_nothing(folder):
                 break
     del images, labels
     assert loader.held_batches == 0
+    assert gpufeed._C._live_batch_records() == base
     # Growth between batch 200 and 1000 under 2 MiB (leaks of a batch
     # record, a capsule or a tensor a batch would show many times that).
     assert rss[1] - rss[0] < 2048, rss
