@@ -78,3 +78,22 @@ def test_rank_world_from_environment(folder, monkeypatch):
     assert loader.num_samples == COUNT // 2
     st = loader.state_dict()
     assert st["rank"] == 1 and st["world"] == 2
+
+
+def test_labels_file(tmp_path):
+    import pngdata
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    lines = []
+    for i in range(6):
+        name = "f%d.png" % i
+        (flat / name).write_bytes(pngdata.png_bytes(pngdata.image_pixels(i, 4, 4), 4, 4))
+        lines.append("%s %d\n" % (name, 100 + 7 * i))
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(lines))
+    loader = gpufeed.Loader(str(flat), 6, shuffle=False, device="cpu",
+                            labels_file=labels)
+    assert loader.classes == [] and loader.class_to_idx == {}
+    b = loader.next_batch()
+    paths = [loader.sample_path(i) for i in b.indices]
+    assert [100 + 7 * int(p[1]) for p in paths] == list(b.label_list)
