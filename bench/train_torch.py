@@ -269,10 +269,10 @@ class DataLoaderFeed:
             ds, num_replicas=dist.world, rank=dist.rank, shuffle=True, seed=a.seed,
             drop_last=False)
         w = a.threads
+        more = dict(persistent_workers=True, prefetch_factor=4) if w > 0 else {}
         self.dl = torch.utils.data.DataLoader(
             ds, batch_size=a.batch, sampler=self.sampler, num_workers=w,
-            pin_memory=dist.cuda, drop_last=not a.check, persistent_workers=w > 0,
-            prefetch_factor=4 if w > 0 else None)
+            pin_memory=dist.cuda, drop_last=not a.check, **more)
         self.device = dist.device
         self.dtype = DTYPES[a.dtype]
         self.mean = torch.tensor([m * 255 for m in MEAN], device=dist.device).view(1, 3, 1, 1)

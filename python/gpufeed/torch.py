@@ -236,8 +236,7 @@ def translate_transform(transform, seed=None):
                 raise UnsupportedTransformError(name, "the image is already a tensor")
             dtype, unit = "float32", 1.0
         elif name in ("PILToTensor", "ToImage", "ToImageTensor", "ToPureTensor"):
-            if unit is None:
-                unit = None  # still uint8 pixels
+            pass  # the same values, as a tensor
         elif name in ("ConvertImageDtype", "ConvertDtype", "ToDtype"):
             d = getattr(t, "dtype", None)
             if isinstance(d, dict):
