@@ -545,6 +545,23 @@ GF_API int gf_loader_next_on(gf_loader *l, void *cuda_stream, gf_batch **out);
  * work still reads the batch. Consumer thread. */
 GF_API int gf_loader_release_on(gf_loader *l, gf_batch *b, void *cuda_stream);
 
+/* As gf_loader_next_on, waiting at most timeout_ns (< 0: no limit) for the
+ * batch to be ready; returns -ETIMEDOUT when it is not (nothing taken, no
+ * error context recorded, and the call not counted in next_calls: call
+ * again). A timeout of 0 polls. A language binding waits in short slices
+ * with it, so that it can react to signals between them. Consumer
+ * thread. */
+GF_API int gf_loader_next_timed(gf_loader *l, void *cuda_stream,
+                                int64_t timeout_ns, gf_batch **out);
+/* GPU mode: makes `cuda_stream` (a cudaStream_t of the loader's device;
+ * NULL: the host waits) wait for lent batch b's device output, as next_on
+ * does for the stream given to it (an event wait, never a host sync with a
+ * stream): for a batch used on more streams than the one it was taken on.
+ * Host mode: returns 0 at once. Returns 0, -EINVAL (b is not a batch this
+ * loader has lent) or GF_ECUDA. Consumer thread. */
+GF_API int gf_loader_batch_wait_on(gf_loader *l, gf_batch *b,
+                                   void *cuda_stream);
+
 /* The loader's device pool (GPU mode; NULL in host mode): its batches live
  * in it, and the caller may allocate its own buffers from what the
  * reservation has beyond them (gf_device_pool_alloc, below). Owned by the

@@ -111,11 +111,12 @@ static void present(slot *s) {
   b->filtered = s->filtered;
 }
 
-/* Waits on ready_cv; while a slot drains (the GPU still copies out of its
+/* Waits on ready_cv, at most until `deadline` (now_ns()'s clock; UINT64_MAX:
+ * no limit); while a slot drains (the GPU still copies out of its
  * staging memory: rare, only when a batch was released before its copy
  * ran) nothing else would wake the loader when the copy ends, so the wait
  * is short and the draining slots are checked again. Under mu. */
-static void wait_ready(gf_loader *l) {
+static void wait_ready(gf_loader *l, uint64_t deadline) {
   bool draining = false;
   for (uint32_t i = 0; i < l->nslots; i++)
     if (l->slots[i].state == SLOT_DRAINING) {
@@ -125,13 +126,22 @@ static void wait_ready(gf_loader *l) {
         draining = true;
     }
   pthread_cond_broadcast(&l->work_cv);
-  if (!draining) {
+  if (!draining && deadline == UINT64_MAX) {
     pthread_cond_wait(&l->ready_cv, &l->mu);
     return;
   }
+  uint64_t wait = 200000; /* ns */
+  if (deadline != UINT64_MAX) {
+    uint64_t t = now_ns();
+    uint64_t left = deadline > t ? deadline - t : 0;
+    if (!draining || left < wait)
+      wait = left;
+  }
+  /* ready_cv runs on CLOCK_REALTIME (the default condattr). */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += 200000;
+  ts.tv_sec += (time_t)(wait / 1000000000u);
+  ts.tv_nsec += (long)(wait % 1000000000u);
   if (ts.tv_nsec >= 1000000000L) {
     ts.tv_sec++;
     ts.tv_nsec -= 1000000000L;
@@ -139,7 +149,10 @@ static void wait_ready(gf_loader *l) {
   pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts);
 }
 
-static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
+/* deadline: now_ns()'s clock, UINT64_MAX for none; past it, -ETIMEDOUT
+ * with nothing taken (and the call not counted in next_calls). */
+static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
+                     gf_batch **out) {
   *out = NULL;
   uint64_t t0 = now_ns();
   pthread_mutex_lock(&l->mu);
@@ -160,7 +173,17 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
                      "one before taking the next",
                      l->nslots);
     }
-    wait_ready(l);
+    if (deadline != UINT64_MAX && now_ns() >= deadline) {
+      /* Not a call that delivered or failed: the caller calls again, and
+       * only that call counts (next_calls, ready_sum); the time waited
+       * counts. */
+      atomic_fetch_sub_explicit(&l->next_calls, 1, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&l->ready_sum, ready, memory_order_relaxed);
+      add(&l->consumer_wait_ns, now_ns() - t0);
+      pthread_mutex_unlock(&l->mu);
+      return -ETIMEDOUT;
+    }
+    wait_ready(l, deadline);
   }
   add(&l->consumer_wait_ns, now_ns() - t0);
   if (s->epoch != l->c_epoch) {
@@ -195,7 +218,7 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
                  s->k + 1);
       l->next_seq = l->c_seq;
       pthread_mutex_unlock(&l->mu);
-      return next_impl(l, stream, out);
+      return next_impl(l, stream, deadline, out);
     }
     /* Outside mu, as a worker's finalize: the slot stays REPAIRING, and
      * workers dispatch and fill the next batches meanwhile. */
@@ -235,15 +258,16 @@ static int next_impl(gf_loader *l, void *stream, gf_batch **out) {
   return 0;
 }
 
-int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
-  if (!l || !out)
-    return cfg_fail("next", "needs a loader and an output pointer");
+static int next_traced(gf_loader *l, void *stream, uint64_t deadline,
+                       gf_batch **out) {
   if (GF_LIKELY(!l->trace && !l->nvtx))
-    return next_impl(l, stream, out);
+    return next_impl(l, stream, deadline, out);
   uint64_t t0 = now_ns();
   range_push(l, "next");
-  int rc = next_impl(l, stream, out);
+  int rc = next_impl(l, stream, deadline, out);
   range_pop(l);
+  if (rc == -ETIMEDOUT)
+    return rc; /* the call that delivers records the span */
   uint64_t t1 = now_ns();
   slot *s = rc == 0 ? (slot *)(void *)*out : NULL;
   span(l, GF_TR_NEXT, GF_TRACE_TID_CONSUMER, t0, t1, s ? s->seq : GF_NO_INDEX);
@@ -255,6 +279,25 @@ int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
       s->nvtx_step = gf_gpu_range_start("step");
   }
   return rc;
+}
+
+int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
+  if (!l || !out)
+    return cfg_fail("next", "needs a loader and an output pointer");
+  return next_traced(l, stream, UINT64_MAX, out);
+}
+
+int gf_loader_next_timed(gf_loader *l, void *stream, int64_t timeout_ns,
+                         gf_batch **out) {
+  if (!l || !out)
+    return cfg_fail("next", "needs a loader and an output pointer");
+  uint64_t deadline = UINT64_MAX;
+  if (timeout_ns >= 0) {
+    uint64_t t = now_ns();
+    deadline = (uint64_t)timeout_ns < UINT64_MAX - t ? t + (uint64_t)timeout_ns
+                                                     : UINT64_MAX - 1;
+  }
+  return next_traced(l, stream, deadline, out);
 }
 
 int gf_loader_next(gf_loader *l, gf_batch **out) {
@@ -292,4 +335,21 @@ int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
 
 int gf_loader_release(gf_loader *l, gf_batch *b) {
   return gf_loader_release_on(l, b, NULL);
+}
+
+int gf_loader_batch_wait_on(gf_loader *l, gf_batch *b, void *stream) {
+  if (!l || !b)
+    return cfg_fail("batch_wait_on", "needs a loader and a batch");
+  pthread_mutex_lock(&l->mu);
+  slot *s = NULL;
+  for (uint32_t i = 0; i < l->nslots; i++)
+    if (&l->slots[i].batch == b && l->slots[i].state == SLOT_LENT)
+      s = &l->slots[i];
+  pthread_mutex_unlock(&l->mu);
+  if (!s)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "batch_wait_on: not a batch this loader has lent");
+  /* The slot stays lent (only this thread releases it), and the ready
+   * event is not recorded again before it is released. */
+  return l->stage ? gf_stage_handoff(l->stage, s->index, stream) : 0;
 }

@@ -1,0 +1,34 @@
+"""gpufeed: an input pipeline that keeps GPUs fed with training data.
+
+    loader = gpufeed.Loader("/data/train", batch_size=256, seed=0,
+                            transform=gpufeed.RandomResizedCrop(224))
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for images, labels in loader:
+            ...
+
+The C library does the work (gpufeed._C); this package shapes it.
+"""
+
+from . import _C
+from . import errors as _errors
+from ._dist import distributed_defaults
+from .errors import (BusyError, ConfigError, CorruptSampleError, DeviceError,
+                     Error, IOError_, OutOfMemoryError, SourceError,
+                     StateError)
+from .loader import Loader, parse_bytes
+from .transforms import (IMAGENET_MEAN, IMAGENET_STD, CenterCrop, Convert,
+                         RandomCrop, RandomResizedCrop, Resize,
+                         ResizeCenterCrop, Transform)
+
+_C._set_error_factory(_errors._make)
+
+__version__ = _C.version
+Batch = _C.Batch
+
+__all__ = ["Loader", "Batch", "Transform", "RandomResizedCrop",
+           "ResizeCenterCrop", "Resize", "CenterCrop", "RandomCrop", "Convert",
+           "IMAGENET_MEAN", "IMAGENET_STD", "Error", "CorruptSampleError",
+           "SourceError", "ConfigError", "StateError", "OutOfMemoryError",
+           "DeviceError", "BusyError", "IOError_", "distributed_defaults",
+           "parse_bytes", "__version__"]

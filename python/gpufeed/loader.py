@@ -1,0 +1,291 @@
+"""gpufeed.Loader: the C loader shaped like a PyTorch data loader."""
+
+import os
+import re
+import sys
+
+from . import _C
+from ._dist import distributed_defaults
+from .errors import ConfigError
+from .transforms import Transform
+
+__all__ = ["Loader", "parse_bytes"]
+
+_ORDERS = {"shuffle": 0, "sequential": 1, "block": 2}
+_PARTITIONS = {"pad": 0, "drop": 1}
+_ON_ERROR = {"fail": 0, "skip": 1}
+_IO = {"auto": 0, "uring": 1, "io_uring": 1, "pread": 2}
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_bytes(v, what="cache_bytes"):
+    """An int, or a string "8G", "512M", "1.5G", "64K" (binary units; an
+    optional "B" or "iB" after the letter)."""
+    if isinstance(v, bool):
+        raise ConfigError("%s: %r is not a size" % (what, v))
+    if isinstance(v, int):
+        if v < 0:
+            raise ConfigError("%s must be >= 0, not %d" % (what, v))
+        return v
+    if isinstance(v, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(i?B)?\s*", v,
+                         re.IGNORECASE)
+        if m:
+            return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    raise ConfigError("%s: %r is not a size (an int, or e.g. \"8G\", "
+                      "\"512M\")" % (what, v))
+
+
+def _choice(table, value, what):
+    if value not in table:
+        raise ConfigError("%s=%r: use one of %s" % (
+            what, value, ", ".join(repr(k) for k in table)))
+    return table[value]
+
+
+def _uint(value, what, lo=0):
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise ConfigError("%s must be an int >= %d, not %r" % (what, lo, value))
+    return value
+
+
+def _resolve_device(device, local_rank):
+    """The gf_loader_config device: an ordinal, DEVICE_CPU or DEVICE_AUTO."""
+    if device is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            try:
+                import torch  # noqa: F811 - only to ask whether CUDA works
+            except ImportError:
+                torch = None
+        if torch is not None:
+            if torch.cuda.is_available():
+                return local_rank if local_rank is not None else \
+                    torch.cuda.current_device()
+            return _C.DEVICE_CPU
+        return local_rank if local_rank is not None else _C.DEVICE_AUTO
+    if isinstance(device, bool):
+        raise ConfigError("device=%r is not a device" % (device,))
+    if isinstance(device, int):
+        if device < 0:
+            raise ConfigError("device=%d: a CUDA ordinal is >= 0" % device)
+        return device
+    s = str(device)  # torch.device -> "cuda:0" / "cpu"
+    if s == "cpu":
+        return _C.DEVICE_CPU
+    if s == "cuda":
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            return torch.cuda.current_device()
+        return local_rank if local_rank is not None else 0
+    m = re.fullmatch(r"cuda:(\d+)", s)
+    if m:
+        return int(m.group(1))
+    raise ConfigError("device=%r: use None, 'cpu', 'cuda', 'cuda:N', an int "
+                      "or a torch.device" % (device,))
+
+
+class Loader:
+    """Batches of a dataset folder (``gpufeed build``) or a PNG folder, one
+    rank's share, epoch after epoch; see the package documentation for
+    every argument. Iterating yields ``(images, labels)`` torch tensors
+    (on the device, ready on torch's current stream; CPU tensors in host
+    mode); ``batches()`` yields gpufeed.Batch objects without torch."""
+
+    def __init__(self, source, batch_size=256, *, shuffle=True, order=None,
+                 seed=0, transform=None, device=None, cache_bytes=0,
+                 drop_last=False, num_workers=0, prefetch=0, rank=None,
+                 world_size=None, labels_file=None, partition="pad",
+                 on_error="fail", channels=0, keep_16bit=False, io="auto",
+                 io_queue_depth=0, io_direct=False, block_size=0,
+                 max_sample_bytes=0, limits=None, staging_slots=0,
+                 device_pool_bytes=0, trace_events=0, cache_direct=True):
+        self._core = None
+        source = os.fspath(source)
+        if not isinstance(source, str):
+            source = os.fsdecode(source)
+        if order is None:
+            order = "shuffle" if shuffle else "sequential"
+        d_rank, d_world, local_rank = distributed_defaults()
+        rank = d_rank if rank is None else rank
+        world_size = d_world if world_size is None else world_size
+        _uint(rank, "rank")
+        _uint(world_size, "world_size", 1)
+        if rank >= world_size:
+            raise ConfigError("rank %d is not below world_size %d"
+                              % (rank, world_size))
+        if transform is not None and not isinstance(transform, Transform):
+            raise ConfigError("transform must be a gpufeed transform "
+                              "(RandomResizedCrop, ResizeCenterCrop, ...), not "
+                              "%r" % (transform,))
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ConfigError("seed must be an int >= 0, not %r" % (seed,))
+        cfg = {
+            "source": source,
+            "batch_size": _uint(batch_size, "batch_size", 1),
+            "seed": seed,
+            "order": _choice(_ORDERS, order, "order"),
+            "rank": rank,
+            "world": world_size,
+            "partition": _choice(_PARTITIONS, partition, "partition"),
+            "drop_last": int(bool(drop_last)),
+            "cache_bytes": parse_bytes(cache_bytes),
+            "threads": _uint(num_workers, "num_workers"),
+            "prefetch": _uint(prefetch, "prefetch"),
+            "channels": _uint(channels, "channels"),
+            "keep_16bit": int(bool(keep_16bit)),
+            "error_policy": _choice(_ON_ERROR, on_error, "on_error"),
+            "io_backend": _choice(_IO, io, "io"),
+            "io_queue_depth": _uint(io_queue_depth, "io_queue_depth"),
+            "io_direct": int(bool(io_direct)),
+            "block_size": _uint(block_size, "block_size"),
+            "max_sample_bytes": parse_bytes(max_sample_bytes,
+                                            "max_sample_bytes"),
+            "device": _resolve_device(device, local_rank),
+            "staging_slots": _uint(staging_slots, "staging_slots"),
+            "device_pool_bytes": parse_bytes(device_pool_bytes,
+                                             "device_pool_bytes"),
+            "trace_events": _uint(trace_events, "trace_events"),
+            "cache_direct": 0 if cache_direct else 1,
+        }
+        if labels_file is not None:
+            cfg["labels_file"] = os.fsdecode(os.fspath(labels_file))
+        if limits is not None:
+            if not isinstance(limits, dict):
+                raise ConfigError("limits must be a dict of gf_limits fields "
+                                  "(max_width, max_height, max_pixels, "
+                                  "max_bytes)")
+            cfg["limits"] = dict(limits)
+        if transform is not None:
+            cfg["transform"] = transform.to_c(seed)
+        self._config = cfg
+        self.transform = transform
+        self.batch_size = batch_size
+        self._core = _C.Core(cfg)
+        self._classes = None
+
+    # ---- iteration -------------------------------------------------------
+
+    def _stream(self):
+        """The torch current stream of the loader's device (GPU mode)."""
+        if self._core.device < 0:
+            return 0
+        import torch
+        s = torch.cuda.current_stream(self._core.device).cuda_stream
+        return s if s != 0 else 1  # 1: the legacy default stream
+
+    def __iter__(self):
+        """One epoch (the rest of the current one) as (images, labels)
+        torch tensors. Without set_epoch, the next iteration runs the next
+        epoch."""
+        import torch
+        from_dlpack = torch.utils.dlpack.from_dlpack
+        core = self._core_or_raise()
+        on_device = core.device >= 0
+        while True:
+            b = core.next(self._stream() if on_device else 0)
+            if b is None:
+                return
+            images = from_dlpack(b.images)
+            labels = from_dlpack(b.labels)
+            del b
+            yield images, labels
+
+    def batches(self, stream=0):
+        """One epoch (the rest of the current one) as gpufeed.Batch objects;
+        no torch needed. stream: the cudaStream_t (int) the batch is handed
+        to in GPU mode; 0: the host waits for it."""
+        core = self._core_or_raise()
+        while True:
+            b = core.next(stream)
+            if b is None:
+                return
+            yield b
+
+    def next_batch(self, stream=0):
+        """The next Batch, or None at the end of the epoch."""
+        return self._core_or_raise().next(stream)
+
+    def set_epoch(self, epoch):
+        self._core_or_raise().set_epoch(_uint(epoch, "epoch"))
+
+    # ---- metadata --------------------------------------------------------
+
+    def __len__(self):
+        return self._core_or_raise().epoch_size()[1]
+
+    @property
+    def num_samples(self):
+        return self._core_or_raise().epoch_size()[0]
+
+    @property
+    def classes(self):
+        if self._classes is None:
+            self._classes = self._core_or_raise().class_names()
+        return list(self._classes)
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self.classes)}
+
+    def sample_path(self, i):
+        return self._core_or_raise().sample_path(_uint(i, "index"))
+
+    def stats(self):
+        return self._core_or_raise().stats()
+
+    def plan(self):
+        return _C.plan(self._config)
+
+    @property
+    def device(self):
+        d = self._core_or_raise().device
+        return "cpu" if d < 0 else "cuda:%d" % d
+
+    @property
+    def held_batches(self):
+        """Batches lent and not yet given back (views still alive)."""
+        return self._core.held if self._core is not None else 0
+
+    @property
+    def prefetch(self):
+        return self._core_or_raise().prefetch
+
+    def trace_write(self, path):
+        self._core_or_raise().trace_write(os.fspath(path))
+
+    # ---- resume ----------------------------------------------------------
+
+    def state_dict(self):
+        """Where the loader stands, as plain ints (gf_loader_state): fits
+        torch.save; load_state_dict resumes exactly."""
+        return self._core_or_raise().state_export()
+
+    def load_state_dict(self, state):
+        self._core_or_raise().state_import(dict(state))
+
+    # ---- lifetime --------------------------------------------------------
+
+    def _core_or_raise(self):
+        if self._core is None or self._core.closed:
+            raise ConfigError("the loader is closed")
+        return self._core
+
+    def close(self):
+        """Stops delivery. Tensors already made stay valid; the loader's
+        memory goes when the last of them is freed."""
+        if self._core is not None:
+            self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "gpufeed.Loader(%r, batch_size=%d, device=%r)" % (
+            self._config["source"], self.batch_size,
+            "closed" if self._core is None or self._core.closed
+            else self.device)

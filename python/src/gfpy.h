@@ -1,0 +1,98 @@
+/* gpufeed._C: the CPython extension over the C library (stable ABI,
+ * Py_LIMITED_API 3.11). What its files share:
+ *   module.c  the module, errors (gf_last_error -> gpufeed.Error), version
+ *   config.c  a dict of gf_loader_config fields -> the struct
+ *   loader.c  _C.Core: one gf_loader (next, release, metadata, state)
+ *   batch.c   _C.Batch and _C.Array: a lent gf_batch and its DLPack views
+ *
+ * Lifetime. A `core` (the loader) is shared by the Python Core object and
+ * every batch it lent (C reference counts, atomics): gf_loader_destroy runs
+ * when the last of them goes, so tensors stay valid after close() and after
+ * the Core object is gone. A `cbatch` (one lent gf_batch) is shared by its
+ * Python Batch object and every DLPack tensor made from it; when the last
+ * goes, the batch is given back to the loader over the streams it was
+ * exported to. The DLPack deleter may run on any thread, with or without
+ * the GIL: it never touches a Python object, and only queues the batch on
+ * core->pending (pend_mu); the consumer's next call, close() or release()
+ * gives it back. After close() it is given back at once (under mu).
+ *
+ * Locks. core->mu serialises the C consumer calls (gf_loader_* is one
+ * consumer thread at a time; Python threads take turns). It is only taken
+ * with the GIL released (so a thread holding it never waits for the GIL),
+ * except by the deleter after close(), which may hold the GIL and waits
+ * for mu's holders, none of which wait for the GIL. Order: mu, then
+ * pend_mu. */
+#ifndef GFPY_H
+#define GFPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "gpufeed.h"
+
+#define GFPY_STREAMS_MAX 4
+
+typedef struct cbatch cbatch;
+
+typedef struct core {
+  atomic_long refs;      /* the Core object's + one a live cbatch */
+  pthread_mutex_t mu;    /* consumer calls on l */
+  pthread_mutex_t pend_mu;
+  gf_loader *l;
+  bool closed;           /* under pend_mu (and mu to set) */
+  bool on_device;        /* GPU mode */
+  int32_t device;        /* the CUDA device, or -1 */
+  uint32_t prefetch;     /* batches the caller may hold */
+  long held;             /* lent, not given back (under mu) */
+  cbatch *pending;       /* views gone, to give back (pend_mu) */
+} core;
+
+struct cbatch {
+  atomic_long refs;      /* the Batch object's + one a live DLPack view */
+  core *c;               /* holds a reference to it */
+  gf_batch *b;
+  bool given_back;       /* under pend_mu */
+  uint32_t nstreams;     /* under pend_mu */
+  void *streams[GFPY_STREAMS_MAX];
+  void *next_stream;     /* the stream the batch was taken on (NULL: the
+                            host waited) */
+  cbatch *next;          /* core->pending */
+};
+
+/* module.c */
+/* Sets the Python error for gpufeed status rc from gf_last_error() (the
+ * calling thread's) through the factory gpufeed/errors.py installed. */
+PyObject *gfpy_raise(int rc);
+/* The same with a message of our own (for checks done here). */
+PyObject *gfpy_raise_msg(int rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* config.c */
+/* Fills *cfg (starting from GF_LOADER_CONFIG_INIT) from dict d; string
+ * fields point into `keep`'s objects (a list the caller keeps alive while
+ * cfg is used). Returns 0, or -1 with a Python error set. */
+int gfpy_config_from_dict(PyObject *d, gf_loader_config *cfg, PyObject *keep);
+
+/* loader.c */
+extern PyObject *gfpy_CoreType;
+int gfpy_loader_init(PyObject *m);
+void gfpy_core_unref(core *c);
+/* Gives cb back to the loader now if it was not yet (under c->mu). */
+int gfpy_give_back(core *c, cbatch *cb);
+/* Gives back the queued batches (under c->mu). */
+void gfpy_drain(core *c);
+
+/* batch.c */
+extern PyObject *gfpy_BatchType;
+extern PyObject *gfpy_ArrayType;
+int gfpy_batch_init(PyObject *m);
+/* A new Batch object over b, which c just lent (taking a core reference).
+ * NULL with an error set (b is then given back). */
+PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream);
+
+#endif /* GFPY_H */
