@@ -206,11 +206,7 @@ class GpufeedFeed:
             rank=dist.rank, world_size=dist.world)
         self.layout = a.layout
         self.name = "gpufeed " + gpufeed.__version__
-        self.total = None
-        if a.check:  # the dataset's size: the same source, one rank, nothing dropped
-            with gpufeed.Loader(a.source, a.batch, shuffle=False, channels=3,
-                                device="cpu", rank=0, world_size=1, num_workers=1) as one:
-                self.total = one.num_samples
+        self.total = int(self.loader.state_dict()["samples"])   # in the dataset
 
     def set_epoch(self, epoch):
         self.loader.set_epoch(epoch)

@@ -286,18 +286,11 @@ def translate_transform(transform, seed=None):
     if kind == "RandomResizedCrop":
         return gpufeed.RandomResizedCrop(kw.pop("size"), flip=flip, **kw, **common)
     if kind == "ResizeCenterCrop":
-        if flip:
-            raise UnsupportedTransformError(
-                "RandomHorizontalFlip", "with Resize + CenterCrop (the evaluation "
-                "recipe) is not supported")
-        return gpufeed.ResizeCenterCrop(**kw, **common)
+        return gpufeed.ResizeCenterCrop(flip=flip, **kw, **common)
     if kind == "Resize":
         return gpufeed.Resize(kw.pop("size"), flip=flip, **kw, **common)
     if kind == "CenterCrop":
-        if flip:
-            raise UnsupportedTransformError(
-                "RandomHorizontalFlip", "with CenterCrop alone is not supported")
-        return gpufeed.CenterCrop(kw.pop("size"), **common)
+        return gpufeed.CenterCrop(kw.pop("size"), flip=flip, **common)
     return gpufeed.RandomCrop(kw.pop("size"), flip=flip, **kw, **common)
 
 
