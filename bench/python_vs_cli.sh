@@ -20,13 +20,14 @@
 # COUNT to 10000. Environment: PHOTOS (a folder of PNG photos of at least the
 # largest side; default: synthetic images), DEVICE (auto, cpu or N; default
 # auto), EPOCHS (default 3), SIZES (default 200-500), PYTHON (default
-# python3), REPEAT (runs of each side, best kept; default 1). The JSON line
+# python3), REPEAT (runs of each side, best kept; default 1), COST_BATCHES
+# (ready batches timed for Python's cost, default 300). The JSON line
 # goes to WORK/python_vs_cli.jsonl.
 set -euo pipefail
 bin=$(cd "$1" && pwd) work=$2
 threads=${3:-$(nproc)} count=${4:-10000}
 device=${DEVICE:-auto} epochs=${EPOCHS:-3} sizes=${SIZES:-200-500}
-py=${PYTHON:-python3} repeat=${REPEAT:-1} photos=${PHOTOS:--}
+py=${PYTHON:-python3} repeat=${REPEAT:-1} photos=${PHOTOS:--} cost=${COST_BATCHES:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 gf=$bin/gpufeed
 mkdir -p "$work"
@@ -50,6 +51,6 @@ cat "$work"/png/*/*.png "$work"/cache-*/*.gfs >/dev/null   # page cache warm
 export PYTHONPATH="$bin/python${PYTHONPATH:+:$PYTHONPATH}"
 "$py" "$here/python_bench.py" --bin "$bin" --png "$work/png" \
   --gradzstd "$work/cache-gradzstd" --raw "$work/cache-raw" \
-  --threads "$threads" --epochs "$epochs" --device "$device" --repeat "$repeat" --json |
+  --threads "$threads" --epochs "$epochs" --device "$device" --repeat "$repeat" --cost-batches "$cost" --json |
   tee "$work/python_vs_cli.out"
 tail -n 1 "$work/python_vs_cli.out" >"$work/python_vs_cli.jsonl"
