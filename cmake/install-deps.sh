@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Installs gpufeed's build dependencies from Debian's archive when missing.
-# Used by tests/run.sh, bench/quickstart.sh and CI. Root or sudo needed only
+# Used by tests/run.sh, bench/quickstart.sh and CI; GPUFEED_WITH_PYTHON=1
+# adds what the Python package and its tests need. Root or sudo needed only
 # when something is missing.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libpng-dev)
+# The Python package and its tests (tests/run.sh sets this).
+if [ "${GPUFEED_WITH_PYTHON:-0}" = 1 ]; then
+  pkgs+=(python3-dev python3-numpy python3-pytest python3-torch python3-pip
+         python3-setuptools python3-wheel python3-venv)
+fi
 if [ "${GPUFEED_WITH_CLANG:-0}" = 1 ]; then
   pkgs+=(clang libclang-rt-dev)
 fi

@@ -507,7 +507,13 @@ typedef struct gf_batch {
   uint32_t direct_count;   /* samples copied to the device straight from
                               the pinned cache (see gf_cache_direct): when
                               not 0, data is NULL */
-  uint64_t reserved[4];
+  const int64_t *labels_device; /* GPU mode: the batch's labels in device
+                                   memory ([count] int64, in the slot's
+                                   device block, copied with the batch on
+                                   the copy stream; valid on the stream
+                                   given to next until release, like
+                                   `output`); NULL in host mode */
+  uint64_t reserved[3];
 } gf_batch;
 
 /* Creates a loader from cfg (NULL fields and zeros take the defaults) and
@@ -524,7 +530,12 @@ GF_API int gf_loader_create(const gf_loader_config *cfg, gf_loader **out);
  * (unless gf_loader_set_epoch chose one). Returns 0, GF_EEPOCHEND, -EBUSY
  * (the caller already holds `prefetch` batches), or, under the fail policy,
  * the error of a bad sample with its context in gf_last_error() (the loader
- * stays usable: the next call continues after the failed batch).
+ * stays usable: the next call continues after the failed batch). In GPU
+ * mode create pins the first staging slot and a background thread the
+ * others; if one cannot be pinned, one call returns that error
+ * (GF_EDEVOOM, GF_ECUDA or -ENOMEM, naming the slot and its bytes) and
+ * takes nothing, and the loader goes on with the slots pinned before it
+ * (fewer batches in flight; -EBUSY once the caller holds them all).
  * Consumer thread. */
 GF_API int gf_loader_next(gf_loader *l, gf_batch **out);
 
@@ -544,6 +555,20 @@ GF_API int gf_loader_next_on(gf_loader *l, void *cuda_stream, gf_batch **out);
  * recorded; the host never waits). With NULL the caller promises no device
  * work still reads the batch. Consumer thread. */
 GF_API int gf_loader_release_on(gf_loader *l, gf_batch *b, void *cuda_stream);
+/* Stream-ordered release over several streams: the batch's device blocks
+ * are reused only after every one of streams[0..n) has reached this point
+ * (an event recorded on each; the host never waits). n == 0 is
+ * gf_loader_release_on(l, b, NULL), and a NULL entry promises, as there,
+ * that nothing on it still reads the batch; gf_loader_release_on is this
+ * call with n = 1. streams may be NULL only when n == 0. Returns 0,
+ * -EINVAL (n > GF_RELEASE_STREAMS_MAX, streams NULL with n > 0, or not a
+ * batch this loader has lent; the batch stays lent), GF_ECUDA (recording
+ * an event failed; the batch is given back all the same, as with
+ * gf_loader_release_on). Host mode: the streams are ignored. Consumer
+ * thread. */
+#define GF_RELEASE_STREAMS_MAX 4
+GF_API int gf_loader_release_streams(gf_loader *l, gf_batch *b,
+                                     void *const *streams, uint32_t n);
 
 /* As gf_loader_next_on, waiting at most timeout_ns (< 0: no limit) for the
  * batch to be ready; returns -ETIMEDOUT when it is not (nothing taken, no

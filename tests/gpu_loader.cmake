@@ -6,3 +6,11 @@ if(GPUFEED_HAVE_CUDA)
     LABELS gpu TIMEOUT 600)
   target_link_libraries(test_gpu_loader PRIVATE gpufeed_loader_fixture CUDA::cudart_static)
 endif()
+# The staging slots pinned in the background: a failed pin, destroy while
+# pinning.
+if(GPUFEED_HAVE_CUDA)
+  gpufeed_add_test(test_gpu_stage_pin
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_stage_pin.c
+    LABELS gpu TIMEOUT 300)
+  target_link_libraries(test_gpu_stage_pin PRIVATE gpufeed_loader_fixture CUDA::cudart_static)
+endif()

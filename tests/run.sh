@@ -21,7 +21,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-bash cmake/install-deps.sh
+# The Python package's tests run in the suite too (tests/python.cmake).
+GPUFEED_WITH_PYTHON=1 bash cmake/install-deps.sh
 jobs=$(nproc)
 dir=build
 opts=(-DGPUFEED_WERROR=ON)

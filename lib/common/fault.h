@@ -41,6 +41,8 @@ typedef enum gf_fault_site {
   GF_FAULT_CUDA_HOST_ALLOC,
   GF_FAULT_CUDA_HOST_REGISTER,
   GF_FAULT_CUDA_MEMCPY,
+  GF_FAULT_CUDA_STAGE_REGISTER, /* pinning a GPU staging slot (slot 0 at
+                                   create, the others in the background) */
   GF_FAULT_SITE_COUNT_
 } gf_fault_site;
 

@@ -11,7 +11,8 @@
  *      run the transform kernel into the output block, record `ready`;
  *   3. gf_stage_handoff: the caller's stream waits for `ready` (no host
  *      wait);
- *   4. gf_stage_release: record the release event on the caller's stream;
+ *   4. gf_stage_release: record a release event on each of the caller's
+ *      streams (the next submit of the slot waits for all of them);
  *   5. gf_stage_host_free: whether the copy out of the staging memory has
  *      completed (so the workers may refill it): an event query, no wait.
  *
@@ -39,7 +40,8 @@ typedef struct gf_stage_config {
 } gf_stage_config;
 
 /* Device bytes the slots need from the pool for cfg (inputs, outputs,
- * parameters, each rounded to the pool's 256-byte alignment). */
+ * parameters and gather lists, labels; each rounded to the pool's 256-byte
+ * alignment). */
 uint64_t gf_stage_pool_need(const gf_stage_config *cfg);
 
 /* Whether `device` (or device 0 for GF_DEVICE_AUTO) can be used: 1 yes, 0
@@ -47,17 +49,33 @@ uint64_t gf_stage_pool_need(const gf_stage_config *cfg);
  * Any thread. */
 int gf_stage_probe(int32_t device, char *why, size_t cap);
 
-/* Creates the stage: the pool, the pinned staging memory (anonymous memory
- * registered with cudaHostRegister, so io_uring may register it too), the
- * device blocks, the copy stream and the events. Returns 0, GF_ENODEVICE,
- * GF_EDEVOOM, GF_ECUDA or -ENOMEM with context. */
+/* Creates the stage: the pool, the staging memory (anonymous memory, to be
+ * pinned by registration with cudaHostRegister), the device blocks, the
+ * copy stream and the events. Only slot 0 is pinned here (what the first
+ * batch needs); the caller pins the others with gf_stage_pin before it
+ * uses them. Returns 0, GF_ENODEVICE, GF_EDEVOOM, GF_ECUDA or -ENOMEM with
+ * context. */
 int gf_stage_create(const gf_stage_config *cfg, gf_stage **out);
+/* Frees everything; no gf_stage_pin may still be running. */
 void gf_stage_destroy(gf_stage *st);
 
-/* The pinned staging memory of slot i (in_bytes bytes). */
+/* Pins slot i's staging memory: makes its pages (madvise
+ * MADV_POPULATE_WRITE, outside the driver), registers them with
+ * cudaHostRegister (mapped) and takes their device address. 0 at once when
+ * the slot is pinned already. Until it returned 0 the slot must not be
+ * submitted (gf_stage_submit refuses it) nor its device address asked for.
+ * Any thread (the loader's pinning thread), one call per slot at a time,
+ * none during gf_stage_destroy. Returns 0, GF_EDEVOOM / GF_ECUDA (the
+ * registration failed) or -ENOMEM (no pages), with context naming the slot
+ * and its bytes. */
+int gf_stage_pin(gf_stage *st, uint32_t i);
+
+/* The staging memory of slot i (in_bytes bytes), from create on: the
+ * workers may fill it once it is pinned. */
 uint8_t *gf_stage_host(gf_stage *st, uint32_t i);
 
-/* The device address of slot i's pinned staging memory (mapped). */
+/* The device address of slot i's pinned staging memory (mapped); 0 before
+ * gf_stage_pin. */
 uint64_t gf_stage_host_dev(gf_stage *st, uint32_t i);
 
 /* One range of a batch's device input gathered from pinned host memory:
@@ -80,25 +98,32 @@ typedef enum gf_direct_copy {
 const char *gf_stage_direct_copy(const gf_stage *st);
 
 /* Enqueues slot i's batch: n samples described by params (offsets into the
- * slot's device input), the transform t into out_h x out_w x out_c. The
- * input comes from the staging memory, its first `used` bytes copied as
- * one block (segs NULL), or gathered from nsegs ranges (segs: at most
- * max_samples, each inside `used`, used <= in_bytes). *out gets the device
- * output pointer and *out_len its bytes. Returns 0, GF_ECUDA,
+ * slot's device input) with their n labels, the transform t into out_h x
+ * out_w x out_c. The input comes from the staging memory, its first `used`
+ * bytes copied as one block (segs NULL), or gathered from nsegs ranges
+ * (segs: at most max_samples, each inside `used`, used <= in_bytes). The
+ * labels go to the device with the parameters, before `ready`. *out gets
+ * the device output pointer, *labels_dev the device labels ([n] int64)
+ * and *out_len the output's bytes. Returns 0, GF_ECUDA,
  * GF_ESHAPE/GF_EUNSUPPORTED (from validation), GF_EINTERNAL (a range
- * outside the input) with context. */
+ * outside the input, or slot i not pinned) with context. */
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
-                    const gf_xform_sample *params, uint32_t n,
-                    uint32_t n_filtered, uint64_t used,
+                    const gf_xform_sample *params, const int64_t *labels,
+                    uint32_t n, uint32_t n_filtered, uint64_t used,
                     const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
                     uint32_t out_w, uint32_t out_c, void **out,
-                    uint64_t *out_len);
+                    const int64_t **labels_dev, uint64_t *out_len);
 /* Makes `stream` (a cudaStream_t; NULL: the host waits) wait for slot i's
  * batch. Returns 0 or GF_ECUDA. */
 int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream);
-/* Records that `stream` (NULL: nothing pending) is done with slot i's
- * device blocks once it reaches this point. Returns 0 or GF_ECUDA. */
-int gf_stage_release(gf_stage *st, uint32_t i, void *stream);
+/* Records that streams[0..n) (cudaStream_t each; a NULL entry: nothing
+ * pending there) are done with slot i's device blocks once they all reach
+ * this point: an event per stream, each waited for by the copy stream
+ * before the slot's next submit. It replaces what an earlier release of
+ * the slot left pending. Returns 0, -EINVAL (n > GF_RELEASE_STREAMS_MAX)
+ * or GF_ECUDA (the events recorded before the failure stay pending). */
+int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
+                     uint32_t n);
 /* 1 when the copy out of slot i's staging memory has completed (or none
  * was made), 0 while it runs. */
 int gf_stage_host_free(gf_stage *st, uint32_t i);

@@ -14,25 +14,28 @@
 #include <time.h>
 
 typedef struct stage_slot {
-  uint8_t *host;           /* staging bytes, then the parameters, then the
-                              gather list */
-  uint64_t host_dev;       /* the mapping's device address */
+  uint8_t *host;           /* staging bytes, then the parameters, the
+                              gather list and the labels */
+  uint64_t host_dev;       /* the mapping's device address (once pinned) */
   size_t map_len;
-  bool registered;
+  bool registered;         /* pinned (gf_stage_pin) */
   gf_xform_sample *h_params; /* inside the pinned mapping */
   gf_gather_seg *h_segs;     /* inside the pinned mapping, after h_params
                                 at the same offset as d_segs after d_params */
+  int64_t *h_labels;         /* after h_segs, as d_labels after d_segs */
   void *d_in, *d_out;
   gf_xform_sample *d_params;
   gf_gather_seg *d_segs;
+  int64_t *d_labels;
   /* Engine gathers: the batched copy's arguments (max_samples each). */
   void **e_dst;
   const void **e_src;
   size_t *e_len;
-  cudaEvent_t copied, ready, released;
+  cudaEvent_t copied, ready;
+  cudaEvent_t released[GF_RELEASE_STREAMS_MAX]; /* one per caller stream */
   bool events;
   bool submitted;          /* a copy was enqueued from this slot */
-  bool release_pending;    /* `released` was recorded on a caller stream */
+  uint32_t release_pending; /* released[0..n) recorded on caller streams */
   cudaEvent_t t_start, t_end; /* trace mode: around copy + kernel */
   bool timed;              /* t_start/t_end recorded and not yet taken */
 } stage_slot;
@@ -49,6 +52,7 @@ struct gf_stage {
   gf_direct_copy direct;   /* how gathers reach the device */
   uint32_t gather_blocks;  /* kernel gathers: grid bound */
   size_t params_span;      /* round256(max_samples * sizeof params) */
+  size_t segs_span;        /* round256(max_samples * sizeof gather seg) */
 };
 
 static int cuda_fail(cudaError_t e, const char *what) {
@@ -186,6 +190,60 @@ static cudaError_t gather(gf_stage *st, stage_slot *s, uint32_t nsegs,
                           st->gather_blocks, st->copy);
 }
 
+/* Makes the pages of [p, p + len) before they are registered, outside the
+ * driver: the registration then only pins them. */
+static int prefault(uint8_t *p, size_t len) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+    return 0;
+  if (errno != EINVAL)
+    return -errno; /* ENOMEM and the like: out of memory */
+#endif
+  /* An older kernel: touch every page. */
+  for (size_t o = 0; o < len; o += 4096)
+    p[o] = 0;
+  return 0;
+}
+
+int gf_stage_pin(gf_stage *st, uint32_t i) {
+  stage_slot *s = &st->slots[i];
+  if (s->registered)
+    return 0;
+  int rc = prefault(s->host, s->map_len);
+  if (rc < 0)
+    return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "staging slot %u of %u (%zu bytes): cannot make its "
+                   "pages: %s",
+                   i, st->cfg.slots, s->map_len, strerror(-rc));
+  cudaError_t e = cudaSetDevice(st->cfg.device);
+  if (e != cudaSuccess)
+    return cuda_fail(e, "cudaSetDevice");
+  /* Anonymous memory pinned by registration (not cudaHostAlloc), mapped
+   * so a gather kernel can read it too. */
+  int f = gf_fault_check(GF_FAULT_CUDA_STAGE_REGISTER);
+  e = f ? (f == GF_EDEVOOM ? cudaErrorMemoryAllocation : cudaErrorUnknown)
+        : cudaHostRegister(s->host, s->map_len, cudaHostRegisterMapped);
+  if (e != cudaSuccess)
+    return gf_fail(e == cudaErrorMemoryAllocation ? GF_EDEVOOM : GF_ECUDA,
+                   NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "pinning staging slot %u of %u (%zu bytes): "
+                   "cudaHostRegister: %s (%s)",
+                   i, st->cfg.slots, s->map_len, cudaGetErrorString(e),
+                   cudaGetErrorName(e));
+  void *dp = NULL;
+  if ((e = cudaHostGetDevicePointer(&dp, s->host, 0)) != cudaSuccess) {
+    cudaHostUnregister(s->host);
+    return gf_fail(GF_ECUDA, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "pinning staging slot %u of %u (%zu bytes): "
+                   "cudaHostGetDevicePointer: %s (%s)",
+                   i, st->cfg.slots, s->map_len, cudaGetErrorString(e),
+                   cudaGetErrorName(e));
+  }
+  s->host_dev = (uint64_t)(uintptr_t)dp;
+  s->registered = true;
+  return 0;
+}
+
 int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
   *out = NULL;
   gf_stage *st = calloc(1, sizeof *st);
@@ -220,39 +278,30 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    sizeof(gf_xform_sample));
   size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
                                  sizeof(gf_gather_seg));
+  size_t labels = (size_t)round256((uint64_t)cfg->max_samples *
+                                   sizeof(int64_t));
   st->params_span = params;
+  st->segs_span = segs;
   for (uint32_t i = 0; i < cfg->slots; i++) {
     stage_slot *s = &st->slots[i];
     size_t in = (size_t)round256(cfg->in_bytes);
-    s->map_len = (in + params + segs + 4095) / 4096 * 4096;
+    s->map_len = (in + params + segs + labels + 4095) / 4096 * 4096;
+    /* Address space only: the pages are made and pinned by gf_stage_pin
+     * (slot 0 below, the others when the loader gets to them). */
     void *p = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
+      size_t len = s->map_len;
       s->map_len = 0;
       rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot map %zu bytes of staging memory", in + params);
+                   "cannot map %zu bytes of staging memory (slot %u of %u)",
+                   len, i, cfg->slots);
       goto fail;
     }
     s->host = p;
     s->h_params = (gf_xform_sample *)(s->host + in);
     s->h_segs = (gf_gather_seg *)(s->host + in + params);
-    /* Anonymous memory pinned by registration (not cudaHostAlloc): the
-     * readers may register the same pages with io_uring. Mapped, so a
-     * gather kernel can read it too. */
-    int f = gf_fault_check(GF_FAULT_CUDA_HOST_REGISTER);
-    e = f ? cudaErrorMemoryAllocation
-          : cudaHostRegister(s->host, s->map_len, cudaHostRegisterMapped);
-    if (e != cudaSuccess) {
-      rc = cuda_fail(e, "cudaHostRegister (pinning the staging slots)");
-      goto fail;
-    }
-    s->registered = true;
-    void *dp = NULL;
-    if ((e = cudaHostGetDevicePointer(&dp, s->host, 0)) != cudaSuccess) {
-      rc = cuda_fail(e, "cudaHostGetDevicePointer (staging slots)");
-      goto fail;
-    }
-    s->host_dev = (uint64_t)(uintptr_t)dp;
+    s->h_labels = (int64_t *)(s->host + in + params + segs);
     s->e_dst = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
     s->e_src = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
     s->e_len = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(size_t));
@@ -264,21 +313,38 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    &s->d_in)) < 0 ||
         (rc = gf_device_pool_alloc(st->pool, round256(cfg->out_bytes), NULL,
                                    &s->d_out)) < 0 ||
-        (rc = gf_device_pool_alloc(st->pool, params + segs, NULL,
+        (rc = gf_device_pool_alloc(st->pool, params + segs + labels, NULL,
                                    (void **)&s->d_params)) < 0)
       goto fail;
     s->d_segs = (gf_gather_seg *)((uint8_t *)s->d_params + params);
+    s->d_labels = (int64_t *)((uint8_t *)s->d_params + params + segs);
     if ((e = cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming)) !=
             cudaSuccess ||
         (e = cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming)) !=
-            cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&s->released, cudaEventDisableTiming)) !=
             cudaSuccess) {
       rc = cuda_fail(e, "cudaEventCreate");
       goto fail;
     }
+    uint32_t made = 0;
+    for (; made < GF_RELEASE_STREAMS_MAX; made++)
+      if ((e = cudaEventCreateWithFlags(&s->released[made],
+                                        cudaEventDisableTiming)) !=
+          cudaSuccess)
+        break;
+    if (made < GF_RELEASE_STREAMS_MAX) {
+      for (uint32_t k = 0; k < made; k++)
+        cudaEventDestroy(s->released[k]);
+      cudaEventDestroy(s->copied);
+      cudaEventDestroy(s->ready);
+      rc = cuda_fail(e, "cudaEventCreate (release)");
+      goto fail;
+    }
     s->events = true;
   }
+  /* The first batch's slot now; the loader pins the others while the
+   * first batch loads (pinning takes tens of ms per 100 MB). */
+  if (cfg->slots && (rc = gf_stage_pin(st, 0)) < 0)
+    goto fail;
   *out = st;
   return 0;
 fail: {
@@ -299,11 +365,12 @@ void gf_stage_destroy(gf_stage *st) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
       /* A caller stream may still read the last batch: wait for it. */
-      if (s->release_pending)
-        cudaEventSynchronize(s->released);
+      for (uint32_t k = 0; k < s->release_pending; k++)
+        cudaEventSynchronize(s->released[k]);
       cudaEventDestroy(s->copied);
       cudaEventDestroy(s->ready);
-      cudaEventDestroy(s->released);
+      for (uint32_t k = 0; k < GF_RELEASE_STREAMS_MAX; k++)
+        cudaEventDestroy(s->released[k]);
     }
     if (st->timing) {
       cudaEventDestroy(s->t_start);
@@ -332,12 +399,15 @@ uint8_t *gf_stage_host(gf_stage *st, uint32_t i) { return st->slots[i].host; }
 gf_device_pool *gf_stage_pool(gf_stage *st) { return st->pool; }
 
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
-                    const gf_xform_sample *params, uint32_t n,
-                    uint32_t n_filtered, uint64_t used,
+                    const gf_xform_sample *params, const int64_t *labels,
+                    uint32_t n, uint32_t n_filtered, uint64_t used,
                     const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
                     uint32_t out_w, uint32_t out_c, void **out,
-                    uint64_t *out_len) {
+                    const int64_t **labels_dev, uint64_t *out_len) {
   stage_slot *s = &st->slots[i];
+  if (!s->registered)
+    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "staging slot %u submitted before it was pinned", i);
   int rc = gf_xform_validate(params, n, used, out_h, out_w, out_c,
                              GF_XFORM_FOR_GPU);
   if (rc < 0)
@@ -356,21 +426,22 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
   cudaError_t e = cudaSetDevice(st->cfg.device);
   if (e != cudaSuccess)
     return cuda_fail(e, "cudaSetDevice");
-  /* The device blocks may still be read by the caller's stream for the
-   * slot's previous batch. */
-  if (s->release_pending &&
-      (e = cudaStreamWaitEvent(st->copy, s->released, 0)) != cudaSuccess)
-    return cuda_fail(e, "cudaStreamWaitEvent (release)");
+  /* The device blocks may still be read by the caller's streams for the
+   * slot's previous batch: wait for every one of them. */
+  for (uint32_t k = 0; k < s->release_pending; k++)
+    if ((e = cudaStreamWaitEvent(st->copy, s->released[k], 0)) != cudaSuccess)
+      return cuda_fail(e, "cudaStreamWaitEvent (release)");
   uint64_t tiles = 0;
   if (segs && (rc = stage_segs(s, segs, nsegs, used, &tiles)) < 0)
     return rc;
   memcpy(s->h_params, params, (size_t)n * sizeof *params);
+  memcpy(s->h_labels, labels, (size_t)n * sizeof *labels);
   s->timed = false;
   if (st->timing && (e = cudaEventRecord(s->t_start, st->copy)) != cudaSuccess)
     return cuda_fail(e, "cudaEventRecord (trace)");
-  /* The parameters (and gather list) first: the gather kernel reads it. */
-  size_t meta = segs ? st->params_span + (size_t)nsegs * sizeof(gf_gather_seg)
-                     : (size_t)n * sizeof *params;
+  /* The parameters, gather list and labels first, in one copy (the
+   * gather kernel reads the list; `ready` covers the labels). */
+  size_t meta = st->params_span + st->segs_span + (size_t)n * sizeof *labels;
   int f = gf_fault_check(GF_FAULT_CUDA_MEMCPY);
   e = f ? cudaErrorUnknown
         : cudaMemcpyAsync(s->d_params, s->h_params, meta,
@@ -413,8 +484,9 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
       return cuda_fail(e, "cudaEventRecord (trace)");
     s->timed = true;
   }
-  s->release_pending = false;
+  s->release_pending = 0;
   *out = s->d_out;
+  *labels_dev = s->d_labels;
   *out_len = bytes;
   return 0;
 }
@@ -494,16 +566,25 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   return e == cudaSuccess ? 0 : cuda_fail(e, "handing the batch over");
 }
 
-int gf_stage_release(gf_stage *st, uint32_t i, void *stream) {
+int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
+                     uint32_t n) {
   stage_slot *s = &st->slots[i];
-  if (!stream) {
-    s->release_pending = false;
-    return 0;
+  s->release_pending = 0;
+  if (n > GF_RELEASE_STREAMS_MAX)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "release: %u streams (at most %u)", n,
+                   GF_RELEASE_STREAMS_MAX);
+  for (uint32_t k = 0; k < n; k++) {
+    if (!streams[k])
+      continue; /* the caller promises nothing there reads the batch */
+    cudaError_t e = cudaEventRecord(s->released[s->release_pending],
+                                    (cudaStream_t)streams[k]);
+    if (e != cudaSuccess)
+      /* The events recorded so far stay pending: the next submit still
+       * waits for those streams. */
+      return cuda_fail(e, "cudaEventRecord (release)");
+    s->release_pending++;
   }
-  cudaError_t e = cudaEventRecord(s->released, (cudaStream_t)stream);
-  if (e != cudaSuccess)
-    return cuda_fail(e, "cudaEventRecord (release)");
-  s->release_pending = true;
   return 0;
 }
 

@@ -32,14 +32,18 @@ const char *gf_stage_direct_copy(const gf_stage *st) {
   return "none";
 }
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
-                    const gf_xform_sample *params, uint32_t n,
-                    uint32_t n_filtered, uint64_t used,
+                    const gf_xform_sample *params, const int64_t *labels,
+                    uint32_t n, uint32_t n_filtered, uint64_t used,
                     const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
                     uint32_t out_w, uint32_t out_c, void **out,
-                    uint64_t *out_len) {
-  (void)st, (void)i, (void)t, (void)params, (void)n, (void)n_filtered;
-  (void)used, (void)segs, (void)nsegs, (void)out_h, (void)out_w, (void)out_c;
-  (void)out, (void)out_len;
+                    const int64_t **labels_dev, uint64_t *out_len) {
+  (void)st, (void)i, (void)t, (void)params, (void)labels, (void)n;
+  (void)n_filtered, (void)used, (void)segs, (void)nsegs, (void)out_h;
+  (void)out_w, (void)out_c, (void)out, (void)labels_dev, (void)out_len;
+  return GF_ENODEVICE;
+}
+int gf_stage_pin(gf_stage *st, uint32_t i) {
+  (void)st, (void)i;
   return GF_ENODEVICE;
 }
 int gf_gpu_pin(int32_t device, void *addr, size_t len, uint64_t *dev) {
@@ -53,8 +57,9 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   (void)st, (void)i, (void)stream;
   return GF_ENODEVICE;
 }
-int gf_stage_release(gf_stage *st, uint32_t i, void *stream) {
-  (void)st, (void)i, (void)stream;
+int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
+                     uint32_t n) {
+  (void)st, (void)i, (void)streams, (void)n;
   return GF_ENODEVICE;
 }
 int gf_stage_timing_enable(gf_stage *st) {

@@ -12,6 +12,7 @@ uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
   uint64_t per =
       round256(cfg->in_bytes) + round256(cfg->out_bytes) +
       round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
-      round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg));
+      round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg)) +
+      round256((uint64_t)cfg->max_samples * sizeof(int64_t)); /* labels */
   return per * cfg->slots;
 }

@@ -163,15 +163,24 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
   add(&l->ready_sum, ready);
   slot *s;
   for (;;) {
+    if (GF_UNLIKELY(l->pin_err_pending)) {
+      /* A staging slot could not be pinned: said once, nothing taken; the
+       * loader goes on without that slot. */
+      l->pin_err_pending = false;
+      gf_error_info e = l->pin_err;
+      pthread_mutex_unlock(&l->mu);
+      gf_error_restore(&e);
+      return e.code;
+    }
     s = find_seq(l, l->c_seq);
     if (s && s->state == SLOT_READY)
       break;
-    if (!s && lent_count(l) == l->nslots) {
+    if (!s && lent_count(l) == l->nslots - l->unpinned) {
       pthread_mutex_unlock(&l->mu);
       return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "the caller holds all %u batches (prefetch); release "
                      "one before taking the next",
-                     l->nslots);
+                     l->nslots - l->unpinned);
     }
     if (deadline != UINT64_MAX && now_ns() >= deadline) {
       /* Not a call that delivered or failed: the caller calls again, and
@@ -304,9 +313,16 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
   return gf_loader_next_on(l, NULL, out);
 }
 
-int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
+int gf_loader_release_streams(gf_loader *l, gf_batch *b,
+                              void *const *streams, uint32_t n) {
   if (!l || !b)
     return cfg_fail("release", "needs a loader and a batch");
+  if (n > GF_RELEASE_STREAMS_MAX)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "release: %u streams (at most %u)", n,
+                   GF_RELEASE_STREAMS_MAX);
+  if (n > 0 && !streams)
+    return cfg_fail("release", "streams is NULL with n > 0");
   uint64_t t0 = l->trace ? now_ns() : 0;
   pthread_mutex_lock(&l->mu);
   for (uint32_t i = 0; i < l->nslots; i++) {
@@ -320,7 +336,7 @@ int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
         span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
         take_gpu_span(l, s, false);
       }
-      int rc = l->stage ? gf_stage_release(l->stage, s->index, stream) : 0;
+      int rc = l->stage ? gf_stage_release(l->stage, s->index, streams, n) : 0;
       span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0,
            l->trace ? now_ns() : 0, s->seq);
       free_or_drain(l, s);
@@ -333,8 +349,12 @@ int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
                  "release: not a batch this loader has lent");
 }
 
+int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
+  return gf_loader_release_streams(l, b, &stream, 1);
+}
+
 int gf_loader_release(gf_loader *l, gf_batch *b) {
-  return gf_loader_release_on(l, b, NULL);
+  return gf_loader_release_streams(l, b, NULL, 0);
 }
 
 int gf_loader_batch_wait_on(gf_loader *l, gf_batch *b, void *stream) {

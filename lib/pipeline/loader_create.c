@@ -1,6 +1,6 @@
 /* The loader's create and destroy: the source, sampler, cache, GPU stage,
  * batch slots, workers and their readers; O_DIRECT descriptors; the
- * cache's pinning callbacks. */
+ * cache's pinning callbacks; the thread pinning the staging slots. */
 #include "pipeline/loader_impl.h"
 
 #include <fcntl.h>
@@ -68,9 +68,58 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot allocate a batch slot of %llu bytes",
                    (unsigned long long)bytes);
-  s->state = SLOT_FREE;
+  /* GPU mode: slot 0 was pinned by the stage's create, the others are
+   * pinned by the pinning thread before any worker fills them. */
+  s->state = l->stage && index > 0 ? SLOT_PINNING : SLOT_FREE;
   s->err_pos = UINT32_MAX;
   return 0;
+}
+
+/* GPU mode: pins staging slots 1.. in order while the first batch loads
+ * into slot 0 (pinning costs tens of ms per 100 MB: create pays for slot 0
+ * only) and hands each to the workers as it is done. A failed pin leaves
+ * that slot and the ones after it out of use: the next call of next()
+ * returns the error, and the loader goes on with the slots it has (no
+ * batch was dispatched to them, so nothing is lost). destroy stops it
+ * between two slots and joins it. */
+static void *pinner_main(void *arg) {
+  gf_loader *l = arg;
+  uint64_t t0 = now_ns();
+  uint32_t i = 1;
+  for (; i < l->nslots; i++) {
+    pthread_mutex_lock(&l->mu);
+    bool stop = l->stop;
+    pthread_mutex_unlock(&l->mu);
+    if (stop)
+      break;
+    int rc = gf_stage_pin(l->stage, i);
+    if (rc < 0) {
+      const gf_error_info *e = gf_last_error();
+      char why[sizeof e->message];
+      gf_strlcpy(why, e->code == rc ? e->message : gf_strerror(rc),
+                 sizeof why);
+      gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+              "%s; the loader goes on with %u of its %u batch slots", why, i,
+              l->nslots);
+      gf_log(GF_LOG_ERROR, "%s", gf_last_error()->message);
+      pthread_mutex_lock(&l->mu);
+      l->unpinned = l->nslots - i;
+      l->pin_err = *gf_last_error();
+      l->pin_err_pending = true;
+      pthread_cond_broadcast(&l->ready_cv);
+      pthread_mutex_unlock(&l->mu);
+      break;
+    }
+    pthread_mutex_lock(&l->mu);
+    l->slots[i].state = SLOT_FREE;
+    pthread_cond_broadcast(&l->work_cv);
+    pthread_mutex_unlock(&l->mu);
+  }
+  if (i > 1)
+    gf_log(GF_LOG_INFO, "staging slots 1-%u of %u pinned in the background "
+                        "in %.1f ms",
+           i - 1, l->nslots, (double)(now_ns() - t0) / 1e6);
+  return NULL;
 }
 
 static void free_slot(gf_loader *l, slot *s) {
@@ -285,6 +334,14 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     if (l->stage && (rc = gf_stage_timing_enable(l->stage)) < 0)
       goto fail;
   }
+  if (l->stage && l->nslots > 1) {
+    if ((rc = -pthread_create(&l->pinner, NULL, pinner_main, l)) < 0) {
+      gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+              "cannot start the staging slots' pinning thread");
+      goto fail;
+    }
+    l->pinner_started = true;
+  }
   l->workers = calloc(l->nworkers, sizeof *l->workers);
   if (!l->workers) {
     rc = -ENOMEM;
@@ -357,6 +414,9 @@ void gf_loader_destroy(gf_loader *l) {
     atomic_store(&l->slots[i].cancel, 1);
   pthread_cond_broadcast(&l->work_cv);
   pthread_mutex_unlock(&l->mu);
+  /* It stops before its next slot; the one it pins meanwhile finishes. */
+  if (l->pinner_started)
+    pthread_join(l->pinner, NULL);
   for (uint32_t i = 0; i < l->nworkers && l->workers; i++) {
     worker *w = &l->workers[i];
     if (w->started)

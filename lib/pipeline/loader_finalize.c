@@ -96,6 +96,7 @@ static void finalize_body(gf_loader *l, slot *s) {
   s->batch.output = NULL;
   s->batch.output_bytes = 0;
   s->batch.on_device = 0;
+  s->batch.labels_device = NULL;
   const gf_transform *t = &l->cfg.transform;
   s->batch.out_dtype = t->out_dtype;
   s->batch.out_layout = t->layout;
@@ -127,17 +128,20 @@ static void finalize_body(gf_loader *l, slot *s) {
     }
     if (l->stage) {
       void *out;
+      const int64_t *labels_dev;
       uint64_t len;
       take_gpu_span(l, s, true);
       s->gpu_seq = s->seq;
       uint32_t nsegs = nd ? make_segs(l, s) : 0;
-      rc = gf_stage_submit(l->stage, s->index, t, s->params, s->count, nf,
-                           s->batch.data_bytes, nd ? s->segs : NULL, nsegs,
-                           oh, ow, oc, &out, &len);
+      rc = gf_stage_submit(l->stage, s->index, t, s->params, s->labels,
+                           s->count, nf, s->batch.data_bytes,
+                           nd ? s->segs : NULL, nsegs, oh, ow, oc, &out,
+                           &labels_dev, &len);
       if (rc == 0) {
         s->batch.output = out;
         s->batch.output_bytes = len;
         s->batch.on_device = 1;
+        s->batch.labels_device = labels_dev;
       }
     } else {
       uint64_t len;

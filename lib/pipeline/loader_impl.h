@@ -65,7 +65,10 @@
  * DRAINING while the GPU still copies out of its staging memory.
  * CANCELLED: dropped by a seek or a repair while workers still touch it.
  * REPAIRING: the consumer fills its holes and finalises it outside mu
- * (skip policy); no one else touches a slot in that state. */
+ * (skip policy); no one else touches a slot in that state.
+ * PINNING (GPU mode, slots after the first): its staging memory is not
+ * pinned yet; the pinning thread makes it FREE, or leaves it PINNING for
+ * good when the pin failed (the loader goes on without it). */
 enum {
   SLOT_FREE,
   SLOT_FILLING,
@@ -73,7 +76,8 @@ enum {
   SLOT_LENT,
   SLOT_CANCELLED,
   SLOT_DRAINING,
-  SLOT_REPAIRING
+  SLOT_REPAIRING,
+  SLOT_PINNING
 };
 
 
@@ -180,6 +184,13 @@ struct gf_loader {
                         the device from where they lie in the cache */
   _Atomic uint64_t cache_direct;
   gf_loader_allocs allocs; /* what create allocated (loader_plan.h) */
+  /* GPU mode: the thread pinning the staging slots after the first (under
+   * mu: the slots' states and these fields). */
+  pthread_t pinner;
+  bool pinner_started;
+  uint32_t unpinned;      /* slots left PINNING for good (a pin failed) */
+  bool pin_err_pending;   /* next() has yet to return pin_err */
+  gf_error_info pin_err;
 };
 
 static inline uint64_t now_ns(void) {

@@ -18,6 +18,15 @@
 PyObject *gfpy_BatchType;
 PyObject *gfpy_ArrayType;
 
+static atomic_long live_records;
+
+void gfpy_cbatch_free(cbatch *cb) {
+  atomic_fetch_sub(&live_records, 1);
+  free(cb);
+}
+
+long gfpy_live_records(void) { return atomic_load(&live_records); }
+
 typedef struct {
   PyObject_HEAD
   cbatch *cb;
@@ -57,7 +66,7 @@ static void cbatch_unref(cbatch *cb) {
     gfpy_give_back(c, cb);
     pthread_mutex_unlock(&c->mu);
   }
-  free(cb);
+  gfpy_cbatch_free(cb);
   gfpy_core_unref(c); /* may be the last: the loader goes */
 }
 
@@ -91,6 +100,7 @@ PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream) {
     Py_END_ALLOW_THREADS
     return PyErr_NoMemory();
   }
+  atomic_fetch_add(&live_records, 1);
   atomic_init(&cb->refs, 1);
   atomic_fetch_add(&c->refs, 1);
   cb->c = c;
@@ -298,13 +308,11 @@ static int describe(ArrayObject *a, view *v) {
   v->dev.device_type = kDLCPU;
   if (a->kind == ARR_LABELS) {
     v->data = (void *)b->labels;
-#ifdef GF_RELEASE_STREAMS_MAX
     if (b->labels_device) {
       v->data = (void *)b->labels_device;
       v->dev.device_type = kDLCUDA;
       v->dev.device_id = c->device;
     }
-#endif
     v->dtype = (DLDataType){kDLInt, 64, 1};
     v->ndim = 1;
     v->shape[0] = b->count;

@@ -50,7 +50,7 @@ static const field limits_fields[] = {
 
 static int set_int(const char *name, PyObject *v, void *dst, ftype t) {
   if (!PyLong_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "loader config: %s must be an int", name);
+    gfpy_raise_msg(-EINVAL, "loader config: %s must be an int", name);
     return -1;
   }
   if (t == F_I32) {
@@ -76,8 +76,7 @@ static int set_int(const char *name, PyObject *v, void *dst, ftype t) {
   }
   return 0;
 range:
-  PyErr_Format(PyExc_ValueError, "loader config: %s is out of range (%R)",
-               name, v);
+  gfpy_raise_msg(-EINVAL, "loader config: %s is out of range", name);
   return -1;
 }
 
@@ -85,14 +84,14 @@ static int set_floats(const char *name, PyObject *v, float *dst, uint32_t n) {
   PyObject *seq = PySequence_Fast(v, "");
   if (!seq) {
     PyErr_Clear();
-    PyErr_Format(PyExc_TypeError, "loader config: %s must be a sequence of "
+    gfpy_raise_msg(-EINVAL, "loader config: %s must be a sequence of "
                  "at most %u floats", name, n);
     return -1;
   }
   Py_ssize_t len = PySequence_Size(seq);
   if (len < 0 || len > (Py_ssize_t)n) {
     Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "loader config: %s takes at most %u "
+    gfpy_raise_msg(-EINVAL, "loader config: %s takes at most %u "
                  "values", name, n);
     return -1;
   }
@@ -122,7 +121,7 @@ static int set_field(const field *f, PyObject *v, void *base, PyObject *keep) {
       return 0;
     }
     if (!PyUnicode_Check(v)) {
-      PyErr_Format(PyExc_TypeError, "loader config: %s must be a str",
+      gfpy_raise_msg(-EINVAL, "loader config: %s must be a str",
                    f->name);
       return -1;
     }
@@ -131,7 +130,7 @@ static int set_field(const field *f, PyObject *v, void *base, PyObject *keep) {
     if (!s)
       return -1;
     if ((Py_ssize_t)strlen(s) != n) {
-      PyErr_Format(PyExc_ValueError, "loader config: %s holds a NUL",
+      gfpy_raise_msg(-EINVAL, "loader config: %s holds a NUL",
                    f->name);
       return -1;
     }
@@ -150,7 +149,7 @@ static int set_field(const field *f, PyObject *v, void *base, PyObject *keep) {
 static int fill(PyObject *d, void *base, const field *table, const char *what,
                 PyObject *keep, gf_loader_config *cfg) {
   if (!PyDict_Check(d)) {
-    PyErr_Format(PyExc_TypeError, "loader config: %s must be a dict", what);
+    gfpy_raise_msg(-EINVAL, "loader config: %s must be a dict", what);
     return -1;
   }
   PyObject *k, *v;
@@ -161,7 +160,7 @@ static int fill(PyObject *d, void *base, const field *table, const char *what,
                                           : NULL;
     if (!name) {
       PyErr_Clear();
-      PyErr_Format(PyExc_TypeError, "loader config: %s keys must be str",
+      gfpy_raise_msg(-EINVAL, "loader config: %s keys must be str",
                    what);
       return -1;
     }
@@ -180,7 +179,7 @@ static int fill(PyObject *d, void *base, const field *table, const char *what,
     while (f->name && strcmp(f->name, name) != 0)
       f++;
     if (!f->name) {
-      PyErr_Format(PyExc_ValueError, "loader config: %s has no field '%s'",
+      gfpy_raise_msg(-EINVAL, "loader config: %s has no field '%s'",
                    what, name);
       return -1;
     }

@@ -35,7 +35,7 @@
 
 #include "gpufeed.h"
 
-#define GFPY_STREAMS_MAX 4
+#define GFPY_STREAMS_MAX GF_RELEASE_STREAMS_MAX
 
 typedef struct cbatch cbatch;
 
@@ -91,6 +91,10 @@ void gfpy_drain(core *c);
 extern PyObject *gfpy_BatchType;
 extern PyObject *gfpy_ArrayType;
 int gfpy_batch_init(PyObject *m);
+/* Frees a batch record (given back, no reference left). */
+void gfpy_cbatch_free(cbatch *cb);
+/* Batch records alive (tests: nothing leaks). */
+long gfpy_live_records(void);
 /* A new Batch object over b, which c just lent (taking a core reference).
  * NULL with an error set (b is then given back). */
 PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream);

@@ -39,12 +39,7 @@ int gfpy_give_back(core *c, cbatch *cb) {
   memcpy(streams, cb->streams, sizeof streams);
   pthread_mutex_unlock(&c->pend_mu);
   c->held--;
-#ifdef GF_RELEASE_STREAMS_MAX
   return gf_loader_release_streams(c->l, cb->b, streams, n);
-#else
-  /* A library without gf_loader_release_streams: the first stream. */
-  return gf_loader_release_on(c->l, cb->b, n ? streams[0] : NULL);
-#endif
 }
 
 void gfpy_drain(core *c) {
@@ -56,7 +51,7 @@ void gfpy_drain(core *c) {
     cbatch *cb = list;
     list = cb->next;
     gfpy_give_back(c, cb);
-    free(cb);
+    gfpy_cbatch_free(cb);
     /* Not the last reference: the caller holds one. */
     gfpy_core_unref(c);
   }

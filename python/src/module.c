@@ -123,7 +123,15 @@ static PyObject *plan(PyObject *self, PyObject *d) {
   }
 }
 
+static PyObject *live_records(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  return PyLong_FromLong(gfpy_live_records());
+}
+
 static PyMethodDef methods[] = {
+    {"_live_batch_records", live_records, METH_NOARGS,
+     "Batch records alive in this process (for tests: nothing leaks)."},
     {"_set_error_factory", set_error_factory, METH_O,
      "Installs f(code, name, path, message, sample) -> exception."},
     {"err_name", err_name, METH_O, "The symbolic name of an error code."},

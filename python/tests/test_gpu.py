@@ -1,0 +1,142 @@
+"""GPU mode (needs torch with CUDA; skipped without it, a failure with
+GPUFEED_REQUIRE_GPU=1): exactly-once, zero-copy on the device, the stream
+race (a tensor freed in Python while a kernel that reads it is queued must
+not see its memory reused by the loader running ahead), torch's allocator
+untouched by gpufeed's pool, device memory back after close()."""
+
+import gc
+import os
+
+import gpufeed
+import pytest
+
+torch = pytest.importorskip("torch")
+
+if not torch.cuda.is_available():
+    if os.environ.get("GPUFEED_REQUIRE_GPU") == "1":
+        pytest.fail("GPUFEED_REQUIRE_GPU=1 but torch sees no CUDA device",
+                    pytrace=False)
+    pytest.skip("torch sees no CUDA device", allow_module_level=True)
+
+from conftest import COUNT  # noqa: E402
+
+
+def _loader(source, device="cuda:0", **kw):
+    kw.setdefault("transform", gpufeed.Convert(dtype="float32"))
+    kw.setdefault("seed", 5)
+    return gpufeed.Loader(source, 8, device=device, **kw)
+
+
+def test_exactly_once_on_the_device(folder):
+    loader = _loader(folder)
+    assert loader.device == "cuda:0"
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        seen = []
+        for b in loader.batches():
+            seen.extend(b.indices)
+            labels = torch.from_dlpack(b.labels)
+            assert labels.device.type == "cuda"
+            assert labels.cpu().tolist() == list(b.label_list)
+            del labels
+        assert sorted(seen) == list(range(COUNT))
+
+
+def test_tensors_are_the_device_batch(folder):
+    loader = _loader(folder)
+    b = loader.next_batch(stream=torch.cuda.current_stream().cuda_stream or 1)
+    assert b.on_device
+    images = torch.from_dlpack(b.images)
+    labels = torch.from_dlpack(b.labels)
+    assert images.device == torch.device("cuda", 0)
+    assert images.data_ptr() == b.images_ptr
+    assert labels.data_ptr() == b.labels.data_ptr
+    assert b.images.__dlpack_device__() == (2, 0)
+    for s in (None, 1, 2, -1, torch.cuda.Stream().cuda_stream):
+        cap = b.images.__dlpack__(stream=s, max_version=(1, 0))
+        assert "dltensor_versioned" in repr(cap)
+        del cap
+    with pytest.raises(ValueError):
+        b.images.__dlpack__(stream=0)
+    extra = [torch.cuda.Stream() for _ in range(4)]
+    with pytest.raises(BufferError):
+        for s in extra:  # more streams than gpufeed tracks
+            b.images.__dlpack__(stream=s.cuda_stream)
+
+
+def test_iteration_gives_cpu_equal_batches(folder):
+    want = [(x.clone(), y.clone())
+            for x, y in _loader(folder, device="cpu", shuffle=False)]
+    got = [(x.cpu(), y.cpu()) for x, y in _loader(folder, shuffle=False)]
+    assert len(want) == len(got) == 7
+    for (a, la), (b, lb) in zip(want, got):
+        assert torch.equal(a, b) and torch.equal(la, lb)
+
+
+def test_tensor_freed_while_a_kernel_reads_it(folder):
+    """The loader runs ahead (prefetch 2, so batch k's memory is batch
+    k+2's) while each batch is read only by a copy queued behind a long
+    sleep on the consumer stream, and the tensor is freed in Python right
+    after. Every copy must see its own batch."""
+    want = [x.clone() for x, _ in _loader(folder, device="cpu", shuffle=False)]
+    loader = _loader(folder, shuffle=False, prefetch=2, num_workers=2)
+    stream = torch.cuda.Stream()
+    copies = []
+    with torch.cuda.stream(stream):
+        for images, labels in loader:
+            torch.cuda._sleep(100_000_000)  # tens of ms of GPU time
+            out = torch.empty_like(images)
+            out.copy_(images, non_blocking=True)  # queued behind the sleep
+            copies.append(out)
+            del images, labels  # freed now; the copy has not run yet
+    stream.synchronize()
+    assert len(copies) == len(want)
+    for k, (a, b) in enumerate(zip(want, copies)):
+        assert torch.equal(a, b.cpu()), "batch %d was overwritten" % k
+
+
+def test_torch_allocator_untouched(folder):
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    loader = _loader(folder, prefetch=3)
+    held = [torch.from_dlpack(loader.next_batch().images) for _ in range(3)]
+    assert torch.cuda.memory_allocated() == before
+    assert loader.stats()["device_pool_reserved"] > 0
+    del held
+    loader.close()
+
+
+def test_device_memory_back_after_close(folder):
+    # A first loader loads gpufeed's kernels into the context (they stay
+    # loaded, as torch's do): measure from after that.
+    with _loader(folder) as warm:
+        next(iter(warm))
+    gc.collect()
+    torch.cuda.synchronize()
+    free0 = torch.cuda.mem_get_info()[0]
+    pool = 256 << 20
+    tolerance = 2 << 20
+
+    # No tensor alive at close(): the memory is back at once.
+    loader = _loader(folder, device_pool_bytes=pool)
+    for images, labels in loader:
+        pass
+    assert free0 - torch.cuda.mem_get_info()[0] >= pool  # the pool is seen
+    del images, labels
+    loader.close()
+    torch.cuda.synchronize()
+    assert abs(torch.cuda.mem_get_info()[0] - free0) <= tolerance
+
+    # A tensor alive at close(): it stays valid, and the memory goes with it.
+    loader = _loader(folder, device_pool_bytes=pool)
+    images, labels = next(iter(loader))
+    kept = images.clone()
+    loader.close()
+    del loader
+    gc.collect()
+    assert free0 - torch.cuda.mem_get_info()[0] >= pool
+    assert torch.equal(images, kept)
+    del images, labels
+    gc.collect()
+    torch.cuda.synchronize()
+    assert abs(torch.cuda.mem_get_info()[0] - free0) <= tolerance
