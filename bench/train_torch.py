@@ -212,15 +212,18 @@ class GpufeedFeed:
         self.loader.set_epoch(epoch)
 
     def __iter__(self):
+        # (each generator drops its references once the loop has the batch)
         if not self.check:
             for x, y in self.loader:
                 yield x, y, None
+                del x, y
             return
         for b in self.loader.batches():
             x, y = torch.from_dlpack(b.images), torch.from_dlpack(b.labels)
             idx = list(b.indices)
             del b
             yield x, y, idx
+            del x, y
 
     def prepare(self, x, y):
         if self.layout == "nhwc":

@@ -446,9 +446,12 @@ class DataLoader:
             return self._iter_with_indices()
         return self._iter()
 
+    # Each generator drops its references once the caller has the batch, so
+    # that the caller alone decides when it goes back to the loader.
     def _iter(self):
         for images, labels in self._loader:
             yield images, labels.long()
+            del images, labels
 
     def _iter_with_indices(self):
         for batch in self._loader.batches():
@@ -457,6 +460,7 @@ class DataLoader:
             indices = torch.tensor(list(batch.indices), dtype=torch.int64)
             del batch   # the tensors keep it until they are freed
             yield images, labels, indices
+            del images, labels
 
     # -- resume -------------------------------------------------------------
 
