@@ -156,6 +156,15 @@ def run_python(a, path, cache, device, gpu):
     return rate, [round(n / s, 1) for n, s in epochs], mode
 
 
+def consumer_stream(gpu):
+    """The cudaStream_t batches() hands each batch to: torch's current stream
+    (cudaStreamLegacy, 1, for the legacy default stream whose handle is 0),
+    as the iterator does; 0 in host mode."""
+    if not gpu:
+        return 0
+    return torch.cuda.current_stream().cuda_stream or 1
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))] if xs else float("nan")
@@ -176,7 +185,7 @@ def python_cost(a, path, cache, device, gpu, rate):
             low = epoch % 2 == 0        # odd epochs: the iterator; even: batches()
             got = lo if low else hi
             ld.set_epoch(epoch)
-            it = iter(ld.batches()) if low else iter(ld)
+            it = iter(ld.batches(stream=consumer_stream(gpu))) if low else iter(ld)
             while len(got) < want:
                 time.sleep(interval)    # the next batch is ready by now
                 w0 = ld.stats()["consumer_wait_ns"]

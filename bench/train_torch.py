@@ -218,7 +218,10 @@ class GpufeedFeed:
                 yield x, y, None
                 del x, y
             return
-        for b in self.loader.batches():
+        stream = 0   # host mode; on a GPU torch's current stream (cudaStreamLegacy for 0)
+        if self.loader.device != "cpu":
+            stream = torch.cuda.current_stream().cuda_stream or 1
+        for b in self.loader.batches(stream=stream):
             x, y = torch.from_dlpack(b.images), torch.from_dlpack(b.labels)
             idx = list(b.indices)
             del b
