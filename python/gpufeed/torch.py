@@ -442,25 +442,33 @@ class DataLoader:
             self._loader.set_epoch(epoch)
         self._resume_epoch = None
         self._next_epoch = epoch + 1
-        if self.return_indices:
-            return self._iter_with_indices()
         return self._iter()
 
-    # Each generator drops its references once the caller has the batch, so
-    # that the caller alone decides when it goes back to the loader.
     def _iter(self):
-        for images, labels in self._loader:
-            yield images, labels.long()
-            del images, labels
+        # The loader's next_batch() and a take-by-pop, not the Loader's
+        # iterator or batches(): a suspended generator keeps its locals, and
+        # a reference kept here would hold each batch one next() longer
+        # than the caller does (the loader's slots are few).
+        device = self._loader.device
+        stream = 0      # host mode; on a GPU torch's current stream (cudaStreamLegacy for 0)
+        if device != "cpu":
+            stream = torch.cuda.current_stream(torch.device(device)).cuda_stream or 1
+        slot = []
+        while True:
+            slot.append(self._take(stream))
+            if slot[-1] is None:
+                return
+            yield slot.pop()
 
-    def _iter_with_indices(self):
-        for batch in self._loader.batches():
-            images = torch.from_dlpack(batch.images)
-            labels = torch.from_dlpack(batch.labels).long()
-            indices = torch.tensor(list(batch.indices), dtype=torch.int64)
-            del batch   # the tensors keep it until they are freed
-            yield images, labels, indices
-            del images, labels
+    def _take(self, stream):
+        batch = self._loader.next_batch(stream)
+        if batch is None:
+            return None
+        images = torch.from_dlpack(batch.images)   # the current stream waits for it
+        labels = torch.from_dlpack(batch.labels).long()
+        if not self.return_indices:
+            return images, labels
+        return images, labels, torch.tensor(list(batch.indices), dtype=torch.int64)
 
     # -- resume -------------------------------------------------------------
 

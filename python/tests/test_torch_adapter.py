@@ -244,6 +244,23 @@ def test_gpufeed_transform_passes_through(folder):
         _assert_same(_adapter_epoch(dl, 0), _gpufeed_epoch(folder, gf))
 
 
+def test_batch_returns_when_the_caller_frees_it(folder):
+    """The adapter keeps no reference of its own: once the caller drops a
+    batch's tensors the loader has it back, before the next batch is asked
+    for (the loader's slots are few: a hidden reference costs one)."""
+    for with_indices in (False, True):
+        with gft.DataLoader(folder, batch_size=BATCH, device="cpu", transform=_crop(),
+                            return_indices=with_indices) as dl:
+            it = iter(dl)
+            item = next(it)
+            assert dl.loader.held_batches == 1
+            del item
+            assert dl.loader.held_batches == 0
+            x = next(it)[0]
+            assert dl.loader.held_batches == 1
+            del x, it
+
+
 # -- ImageFolder input ------------------------------------------------------
 
 @needs_tv
