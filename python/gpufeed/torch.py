@@ -160,7 +160,9 @@ def translate_transform(transform, seed=None):
     else raises ``UnsupportedTransformError`` naming the transform.
 
     Random choices are gpufeed's (a function of seed, epoch and sample),
-    not torch's generator: the same recipe, not the same random draws.
+    not torch's generator: the same recipe, not the same random draws. A
+    CenterCrop without a resize starts at floor((in - out) / 2) where
+    torchvision rounds half to even: one pixel apart on some odd margins.
     """
     if transform is None or _is_gpufeed_transform(transform):
         return transform
