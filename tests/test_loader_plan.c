@@ -39,21 +39,22 @@ int main(void) {
   CHECK(n > 0);
   printf("%s", a);
   /* Samples are 12x10 RGB: a slot holds 16 x 360 bytes; the device slot
-   * adds the f16 output (16 x 8x8x3 x 2), 16 sample descriptors and 16
-   * gather ranges (32 bytes each), each part rounded to 256 bytes:
-   * 5,888 + 6,144 + 768 + 512. */
+   * adds the f16 output (16 x 8x8x3 x 2), 16 sample descriptors, 16
+   * gather ranges (32 bytes each) and 16 labels (8 bytes each), each part
+   * rounded to 256 bytes: 5,888 + 6,144 + 768 + 512 + 256. */
   CHECK(strstr(a, "5,760") != NULL);
-  CHECK(strstr(a, "13,312") != NULL);
+  CHECK(strstr(a, "13,568") != NULL);
+  CHECK(strstr(a, "and its labels (256 B, int64)") != NULL);
   /* Native channels: a dataset's index says RGB, so the output is sized
    * for 3 channels, as above; a PNG folder may hold any count: 4, so the
    * f16 output takes 16 x 8x8x4 x 2 = 8,192 bytes. */
   cfg.channels = 0;
   CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
-  CHECK(strstr(b, "13,312") != NULL);
+  CHECK(strstr(b, "13,568") != NULL);
   cfg.source = f.png_dir;
   cfg.max_sample_bytes = 360;
   CHECK(gf_loader_plan(&cfg, b, sizeof b) > 0);
-  CHECK(strstr(b, "15,360") != NULL);
+  CHECK(strstr(b, "15,616") != NULL);
   cfg.source = f.ds_dir;
   cfg.max_sample_bytes = 0;
   cfg.channels = 3;

@@ -32,7 +32,8 @@ typedef struct gf_stage_config {
   int32_t device;         /* CUDA device ordinal */
   uint32_t slots;         /* staging slots */
   uint32_t max_samples;   /* samples a batch */
-  uint32_t reserved0;
+  uint32_t pin_threads;   /* threads that may make slot 0's pages at create
+                             (0 or 1: the calling thread alone) */
   uint64_t in_bytes;      /* staging bytes a slot (and device input block) */
   uint64_t out_bytes;     /* device output bytes a slot */
   uint64_t pool_bytes;    /* device pool reservation (>= what the slots
@@ -43,6 +44,9 @@ typedef struct gf_stage_config {
  * parameters and gather lists, labels; each rounded to the pool's 256-byte
  * alignment). */
 uint64_t gf_stage_pool_need(const gf_stage_config *cfg);
+/* Of which, a slot's labels (gf_batch.labels_device): max_samples int64s,
+ * rounded to 256 bytes. */
+uint64_t gf_stage_label_bytes(uint32_t max_samples);
 
 /* Whether `device` (or device 0 for GF_DEVICE_AUTO) can be used: 1 yes, 0
  * no (the reason in why: no CUDA in this build, no device, driver error).
@@ -52,16 +56,17 @@ int gf_stage_probe(int32_t device, char *why, size_t cap);
 /* Creates the stage: the pool, the staging memory (anonymous memory, to be
  * pinned by registration with cudaHostRegister), the device blocks, the
  * copy stream and the events. Only slot 0 is pinned here (what the first
- * batch needs); the caller pins the others with gf_stage_pin before it
- * uses them. Returns 0, GF_ENODEVICE, GF_EDEVOOM, GF_ECUDA or -ENOMEM with
+ * batch needs; its pages made by up to pin_threads threads); the caller
+ * pins the others with gf_stage_pin before it uses them. Returns 0, GF_ENODEVICE, GF_EDEVOOM, GF_ECUDA or -ENOMEM with
  * context. */
 int gf_stage_create(const gf_stage_config *cfg, gf_stage **out);
 /* Frees everything; no gf_stage_pin may still be running. */
 void gf_stage_destroy(gf_stage *st);
 
-/* Pins slot i's staging memory: makes its pages (madvise
- * MADV_POPULATE_WRITE, outside the driver), registers them with
- * cudaHostRegister (mapped) and takes their device address. 0 at once when
+/* Pins slot i's staging memory: makes its pages (transparent huge pages
+ * where allowed, madvise MADV_POPULATE_WRITE: outside the driver, on the
+ * calling thread), registers them with cudaHostRegister (mapped) and takes
+ * their device address. 0 at once when
  * the slot is pinned already. Until it returned 0 the slot must not be
  * submitted (gf_stage_submit refuses it) nor its device address asked for.
  * Any thread (the loader's pinning thread), one call per slot at a time,

@@ -6,7 +6,9 @@
 #include "kernels.h"
 
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <nvtx3/nvToolsExt.h> /* header-only: ranges for Nsight Systems */
+#include <pthread.h>           /* slot 0's pages made by several threads */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,9 +192,8 @@ static cudaError_t gather(gf_stage *st, stage_slot *s, uint32_t nsegs,
                           st->gather_blocks, st->copy);
 }
 
-/* Makes the pages of [p, p + len) before they are registered, outside the
- * driver: the registration then only pins them. */
-static int prefault(uint8_t *p, size_t len) {
+/* Makes the pages of [p, p + len): 0 or -ENOMEM and the like. */
+static int make_pages(uint8_t *p, size_t len) {
 #ifdef MADV_POPULATE_WRITE
   if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
     return 0;
@@ -205,11 +206,67 @@ static int prefault(uint8_t *p, size_t len) {
   return 0;
 }
 
-int gf_stage_pin(gf_stage *st, uint32_t i) {
+typedef struct pages_part {
+  uint8_t *p;
+  size_t len;
+  int rc;
+  bool started;
+  pthread_t th;
+} pages_part;
+
+static void *pages_main(void *arg) {
+  pages_part *q = arg;
+  q->rc = make_pages(q->p, q->len);
+  return NULL;
+}
+
+#define PAGES_THREADS_MAX 8
+#define PAGES_PART_MIN (32u << 20) /* below that a thread is not worth it */
+
+/* Makes the pages of [p, p + len) before they are registered, outside the
+ * driver (the registration then only pins them), as transparent huge pages
+ * where the kernel allows (fewer pages to fault and to pin), split over up
+ * to `threads` threads (the zeroing is most of the cost). */
+static int prefault(uint8_t *p, size_t len, uint32_t threads) {
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, len, MADV_HUGEPAGE); /* advice: refused is fine */
+#endif
+  if (threads > PAGES_THREADS_MAX)
+    threads = PAGES_THREADS_MAX;
+  if (threads > len / PAGES_PART_MIN)
+    threads = (uint32_t)(len / PAGES_PART_MIN);
+  if (threads <= 1)
+    return make_pages(p, len);
+  /* Parts of whole 2 MiB (huge) pages. */
+  size_t per = (len / threads + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+  pages_part part[PAGES_THREADS_MAX];
+  uint32_t n = 0;
+  for (size_t off = 0; off < len && n < threads; off += per, n++) {
+    part[n] = (pages_part){p + off, per < len - off ? per : len - off, 0,
+                           false, 0};
+    if (n > 0)
+      part[n].started =
+          pthread_create(&part[n].th, NULL, pages_main, &part[n]) == 0;
+  }
+  part[0].rc = make_pages(part[0].p, part[0].len);
+  int rc = part[0].rc;
+  for (uint32_t k = 1; k < n; k++) {
+    if (part[k].started)
+      pthread_join(part[k].th, NULL);
+    else
+      part[k].rc = make_pages(part[k].p, part[k].len); /* no thread */
+    if (rc == 0)
+      rc = part[k].rc;
+  }
+  return rc;
+}
+
+/* gf_stage_pin with the pages made by `threads` threads. */
+static int pin_slot(gf_stage *st, uint32_t i, uint32_t threads) {
   stage_slot *s = &st->slots[i];
   if (s->registered)
     return 0;
-  int rc = prefault(s->host, s->map_len);
+  int rc = prefault(s->host, s->map_len, threads);
   if (rc < 0)
     return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "staging slot %u of %u (%zu bytes): cannot make its "
@@ -243,6 +300,9 @@ int gf_stage_pin(gf_stage *st, uint32_t i) {
   s->registered = true;
   return 0;
 }
+
+/* In the background, beside the decoding workers: one thread. */
+int gf_stage_pin(gf_stage *st, uint32_t i) { return pin_slot(st, i, 1); }
 
 int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
   *out = NULL;
@@ -278,8 +338,7 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    sizeof(gf_xform_sample));
   size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
                                  sizeof(gf_gather_seg));
-  size_t labels = (size_t)round256((uint64_t)cfg->max_samples *
-                                   sizeof(int64_t));
+  size_t labels = (size_t)gf_stage_label_bytes(cfg->max_samples);
   st->params_span = params;
   st->segs_span = segs;
   for (uint32_t i = 0; i < cfg->slots; i++) {
@@ -343,7 +402,7 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
   }
   /* The first batch's slot now; the loader pins the others while the
    * first batch loads (pinning takes tens of ms per 100 MB). */
-  if (cfg->slots && (rc = gf_stage_pin(st, 0)) < 0)
+  if (cfg->slots && (rc = pin_slot(st, 0, cfg->pin_threads)) < 0)
     goto fail;
   *out = st;
   return 0;

@@ -8,11 +8,15 @@
 
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
+uint64_t gf_stage_label_bytes(uint32_t max_samples) {
+  return round256((uint64_t)max_samples * sizeof(int64_t));
+}
+
 uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
   uint64_t per =
       round256(cfg->in_bytes) + round256(cfg->out_bytes) +
       round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
       round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg)) +
-      round256((uint64_t)cfg->max_samples * sizeof(int64_t)); /* labels */
+      gf_stage_label_bytes(cfg->max_samples);
   return per * cfg->slots;
 }

@@ -299,6 +299,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     sc2.device = l->device;
     sc2.slots = l->nslots;
     sc2.max_samples = l->cfg.batch_size;
+    /* No worker runs yet: slot 0's pages may take the workers' cores. */
+    sc2.pin_threads = l->cfg.threads;
     sc2.in_bytes = l->cfg.batch_size * l->stride;
     sc2.out_bytes = l->out_cap;
     sc2.pool_bytes = z.device_pool_bytes;

@@ -376,6 +376,7 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   if (gpu) {
     p->device_slots = z->slots;
     p->device_slot_bytes = z->device_slot_bytes;
+    p->device_label_bytes = gf_stage_label_bytes(c->batch_size);
     /* What the stage reserves: a configured reservation below what the
      * slots need is raised to it. */
     p->device_pool_bytes = c->device_pool_bytes ? z->device_pool_bytes : 0;

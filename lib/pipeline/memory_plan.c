@@ -123,6 +123,11 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
   put(s, "sizing  decode scratch: at most %s B (%s) a worker, the largest "
          "sample before conversion, taken when a sample needs it\n",
       grouped(p->scratch_bound, a), human(p->scratch_bound, h));
+  if (p->device_slots && p->device_label_bytes)
+    put(s, "sizing  a device batch slot: %s B: the batch's input and "
+           "output, its parameters and gather list, and its labels (%s B, "
+           "int64)\n",
+        grouped(p->device_slot_bytes, a), grouped(p->device_label_bytes, b));
 }
 
 uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
