@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""A real training loop fed three ways: torchvision ResNet-50 / ResNet-18,
+bf16 autocast, channels_last, SGD (momentum 0.9), cross-entropy, batch 256 of
+224x224 by default, fed by
+
+  gpufeed     gpufeed.Loader on SOURCE (a PNG ImageFolder tree or a gpufeed
+              dataset): RandomResizedCrop(SIZE) + flip, --dtype (bf16) NCHW,
+              normalised with ImageNet's mean/std on the device; --threads
+              decode threads;
+  dataloader  the PyTorch DataLoader on SOURCE (a PNG folder): --threads
+              worker processes, pin_memory, read_file + decode_png (RGB) +
+              v2.RandomResizedCrop(SIZE, antialias=True) + RandomHorizontalFlip
+              (bench/pytorch_rrc.py's recipe), then on the device: copy
+              (non_blocking), normalise in float32, cast to --dtype;
+  synthetic   one batch of random tensors already on the device (the ceiling:
+              what the GPU trains with no input pipeline at all).
+
+Every feed's batch goes through .contiguous(memory_format=channels_last) on
+the training stream (with --layout nhwc gpufeed hands NHWC out and the
+permuted view is already channels_last: no copy).
+
+The loop keeps one step queued, as a loop that logs the previous step's loss
+does: after queuing step k it waits (asleep, a blocking event) for step k-1
+to end, then takes batch k+1 while step k runs on the GPU.
+
+Measured after --warmup steps, over --steps steps (one JSON line per run):
+  img_per_s          images trained per second, all ranks (host wall clock
+                     between two device synchronisations);
+  gpu_data_wait_pct  the share of the GPU's time between the end of the
+                     first measured step and the end of the last one in
+                     which the training stream was not running a step: for
+                     each step, the time from the end of the previous step
+                     (an event recorded after optimizer.step) to its start
+                     (an event recorded once its batch is in hand and its
+                     preparation -- copy, cast, normalise, layout -- is
+                     queued), summed. It counts the GPU idle while the host
+                     waits for data, and the input's own preparation on the
+                     training stream; the synthetic feed shows the floor
+                     (launch gaps). On the CPU (no events): the host time in
+                     the data iterator and the preparation over wall time;
+  host_data_wait_pct the host time blocked in the data iterator (next())
+                     plus the preparation, over wall time;
+  vs_synthetic       img_per_s / the synthetic feed's (--ceiling, or the
+                     synthetic run of the same invocation when --feed lists
+                     it first), and gpu_wait_vs_synthetic_pct, 100 x (1 - that).
+
+--check delivers --epochs whole epochs (no partial batch dropped), training
+on each batch, gathers every rank's delivered sample indices and checks
+each epoch delivered every sample exactly once (the padded repeats a world
+size that does not divide the dataset needs, and no more); it prints one
+JSON line and exits 1 when the check fails.
+
+Distributed: rank, world and the local GPU come from RANK / WORLD_SIZE /
+LOCAL_RANK (torchrun sets them); with WORLD_SIZE > 1 the process group is
+initialised (nccl on GPUs, gloo on the CPU) and the model wrapped in
+DistributedDataParallel; gpufeed and the DataLoader's DistributedSampler
+take their share. Only rank 0 prints.
+
+usage: train_torch.py --source DIR [--feed gpufeed|dataloader|synthetic[,...]]
+       [--model resnet50|resnet18] [--steps N] [--warmup N] [--batch N]
+       [--size N] [--threads N] [--dtype bf16|f16|f32] [--layout nchw|nhwc]
+       [--device cuda|cpu] [--cache SIZE] [--prefetch N] [--seed S]
+       [--ceiling IMG_PER_S] [--check] [--epochs N]
+Smoke run without a GPU: --device cpu --steps 2 --warmup 1 --model resnet18
+--size 32 --batch 8.
+"""
+import argparse
+import collections
+import itertools
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+MEAN = (0.485, 0.456, 0.406)   # ImageNet's, in [0, 1] units
+STD = (0.229, 0.224, 0.225)
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+GF_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source", help="PNG ImageFolder tree or gpufeed dataset")
+    ap.add_argument("--feed", default="gpufeed",
+                    help="gpufeed, dataloader, synthetic, or a comma list run in turn")
+    ap.add_argument("--model", default="resnet50", choices=["resnet50", "resnet18"])
+    ap.add_argument("--steps", type=int, default=200, help="measured steps")
+    ap.add_argument("--warmup", type=int, default=30, help="steps before measuring")
+    ap.add_argument("--batch", type=int, default=256, help="per rank")
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--threads", type=int, default=16,
+                    help="gpufeed decode threads / DataLoader workers (gpufeed: 0 autotunes)")
+    ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    ap.add_argument("--layout", default="nchw", choices=["nchw", "nhwc"])
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--cache", default="0", help="gpufeed cache_bytes (e.g. 8G)")
+    ap.add_argument("--prefetch", type=int, default=0, help="gpufeed batch slots (0: autotune)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--ceiling", type=float, default=0.0,
+                    help="synthetic img/s to compare with (else the synthetic run of this invocation)")
+    ap.add_argument("--check", action="store_true",
+                    help="exactly-once check over --epochs whole epochs")
+    ap.add_argument("--epochs", type=int, default=1, help="epochs of --check")
+    a = ap.parse_args(argv)
+    a.feeds = [f.strip() for f in a.feed.split(",") if f.strip()]
+    for f in a.feeds:
+        if f not in ("gpufeed", "dataloader", "synthetic"):
+            ap.error(f"--feed {f}: gpufeed, dataloader or synthetic")
+    if any(f != "synthetic" for f in a.feeds) and not a.source:
+        ap.error("--source is required for the gpufeed and dataloader feeds")
+    if a.check and "synthetic" in a.feeds:
+        ap.error("--check needs a real feed (gpufeed or dataloader)")
+    if a.steps < 1 or a.warmup < 0:
+        ap.error("--steps must be >= 1 and --warmup >= 0")
+    return a
+
+
+# -- distributed set-up --------------------------------------------------------
+
+class Dist:
+    def __init__(self, device):
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        local = os.environ.get("LOCAL_RANK")
+        self.local_rank = int(local) if local is not None else None
+        cuda = device == "cuda"
+        if cuda and not torch.cuda.is_available():
+            raise SystemExit("train_torch: --device cuda but torch sees no GPU (use --device cpu)")
+        if cuda:
+            self.device = torch.device("cuda", self.local_rank or 0)
+            torch.cuda.set_device(self.device)
+        else:
+            self.device = torch.device("cpu")
+        self.cuda = cuda
+        if self.world > 1 and not torch.distributed.is_initialized():
+            torch.distributed.init_process_group("nccl" if cuda else "gloo")
+
+    def gather(self, obj):
+        if self.world == 1:
+            return [obj]
+        out = [None] * self.world
+        torch.distributed.all_gather_object(out, obj)
+        return out
+
+    def allreduce_max(self, x):
+        if self.world == 1:
+            return x
+        t = torch.tensor([x], dtype=torch.float64,
+                         device=self.device if self.cuda else "cpu")
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return float(t.item())
+
+
+# -- feeds: each gives set_epoch(e) and an iterator of (x, y, indices|None) ---
+
+def png_files(root):
+    """ImageFolder order: classes are the sorted sub-folders, files sorted."""
+    classes = sorted(d.name for d in os.scandir(root) if d.is_dir())
+    files, labels = [], []
+    for c, name in enumerate(classes):
+        for r, _, fs in sorted(os.walk(os.path.join(root, name))):
+            for f in sorted(fs):
+                if f.lower().endswith(".png"):
+                    files.append(os.path.join(r, f))
+                    labels.append(c)
+    return files, labels
+
+
+class SyntheticFeed:
+    def __init__(self, a, dist):
+        g = torch.Generator(device="cpu").manual_seed(a.seed)
+        x = torch.randn(a.batch, 3, a.size, a.size, generator=g).to(DTYPES[a.dtype])
+        self.x = x.to(dist.device).contiguous(memory_format=torch.channels_last)
+        self.y = torch.randint(0, 1000, (a.batch,), generator=g).to(dist.device)
+        self.name = "synthetic"
+
+    def set_epoch(self, epoch):
+        pass
+
+    def __iter__(self):
+        while True:
+            yield self.x, self.y, None
+
+    def prepare(self, x, y):
+        return x, y
+
+    def close(self):
+        pass
+
+
+class GpufeedFeed:
+    def __init__(self, a, dist):
+        import gpufeed
+
+        self.check = a.check
+        tf = gpufeed.RandomResizedCrop(a.size, flip=True, dtype=GF_DTYPES[a.dtype],
+                                       layout=a.layout.upper(), mean=MEAN, std=STD)
+        self.loader = gpufeed.Loader(
+            a.source, a.batch, shuffle=True, seed=a.seed, transform=tf,
+            device=str(dist.device), cache_bytes=a.cache, drop_last=not a.check,
+            num_workers=a.threads, prefetch=a.prefetch, channels=3,
+            rank=dist.rank, world_size=dist.world)
+        self.layout = a.layout
+        self.name = "gpufeed " + gpufeed.__version__
+        self.total = int(self.loader.state_dict()["samples"])   # in the dataset
+
+    def set_epoch(self, epoch):
+        self.loader.set_epoch(epoch)
+
+    def __iter__(self):
+        # (each generator drops its references once the loop has the batch)
+        if not self.check:
+            for x, y in self.loader:
+                yield x, y, None
+                del x, y
+            return
+        stream = 0   # host mode; on a GPU torch's current stream (cudaStreamLegacy for 0)
+        if self.loader.device != "cpu":
+            stream = torch.cuda.current_stream().cuda_stream or 1
+        for b in self.loader.batches(stream=stream):
+            x, y = torch.from_dlpack(b.images), torch.from_dlpack(b.labels)
+            idx = list(b.indices)
+            del b
+            yield x, y, idx
+            del x, y
+
+    def prepare(self, x, y):
+        if self.layout == "nhwc":
+            x = x.permute(0, 3, 1, 2)   # NHWC memory = channels_last NCHW view
+        return x.contiguous(memory_format=torch.channels_last), y.long()
+
+    def close(self):
+        self.loader.close()
+
+
+class IndexedPngs(torch.utils.data.Dataset):
+    def __init__(self, files, labels, size):
+        try:  # torchvision >= 0.15: v2 (bench/pytorch_rrc.py's choice)
+            from torchvision.transforms import v2 as T
+        except ImportError:
+            from torchvision import transforms as T
+        self.files, self.labels = files, labels
+        self.tf = T.Compose([T.RandomResizedCrop(size, antialias=True),
+                             T.RandomHorizontalFlip()])
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        from torchvision.io import ImageReadMode, decode_png, read_file
+
+        x = decode_png(read_file(self.files[i]), mode=ImageReadMode.RGB)
+        return self.tf(x), self.labels[i], i
+
+
+class DataLoaderFeed:
+    def __init__(self, a, dist):
+        if not os.path.isdir(a.source) or os.path.exists(os.path.join(a.source, "index.gfi")):
+            raise SystemExit(f"train_torch: --feed dataloader needs a PNG folder, not {a.source}")
+        files, labels = png_files(a.source)
+        if len(files) < a.batch * dist.world:
+            raise SystemExit(f"train_torch: {len(files)} PNG files in {a.source}, fewer than "
+                             f"a batch of {a.batch} per rank")
+        ds = IndexedPngs(files, labels, a.size)
+        self.total = len(files)
+        self.sampler = torch.utils.data.DistributedSampler(
+            ds, num_replicas=dist.world, rank=dist.rank, shuffle=True, seed=a.seed,
+            drop_last=False)
+        w = a.threads
+        more = dict(persistent_workers=True, prefetch_factor=4) if w > 0 else {}
+        self.dl = torch.utils.data.DataLoader(
+            ds, batch_size=a.batch, sampler=self.sampler, num_workers=w,
+            pin_memory=dist.cuda, drop_last=not a.check, **more)
+        self.device = dist.device
+        self.dtype = DTYPES[a.dtype]
+        self.mean = torch.tensor([m * 255 for m in MEAN], device=dist.device).view(1, 3, 1, 1)
+        self.std = torch.tensor([s * 255 for s in STD], device=dist.device).view(1, 3, 1, 1)
+        self.name = "torch.utils.data.DataLoader"
+
+    def set_epoch(self, epoch):
+        self.sampler.set_epoch(epoch)
+
+    def __iter__(self):
+        for x, y, idx in self.dl:
+            yield x, y, idx.tolist()
+
+    def prepare(self, x, y):
+        x = x.to(self.device, non_blocking=True).float().sub_(self.mean).div_(self.std)
+        x = x.to(self.dtype).contiguous(memory_format=torch.channels_last)
+        return x, y.to(self.device, non_blocking=True)
+
+    def close(self):
+        del self.dl
+
+
+FEEDS = {"synthetic": SyntheticFeed, "gpufeed": GpufeedFeed, "dataloader": DataLoaderFeed}
+
+
+# -- the loop ------------------------------------------------------------------
+
+def make_model(a, dist):
+    import torchvision
+
+    model = getattr(torchvision.models, a.model)(weights=None)
+    model = model.to(dist.device, memory_format=torch.channels_last)
+    if dist.world > 1:
+        ids = [dist.device.index] if dist.cuda else None
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
+    return model, opt
+
+
+def check_epochs(per_rank_epochs, total, world):
+    """Every sample of [0, total) once an epoch, plus exactly the padding."""
+    pad = -(-total // world) * world - total
+    report = []
+    ok = True
+    for e in range(len(per_rank_epochs[0])):
+        got = [i for r in per_rank_epochs for i in r[e]]
+        counts = collections.Counter(got)
+        missing = sum(1 for i in range(total) if i not in counts)
+        outside = sum(1 for i in counts if not 0 <= i < total)
+        extra = len(got) - len(counts)
+        good = missing == 0 and outside == 0 and extra == pad
+        ok &= good
+        report.append({"epoch": e, "delivered": len(got), "missing": missing,
+                       "outside": outside, "repeats": extra, "padding": pad, "ok": good})
+    return ok, report
+
+
+def run(a, dist, feed_name, ceiling):
+    feed = FEEDS[feed_name](a, dist)
+    model, opt = make_model(a, dist)
+    model.train()
+    cuda = dist.cuda
+    autocast = torch.autocast(device_type=dist.device.type, dtype=torch.bfloat16)
+    if cuda:
+        torch.backends.cudnn.benchmark = True
+        mk = lambda: torch.cuda.Event(enable_timing=True, blocking=True)  # noqa: E731
+    total_steps = a.warmup + a.steps
+    starts, ends = [], []       # events of the measured steps (GPU)
+    host_wait = 0.0             # seconds in next() + prepare, measured steps
+    host_gap = 0.0
+    prev_end = None
+    step = 0
+    t_begin = None
+    delivered = []              # --check: per epoch, the indices this rank got
+    done = False
+    for epoch in itertools.count():
+        if done or (a.check and epoch == a.epochs):
+            break
+        feed.set_epoch(epoch)
+        if a.check:
+            delivered.append([])
+        it = iter(feed)
+        while True:
+            if not a.check and step == total_steps:
+                done = True
+                break
+            if step == a.warmup and t_begin is None:
+                if cuda:
+                    torch.cuda.synchronize()
+                t_begin = time.perf_counter()
+            t0 = time.perf_counter()
+            try:
+                x, y, idx = next(it)
+            except StopIteration:
+                break
+            x, y = feed.prepare(x, y)
+            t1 = time.perf_counter()
+            measured = step >= a.warmup
+            if measured:
+                host_wait += t1 - t0
+            if a.check:
+                delivered[-1].extend(idx)
+            if cuda:
+                ev_start = mk()
+                ev_start.record()
+            with autocast:
+                out = model(x)
+                loss = F.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            del x, y, out, loss
+            if cuda:
+                ev_end = mk()
+                ev_end.record()
+                if measured:
+                    starts.append(ev_start)
+                    ends.append(ev_end)
+                if prev_end is not None:
+                    prev_end.synchronize()   # step k-1 done; step k stays queued
+                prev_end = ev_end
+            elif measured:
+                host_gap += t1 - t0
+            step += 1
+    if cuda:
+        torch.cuda.synchronize()
+    t_end = time.perf_counter()
+    feed.close()
+
+    if a.check:
+        gathered = dist.gather(delivered)
+        ok, report = check_epochs(gathered, feed.total, dist.world)
+        res = {"bench": "train_torch", "check": ok, "feed": feed_name, "loader": feed.name,
+               "world": dist.world, "samples": feed.total, "batch": a.batch,
+               "epochs": report}
+        return res, ok
+
+    measured_steps = step - a.warmup
+    wall = dist.allreduce_max(t_end - t_begin)
+    if cuda:
+        gaps = [ends[k - 1].elapsed_time(starts[k]) for k in range(1, len(starts))]
+        span = ends[0].elapsed_time(ends[-1]) if len(ends) > 1 else 0.0
+        gpu_wait = 100.0 * sum(gaps) / span if span > 0 else 0.0
+    else:
+        gpu_wait = 100.0 * host_gap / (t_end - t_begin)
+    rate = measured_steps * a.batch * dist.world / wall
+    res = {
+        "bench": "train_torch", "feed": feed_name, "loader": feed.name, "model": a.model,
+        "source": a.source if feed_name != "synthetic" else None,
+        "device": (torch.cuda.get_device_name(dist.device) if cuda else "cpu"),
+        "world": dist.world, "batch": a.batch, "size": a.size, "dtype": a.dtype,
+        "layout": a.layout if feed_name == "gpufeed" else "nchw",
+        "threads": a.threads if feed_name != "synthetic" else None,
+        "warmup": a.warmup, "steps": measured_steps,
+        "img_per_s": round(rate, 1),
+        "step_ms": round(1000.0 * wall / measured_steps, 3),
+        "gpu_data_wait_pct": round(gpu_wait, 2),
+        "host_data_wait_pct": round(100.0 * host_wait / (t_end - t_begin), 2),
+        "torch": torch.__version__,
+    }
+    if ceiling:
+        res["vs_synthetic"] = round(rate / ceiling, 4)
+        res["gpu_wait_vs_synthetic_pct"] = round(100.0 * (1 - rate / ceiling), 2)
+    return res, True
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    dist = Dist(a.device)
+    ceiling = a.ceiling
+    ok_all = True
+    for feed_name in a.feeds:
+        res, ok = run(a, dist, feed_name, ceiling if feed_name != "synthetic" else 0.0)
+        ok_all &= ok
+        if feed_name == "synthetic" and not ceiling:
+            ceiling = res["img_per_s"]
+        if dist.rank == 0:
+            print(json.dumps(res), flush=True)
+    if dist.world > 1:
+        torch.distributed.destroy_process_group()
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""bench/train_torch.py in its CPU smoke mode: each feed trains two steps of
+a ResNet-18 on small images and prints its JSON line; --check delivers every
+sample once an epoch, alone and as two ranks (gloo, DistributedDataParallel)."""
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "bench", "train_torch.py")
+COUNT = 27   # not a multiple of the batch (4): a partial last batch; world 2 pads one
+
+
+def _png(path, h, w, seed):
+    rows = b"".join(b"\x00" + bytes((y * 3 + x * 5 + c * 70 + seed * 9) & 0xFF
+                                    for x in range(w) for c in range(3)) for y in range(h))
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train_pngs")
+    for i in range(COUNT):
+        d = root / f"c{i % 2}"
+        d.mkdir(exist_ok=True)
+        _png(d / f"{i:03d}.png", 30 + i % 9, 34 + i % 7, i)
+    return str(root)
+
+
+SMOKE = ["--device", "cpu", "--model", "resnet18", "--size", "32", "--batch", "4",
+         "--threads", "1"]
+
+
+def _run(args, env=None, timeout=300):
+    p = subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True,
+                       env=env, timeout=timeout)
+    return p.returncode, [json.loads(line) for line in p.stdout.splitlines()
+                          if line.startswith("{")], p.stderr
+
+
+def test_each_feed_trains(folder):
+    rc, lines, err = _run(["--source", folder, "--feed", "synthetic,gpufeed,dataloader",
+                           "--steps", "2", "--warmup", "1"] + SMOKE)
+    assert rc == 0, err
+    assert [d["feed"] for d in lines] == ["synthetic", "gpufeed", "dataloader"]
+    for d in lines:
+        assert d["steps"] == 2 and d["img_per_s"] > 0 and d["world"] == 1
+        assert 0 <= d["gpu_data_wait_pct"] <= 100 and 0 <= d["host_data_wait_pct"] <= 100
+    assert "vs_synthetic" not in lines[0]
+    for d in lines[1:]:
+        assert d["vs_synthetic"] == pytest.approx(d["img_per_s"] / lines[0]["img_per_s"],
+                                                  rel=0.05)   # both rounded
+
+
+def test_check_one_rank(folder):
+    for feed in ("gpufeed", "dataloader"):
+        rc, lines, err = _run(["--source", folder, "--feed", feed, "--check", "--epochs", "2"]
+                              + SMOKE)
+        assert rc == 0, err
+        (d,) = lines
+        assert d["check"] is True and d["samples"] == COUNT
+        assert [e["delivered"] for e in d["epochs"]] == [COUNT, COUNT]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_check_two_ranks_ddp(folder, tmp_path):
+    port = str(_free_port())
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen(
+            [sys.executable, SCRIPT, "--source", folder, "--feed", "gpufeed", "--check",
+             "--epochs", "2"] + SMOKE, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][1] + outs[1][1]
+    (d,) = [json.loads(line) for line in outs[0][0].splitlines() if line.startswith("{")]
+    assert outs[1][0].strip() == ""            # only rank 0 prints
+    assert d["check"] is True and d["world"] == 2
+    for e in d["epochs"]:
+        assert e["delivered"] == COUNT + 1 and e["missing"] == 0 and e["repeats"] == 1
+
+
+def test_check_catches_a_lost_sample():
+    """The exactly-once check itself fails on a missing or a repeated sample."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import train_torch
+    finally:
+        sys.path.pop(0)
+    ok, _ = train_torch.check_epochs([[[0, 1, 2]], [[3, 4, 5]]], 6, 2)
+    assert ok
+    ok, rep = train_torch.check_epochs([[[0, 1, 2]], [[3, 4, 4]]], 6, 2)
+    assert not ok and rep[0]["missing"] == 1
+    ok, rep = train_torch.check_epochs([[[0, 1, 2, 3]], [[4, 0, 1, 2]]], 5, 2)
+    assert not ok and rep[0]["repeats"] == 3 and rep[0]["padding"] == 1
+    ok, _ = train_torch.check_epochs([[[0, 1, 2]], [[3, 4, 0]]], 5, 2)   # one pad
+    assert ok
