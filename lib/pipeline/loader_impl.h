@@ -4,7 +4,8 @@
  *
  * Files, one job each:
  *   loader_sample.c    one sample: cache, read, decode into the slot, failures
- *   loader_dispatch.c  dispatch and claim, the worker loop, cancel
+ *   loader_dispatch.c  dispatch and claim, the worker loop (its read buffer
+ *                      readied first), cancel
  *   loader_finalize.c  a filled slot's final form (dense array, transform)
  *   loader_plan.c      config resolution, sizing, autotune, the memory plan
  *   loader_create.c    create / destroy: slots, workers, direct fds, pinning
