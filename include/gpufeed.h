@@ -532,7 +532,7 @@ GF_API int gf_loader_create(const gf_loader_config *cfg, gf_loader **out);
  * the error of a bad sample with its context in gf_last_error() (the loader
  * stays usable: the next call continues after the failed batch). In GPU
  * mode create pins the first staging slot and a background thread the
- * others; if one cannot be pinned, one call returns that error
+ * others, once the first batch is submitted; if one cannot be pinned, one call returns that error
  * (GF_EDEVOOM, GF_ECUDA or -ENOMEM, naming the slot and its bytes) and
  * takes nothing, and the loader goes on with the slots pinned before it
  * (fewer batches in flight; -EBUSY once the caller holds them all).

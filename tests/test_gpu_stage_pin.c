@@ -12,12 +12,20 @@
  *   clean loader gives no error.
  * - destroy while slots are still being pinned (large slots, right after
  *   create, and after one batch) is clean: it stops the pinning thread
- *   between two slots and joins it; another loader works afterwards. */
+ *   between two slots and joins it; another loader works afterwards.
+ * - The pinning thread starts only once the first batch is submitted (so
+ *   that the first batch has the driver to itself): when a worker has
+ *   finalised it (an internal hook on the worker's thread), only create's
+ *   pin of slot 0 has reached cuda_stage_register, though 7 slots of 64
+ *   MiB wait to be pinned. */
 #include "loader_fixture.h"
 
 #include "common/fault.h"
 #include "cuda_testutil.h"
 #include "gpu/stage.h"
+#include "pipeline/loader_impl.h"
+
+#include <stdatomic.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +74,16 @@ static int drain_epoch(gf_loader *l, const fixture *f, uint32_t *cnt) {
     gf_loader_release(l, b);
   }
   return errors;
+}
+
+/* Section 4: the pins begun when the first batch was finalised. */
+static _Atomic int first_seen;
+static _Atomic uint64_t pins_at_first = UINT64_MAX;
+static void ready_hook(gf_loader *l, const char *event) {
+  (void)l;
+  if (strcmp(event, "ready") == 0 && atomic_exchange(&first_seen, 1) == 0)
+    atomic_store(&pins_at_first,
+                 gf_fault_calls(GF_FAULT_CUDA_STAGE_REGISTER));
 }
 
 int main(void) {
@@ -220,6 +238,37 @@ int main(void) {
       free(cnt);
       gf_loader_destroy(l);
     }
+  }
+
+  /* 4. No background pin before the first batch is submitted. */
+  {
+    gf_loader_config cfg = base(&f);
+    cfg.batch_size = 16;
+    cfg.max_sample_bytes = 4u << 20;
+    cfg.prefetch = 8;
+    CHECK_OK(gf_fault_arm(GF_FAULT_CUDA_STAGE_REGISTER, 0, GF_ECUDA, 0));
+    atomic_store(&first_seen, 0);
+    gf_loader__event_hook = ready_hook;
+    gf_loader *l;
+    CHECK_OK(gf_loader_create(&cfg, &l));
+    if (l) {
+      gf_batch *b;
+      CHECK_OK(gf_loader_next(l, &b));
+      uint64_t at_next = gf_fault_calls(GF_FAULT_CUDA_STAGE_REGISTER);
+      if (b) {
+        gf_test_failures += fixture_check_batch(&f, b);
+        gf_test_failures += check_labels_device(b);
+      }
+      printf("slots whose pin had begun: %llu when the first batch was "
+             "submitted, %llu when next() returned it\n",
+             (unsigned long long)atomic_load(&pins_at_first),
+             (unsigned long long)at_next);
+      CHECK(atomic_load(&first_seen) == 1);
+      CHECK(atomic_load(&pins_at_first) == 1);
+      gf_loader_destroy(l);
+    }
+    gf_loader__event_hook = NULL;
+    gf_fault_disarm_all();
   }
   fixture_free(&f);
   return gf_test_finish();

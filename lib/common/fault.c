@@ -41,6 +41,7 @@ static const char *const site_names[GF_FAULT_SITE_COUNT_] = {
     [GF_FAULT_CUDA_HOST_REGISTER] = "cuda_host_register",
     [GF_FAULT_CUDA_MEMCPY] = "cuda_memcpy",
     [GF_FAULT_CUDA_STAGE_REGISTER] = "cuda_stage_register",
+    [GF_FAULT_URING_REGISTER] = "uring_register",
 };
 
 /* Sites whose calls move a byte count, where GF_FAULT_SHORT makes sense. */
@@ -153,7 +154,7 @@ static int parse_entry(const char *s, size_t len, fault_entry *e) {
                    "fault spec entry '%s': unknown site '%s' (expected open, "
                    "read, pread, write, fsync, rename, uring_setup, uring_cqe, "
                    "cuda_malloc, cuda_host_alloc, cuda_host_register, "
-                   "cuda_memcpy or cuda_stage_register)",
+                   "cuda_memcpy, cuda_stage_register or uring_register)",
                    copy, field[0]);
   char *end;
   errno = 0;

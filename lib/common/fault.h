@@ -43,6 +43,8 @@ typedef enum gf_fault_site {
   GF_FAULT_CUDA_MEMCPY,
   GF_FAULT_CUDA_STAGE_REGISTER, /* pinning a GPU staging slot (slot 0 at
                                    create, the others in the background) */
+  GF_FAULT_URING_REGISTER,      /* registering a read buffer with io_uring
+                                   (a worker, before its first read) */
   GF_FAULT_SITE_COUNT_
 } gf_fault_site;
 
@@ -75,7 +77,8 @@ uint64_t gf_fault_fired(gf_fault_site site);
  * entries are checked before any is armed. Returns 0 or -EINVAL with the
  * bad entry named in the context. */
 int gf_fault_parse(const char *spec);
-/* "open", "read", ..., "uring_cqe", "cuda_memcpy"; NULL when out of range. */
+/* "open", "read", ..., "uring_cqe", "cuda_memcpy", ...; NULL when out of
+ * range. */
 const char *gf_fault_site_name(int site);
 /* The site named `name`, or -EINVAL. */
 int gf_fault_site_parse(const char *name);

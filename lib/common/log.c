@@ -1,6 +1,7 @@
 /* Logging to stderr, filtered by the GPUFEED_LOG environment variable. */
 #include "common/common.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +20,15 @@ static int parse_level(const char *e) {
 }
 
 static int log_level(void) {
-  /* Read once; a race between first callers writes the same value. */
-  static volatile int level = -1;
-  int l = level;
+  /* Read once; first callers racing (threads logging at once) each write
+   * the same value: atomic, so that the race is a benign one. */
+  static _Atomic int level = -1;
+  int l = atomic_load_explicit(&level, memory_order_relaxed);
   if (l < 0) {
     l = parse_level(getenv("GPUFEED_LOG"));
     if (l < 0)
       l = GF_LOG_WARN; /* gf_log_env_check reports it; logging goes on */
-    level = l;
+    atomic_store_explicit(&level, l, memory_order_relaxed);
   }
   return l;
 }

@@ -191,7 +191,9 @@ int gf_io_uring_register(gf_io_uring *u, const struct iovec *iov, unsigned n) {
   if (!copy)
     return -ENOMEM;
   memcpy(copy, iov, n * sizeof *copy);
-  int rc = io_uring_register_buffers(&u->ring, iov, n);
+  int rc = gf_fault_check(GF_FAULT_URING_REGISTER);
+  if (!rc)
+    rc = io_uring_register_buffers(&u->ring, iov, n);
   if (rc < 0) {
     free(copy);
     return rc;

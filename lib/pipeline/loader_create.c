@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* n bytes aligned to `align` (a power of two); NULL on failure. The size
@@ -75,15 +74,22 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
   return 0;
 }
 
-/* GPU mode: pins staging slots 1.. in order while the first batch loads
- * into slot 0 (pinning costs tens of ms per 100 MB: create pays for slot 0
- * only) and hands each to the workers as it is done. A failed pin leaves
- * that slot and the ones after it out of use: the next call of next()
- * returns the error, and the loader goes on with the slots it has (no
- * batch was dispatched to them, so nothing is lost). destroy stops it
- * between two slots and joins it. */
+/* GPU mode: pins staging slots 1.. in order once the first batch, loaded
+ * into slot 0, is on its way to the device (pinning costs tens of ms per
+ * 100 MB: create pays for slot 0 only; pinning while the first batch loads
+ * would slow it: the driver's lock against its submit, the address space's
+ * lock against the workers' page faults) and hands each slot to the
+ * workers as it is done. A failed pin leaves that slot and the ones after
+ * it out of use: the next call of next() returns the error, and the loader
+ * goes on with the slots it has (no batch was dispatched to them, so
+ * nothing is lost). destroy stops it, waiting or between two slots, and
+ * joins it. */
 static void *pinner_main(void *arg) {
   gf_loader *l = arg;
+  pthread_mutex_lock(&l->mu);
+  while (!l->stop && !l->first_ready)
+    pthread_cond_wait(&l->work_cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
   uint64_t t0 = now_ns();
   uint32_t i = 1;
   for (; i < l->nslots; i++) {
@@ -224,6 +230,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
 
   if ((rc = gf_source_open(l->source_path, l->labels_path, &l->src)) < 0)
     goto fail;
+  uint64_t t_source = now_ns();
   uint64_t n = gf_source_count(l->src);
   gf_sampler_config sc = GF_SAMPLER_CONFIG_INIT;
   sc.n = n;
@@ -293,6 +300,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   gf_strlcpy(l->tuning, z.tuning, sizeof l->tuning);
   if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
     goto fail;
+  uint64_t t_sizing = now_ns();
   if (l->device >= 0) {
     gf_stage_config sc2;
     memset(&sc2, 0, sizeof sc2);
@@ -319,6 +327,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
              gf_stage_direct_copy(l->stage));
     }
   }
+  uint64_t t_stage = now_ns();
   l->slots = calloc(l->nslots, sizeof *l->slots);
   if (!l->slots) {
     rc = -ENOMEM;
@@ -327,6 +336,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   for (uint32_t i = 0; i < l->nslots; i++)
     if ((rc = alloc_slot(l, &l->slots[i], i)) < 0)
       goto fail;
+  uint64_t t_slots = now_ns();
 
   l->nworkers = l->cfg.threads;
   if (l->cfg.trace_events) {
@@ -360,24 +370,27 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     worker *w = &l->workers[i];
     w->l = l;
     w->tid = GF_TRACE_TID_WORKER(i);
-    uint64_t rb = 0;
-    if (!gf_mul_u64(l->chunk, l->stored_cap, &rb) ||
-        !(w->rbuf = aligned_alloc_n(4096, (rb + 4095) / 4096 * 4096))) {
+    /* Only its address space here (the plan and an ENOMEM stay with
+     * create); the worker makes its pages and registers it before its
+     * first read (loader_dispatch.c). Huge-page aligned when it holds
+     * one, so that all of it can be transparent huge pages. */
+    uint64_t rb = 0, len = 0;
+    bool ok = gf_mul_u64(l->chunk, l->stored_cap, &rb) && rb <= SIZE_MAX - 4095;
+    if (ok)
+      len = (rb + 4095) / 4096 * 4096;
+    if (!ok ||
+        !(w->rbuf = aligned_alloc_n(len >= (2u << 20) ? (2u << 20) : 4096,
+                                    len))) {
       rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot allocate a read buffer of %llu bytes",
                    (unsigned long long)rb);
       goto fail;
     }
+    w->rbuf_len = (size_t)len;
     l->allocs.read_buffers++;
-    l->allocs.read_buffer_bytes += (rb + 4095) / 4096 * 4096;
+    l->allocs.read_buffer_bytes += len;
     if ((rc = gf_reader_create(&ro, &w->reader)) < 0)
       goto fail;
-    /* Fixed buffers save pinning the read buffer's pages on every read;
-     * a kernel that refuses (RLIMIT_MEMLOCK) only costs that saving. */
-    struct iovec iov = {w->rbuf, (size_t)((rb + 4095) / 4096 * 4096)};
-    if (iov.iov_len <= (1ull << 30) && gf_reader_register(w->reader, &iov, 1) < 0)
-      gf_log(GF_LOG_INFO, "read buffers not registered: %s",
-             gf_last_error()->message);
   }
   gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
              sizeof l->io_backend);
@@ -392,6 +405,15 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     }
     l->workers[i].started = true;
   }
+  /* Create's phases, each as ms since create began (GPUFEED_LOG=debug). */
+  gf_log(GF_LOG_DEBUG, "create: source %.1f ms, sizing %.1f, stage %.1f, "
+                       "slots %.1f, workers %.1f (ms since create began; "
+                       "%u workers, %u slots)",
+         (double)(t_source - t_create) / 1e6,
+         (double)(t_sizing - t_create) / 1e6,
+         (double)(t_stage - t_create) / 1e6,
+         (double)(t_slots - t_create) / 1e6,
+         (double)(now_ns() - t_create) / 1e6, l->nworkers, l->nslots);
   *out = l;
   return 0;
 fail:

@@ -3,6 +3,16 @@
  * cancelling what was dispatched. */
 #include "pipeline/loader_impl.h"
 
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+void (*event_hook)(gf_loader *l, const char *event);
+
+static void hook(gf_loader *l, const char *event) {
+  if (GF_UNLIKELY(event_hook != NULL))
+    event_hook(l, event);
+}
+
 /* Assigns the next batch of the dispatch order to free slot s. Under mu. */
 static void dispatch(gf_loader *l, slot *s) {
   uint64_t B = l->cfg.batch_size, share;
@@ -78,9 +88,35 @@ bool slot_failed(const slot *s) {
   return false;
 }
 
+/* The worker's read buffer, before its first read: create only reserved
+ * its address space; its pages are made here, on the worker's own thread
+ * (the workers do it in parallel, not one after another inside create),
+ * as transparent huge pages where the kernel allows (fewer pages to fault
+ * and to pin), and it is registered with the reader: fixed buffers save
+ * pinning its pages on every read; a kernel that refuses (RLIMIT_MEMLOCK)
+ * only costs that saving. */
+static void prepare_read_buffer(worker *w) {
+  gf_loader *l = w->l;
+  uint64_t t0 = now_ns();
+#ifdef MADV_HUGEPAGE
+  if (w->rbuf_len >= (2u << 20))
+    (void)madvise(w->rbuf, w->rbuf_len, MADV_HUGEPAGE); /* advice only */
+#endif
+  struct iovec iov = {w->rbuf, w->rbuf_len};
+  if (iov.iov_len <= (1ull << 30) &&
+      gf_reader_register(w->reader, &iov, 1) < 0)
+    gf_log(GF_LOG_INFO, "read buffers not registered: %s",
+           gf_last_error()->message);
+  gf_log(GF_LOG_DEBUG, "worker %u: read buffer of %zu bytes ready in %.1f ms",
+         (unsigned)(w - l->workers), w->rbuf_len,
+         (double)(now_ns() - t0) / 1e6);
+  hook(l, "read buffer");
+}
+
 void *worker_main(void *arg) {
   worker *w = arg;
   gf_loader *l = w->l;
+  prepare_read_buffer(w);
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {
     uint32_t j0, n;
@@ -106,6 +142,7 @@ void *worker_main(void *arg) {
       pthread_mutex_unlock(&l->mu);
       if (!failed)
         finalize(l, s, w->tid);
+      hook(l, "ready");
       pthread_mutex_lock(&l->mu);
       s->busy--;
       if (s->state == SLOT_CANCELLED) {
@@ -114,6 +151,12 @@ void *worker_main(void *arg) {
       } else {
         s->state = SLOT_READY;
         pthread_cond_broadcast(&l->ready_cv);
+        if (GF_UNLIKELY(!l->first_ready)) {
+          /* The first batch is on its way (in GPU mode, submitted): the
+           * pinning thread may take the driver now (loader_create.c). */
+          l->first_ready = true;
+          pthread_cond_broadcast(&l->work_cv);
+        }
       }
     }
   }

@@ -4,7 +4,8 @@
  *
  * Files, one job each:
  *   loader_sample.c    one sample: cache, read, decode into the slot, failures
- *   loader_dispatch.c  dispatch and claim, the worker loop, cancel
+ *   loader_dispatch.c  dispatch and claim, the worker loop (its read buffer
+ *                      readied first), cancel
  *   loader_finalize.c  a filled slot's final form (dense array, transform)
  *   loader_plan.c      config resolution, sizing, autotune, the memory plan
  *   loader_create.c    create / destroy: slots, workers, direct fds, pinning
@@ -123,6 +124,9 @@ typedef struct worker {
   bool started;
   gf_reader *reader;
   uint8_t *rbuf; /* chunk * stored_cap bytes, for reads that decode */
+  size_t rbuf_len; /* its length, whole pages; its pages are made and it
+                      is registered with the reader by the worker itself,
+                      before its first read (off create's path) */
 } worker;
 
 typedef struct stage_atomic {
@@ -191,6 +195,10 @@ struct gf_loader {
   uint32_t unpinned;      /* slots left PINNING for good (a pin failed) */
   bool pin_err_pending;   /* next() has yet to return pin_err */
   gf_error_info pin_err;
+  /* A batch was made READY (in GPU mode: submitted to the device): the
+   * pinning thread waits for it, so that the first batch has the driver
+   * and the address space to itself. Under mu; work_cv says it. */
+  bool first_ready;
 };
 
 static inline uint64_t now_ns(void) {
@@ -234,6 +242,7 @@ static inline void range_pop(const gf_loader *l) {
 #define decode_opts_of gf_loader__decode_opts_of
 #define lent_count gf_loader__lent_count
 #define restart_at gf_loader__restart_at
+#define event_hook gf_loader__event_hook
 
 /* loader_sample.c */
 /* Loads one sample on the calling thread with plain preads (the consumer's
@@ -244,6 +253,12 @@ int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
 void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
 
 /* loader_dispatch.c */
+/* Tests only: when set, called on a worker's thread at two of its events
+ * (outside mu): "read buffer" once its read buffer's pages are made and
+ * the registration was tried (before its first read), "ready" when a
+ * filled slot was finalised (submitted, in GPU mode) and before it is made
+ * READY. NULL in every program but those tests. */
+extern void (*event_hook)(gf_loader *l, const char *event);
 bool slot_failed(const slot *s);
 /* A worker thread's loop: claims chunks, runs them, finalises full slots. */
 void *worker_main(void *arg);
