@@ -182,25 +182,32 @@ class Loader:
         from_dlpack = torch.utils.dlpack.from_dlpack
         core = self._core_or_raise()
         on_device = core.device >= 0
+        # The generator keeps no reference to a batch it has handed out
+        # (a local would hold it until the next step, one batch slot fewer
+        # for the workers): the pair is taken off a one-item list as it is
+        # yielded.
+        box = []
         while True:
             b = core.next(self._stream() if on_device else 0)
             if b is None:
                 return
-            images = from_dlpack(b.images)
-            labels = from_dlpack(b.labels)
+            box.append((from_dlpack(b.images), from_dlpack(b.labels)))
             del b
-            yield images, labels
+            yield box.pop()
 
     def batches(self, stream=0):
         """One epoch (the rest of the current one) as gpufeed.Batch objects;
         no torch needed. stream: the cudaStream_t (int) the batch is handed
         to in GPU mode; 0: the host waits for it."""
         core = self._core_or_raise()
+        box = []  # as in __iter__: no reference kept past the yield
         while True:
             b = core.next(stream)
             if b is None:
                 return
-            yield b
+            box.append(b)
+            del b
+            yield box.pop()
 
     def next_batch(self, stream=0):
         """The next Batch, or None at the end of the epoch."""

@@ -93,3 +93,24 @@ def test_context_manager_closes(folder):
         len(loader)
     assert images.shape[0] == 8
 
+
+
+def test_iterators_keep_no_batch_past_the_yield(folder):
+    """Once the caller drops what an iterator gave, the loader has the
+    batch back before the next one is asked for: a reference kept by the
+    iterator would cost the workers one of the loader's few slots."""
+    with _loader(folder, prefetch=2) as loader:
+        it = iter(loader)
+        images, labels = next(it)
+        assert loader.held_batches == 1
+        del images, labels
+        assert loader.held_batches == 0
+        pair = next(it)
+        assert loader.held_batches == 1
+        del pair, it
+        it = loader.batches()
+        b = next(it)
+        assert loader.held_batches == 1
+        del b
+        assert loader.held_batches == 0
+        del it
