@@ -170,28 +170,26 @@ class Loader:
         """The torch current stream of the loader's device (GPU mode)."""
         if self._core.device < 0:
             return 0
-        import torch
-        s = torch.cuda.current_stream(self._core.device).cuda_stream
-        return s if s != 0 else 1  # 1: the legacy default stream
+        return _current_stream(self._core.device)
 
     def __iter__(self):
         """One epoch (the rest of the current one) as (images, labels)
         torch tensors. Without set_epoch, the next iteration runs the next
         epoch."""
-        import torch
-        from_dlpack = torch.utils.dlpack.from_dlpack
         core = self._core_or_raise()
         on_device = core.device >= 0
+        tensor = _tensor_maker()
         # The generator keeps no reference to a batch it has handed out
         # (a local would hold it until the next step, one batch slot fewer
         # for the workers): the pair is taken off a one-item list as it is
         # yielded.
         box = []
         while True:
-            b = core.next(self._stream() if on_device else 0)
+            stream = _current_stream(core.device) if on_device else 0
+            b = core.next(stream)
             if b is None:
                 return
-            box.append((from_dlpack(b.images), from_dlpack(b.labels)))
+            box.append((tensor(b.images, stream), tensor(b.labels, stream)))
             del b
             yield box.pop()
 
@@ -296,3 +294,34 @@ class Loader:
             self._config["source"], self.batch_size,
             "closed" if self._core is None or self._core.closed
             else self.device)
+
+
+# ---- torch handoff ------------------------------------------------------
+# torch.from_dlpack asks torch for the current stream on every call (tens of
+# microseconds in torch 2.x, twice a batch): the iterator asks once (the
+# raw-stream query when torch has it) and hands the capsule, exported on
+# that stream, to torch's own capsule importer. Both are torch's internal
+# calls behind torch.from_dlpack; where either is missing, the public
+# torch.from_dlpack is used.
+
+def _current_stream(device):
+    """The cudaStream_t (int) of torch's current stream on `device`; the
+    legacy default stream (0 in torch) as 1, as the DLPack spec asks."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    s = raw(device) if raw is not None else \
+        torch.cuda.current_stream(device).cuda_stream
+    return s if s != 0 else 1
+
+
+def _tensor_maker():
+    """f(view, stream) -> a torch tensor viewing the batch's memory."""
+    import torch
+    imp = getattr(torch._C, "_from_dlpack", None)
+    if imp is None:
+        return lambda view, stream: torch.utils.dlpack.from_dlpack(view)
+
+    def make(view, stream):
+        return imp(view.__dlpack__(stream=stream) if stream else
+                   view.__dlpack__())
+    return make

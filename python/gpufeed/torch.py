@@ -31,6 +31,7 @@ resumes with the identical next batch.
 import numbers
 import os
 
+from .loader import _current_stream, _tensor_maker
 import torch
 
 import gpufeed
@@ -454,7 +455,7 @@ class DataLoader:
         device = self._loader.device
         stream = 0      # host mode; on a GPU torch's current stream (cudaStreamLegacy for 0)
         if device != "cpu":
-            stream = torch.cuda.current_stream(torch.device(device)).cuda_stream or 1
+            stream = _current_stream(torch.device(device).index or 0)
         slot = []
         while True:
             slot.append(self._take(stream))
@@ -466,8 +467,9 @@ class DataLoader:
         batch = self._loader.next_batch(stream)
         if batch is None:
             return None
-        images = torch.from_dlpack(batch.images)   # the current stream waits for it
-        labels = torch.from_dlpack(batch.labels).long()
+        make = self.__dict__.get("_make") or self.__dict__.setdefault("_make", _tensor_maker())
+        images = make(batch.images, stream)   # the stream waits for the batch
+        labels = make(batch.labels, stream).long()
         if not self.return_indices:
             return images, labels
         return images, labels, torch.tensor(list(batch.indices), dtype=torch.int64)
