@@ -24,6 +24,7 @@ extern "C" {
  * memory unless said otherwise. */
 #define GF_XFORM_RESIZE_PER_PIXEL 1u
 #define GF_XFORM_RESIZE_TILE16 2u
+#define GF_XFORM_RESIZE_TILE32 3u
 
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
@@ -43,13 +44,18 @@ typedef struct gf_xform_launch {
                                 (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
   uint32_t resize_path;      /* 0: each 32x32 tile of a resized sample
-                                in two passes through shared memory,
-                                pixel by pixel where its taps do not fit
+                                in two passes through shared memory, its
+                                source rows staged there first (the
+                                "staged" variant of resize_tile.h), pixel
+                                by pixel where its taps do not fit
                                 (shrink factors beyond ~20 a side);
                                 GF_XFORM_RESIZE_PER_PIXEL: every resized
                                 pixel on its own; GF_XFORM_RESIZE_TILE16:
-                                tiles of 16 rows (tests and benches
-                                compare them: the same bytes) */
+                                tiles of 16 rows, GF_XFORM_RESIZE_TILE32:
+                                of 32, both reading the source from
+                                global memory (the first tiled kernel;
+                                tests and benches compare them all: the
+                                same bytes) */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;
