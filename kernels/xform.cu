@@ -66,6 +66,9 @@ constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
 constexpr unsigned kMaxTileRows = 32;
 constexpr unsigned kScanK = 4; // pixels a lane per scan round
 constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
+// Blocks an SM of the staged resize kernel: 4 caps it at 64 registers a
+// thread (a 48 KiB block's shared memory allows 4 on sm_80 and later).
+constexpr unsigned kResizeBlocks = 4;
 
 struct Args {
   const uint8_t *src;
@@ -817,8 +820,11 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
 // the tile's taps do not fit or resize_path asks for it. With resize_all
 // (no xform_plain in the launch) it also pads and reports the samples that
 // check_sample refuses, and pads any sample not resized.
-template <int DT, int LAYOUT>
-__global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
+// SC: 0 the resize_path chosen at run time (the per-pixel path and the
+// first tiled kernel), 1-4 the staged variant for SC channels (its own
+// kernel, so its registers are its own).
+template <int DT, int LAYOUT, unsigned SC>
+__device__ __forceinline__ void resize_body(const Args &a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
   __shared__ gf_rs_shared sm;
@@ -826,9 +832,8 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c, tid = threadIdx.x;
   const unsigned tiles_x = (a.ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
   const unsigned th =
-      a.resize_path == GF_XFORM_RESIZE_TILE16 ? 16u : GF_RS_TILE_H;
+      !SC && a.resize_path == GF_XFORM_RESIZE_TILE16 ? 16u : GF_RS_TILE_H;
   const unsigned tiles = tiles_x * ((a.oh + th - 1) / th);
-  const bool staged = a.resize_path == 0;
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
     const int bad = check_sample(s, a);
@@ -855,21 +860,8 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
                              zero);
         continue;
       }
-      if (staged) {
-        switch (c) {
-        case 1:
-          tile_staged<DT, LAYOUT, 1>(a, t, sm, out, lut, P);
-          break;
-        case 2:
-          tile_staged<DT, LAYOUT, 2>(a, t, sm, out, lut, P);
-          break;
-        case 3:
-          tile_staged<DT, LAYOUT, 3>(a, t, sm, out, lut, P);
-          break;
-        default:
-          tile_staged<DT, LAYOUT, 4>(a, t, sm, out, lut, P);
-          break;
-        }
+      if constexpr (SC != 0) {
+        tile_staged<DT, LAYOUT, SC>(a, t, sm, out, lut, P);
         continue;
       }
       gf_rs_plan p = {0, 0, 0, 0};
@@ -907,11 +899,42 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   }
 }
 
+template <int DT, int LAYOUT>
+__global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
+  resize_body<DT, LAYOUT, 0>(a);
+}
+
+// The staged variant, C channels: at most 64 registers a thread (no
+// spills), so 4 blocks an SM.
+template <int DT, int LAYOUT, unsigned C>
+__global__ void __launch_bounds__(kThreads, kResizeBlocks)
+    xform_resize_staged(Args a) {
+  resize_body<DT, LAYOUT, C>(a);
+}
+
 typedef void (*kernel_fn)(Args);
 
-template <int DT> kernel_fn pick_resize(unsigned layout) {
-  return layout == GF_LAYOUT_NHWC ? xform_resize<DT, GF_LAYOUT_NHWC>
-                                  : xform_resize<DT, GF_LAYOUT_NCHW>;
+template <int DT, int LAYOUT>
+kernel_fn pick_resize_layout(unsigned path, unsigned c) {
+  if (path != 0)
+    return xform_resize<DT, LAYOUT>;
+  switch (c) {
+  case 1:
+    return xform_resize_staged<DT, LAYOUT, 1>;
+  case 2:
+    return xform_resize_staged<DT, LAYOUT, 2>;
+  case 3:
+    return xform_resize_staged<DT, LAYOUT, 3>;
+  default:
+    return xform_resize_staged<DT, LAYOUT, 4>;
+  }
+}
+
+template <int DT>
+kernel_fn pick_resize(unsigned layout, unsigned path, unsigned c) {
+  return layout == GF_LAYOUT_NHWC
+             ? pick_resize_layout<DT, GF_LAYOUT_NHWC>(path, c)
+             : pick_resize_layout<DT, GF_LAYOUT_NCHW>(path, c);
 }
 
 template <int DT, int LAYOUT> void pick(bool vec, kernel_fn *plain,
@@ -978,19 +1001,19 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   switch (a->out_dtype) {
   case GF_OUT_U8:
     pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_U8>(a->layout);
+    rsz = pick_resize<GF_OUT_U8>(a->layout, a->resize_path, a->out_c);
     break;
   case GF_OUT_F32:
     pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F32>(a->layout);
+    rsz = pick_resize<GF_OUT_F32>(a->layout, a->resize_path, a->out_c);
     break;
   case GF_OUT_F16:
     pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F16>(a->layout);
+    rsz = pick_resize<GF_OUT_F16>(a->layout, a->resize_path, a->out_c);
     break;
   default:
     pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_BF16>(a->layout);
+    rsz = pick_resize<GF_OUT_BF16>(a->layout, a->resize_path, a->out_c);
     break;
   }
 
