@@ -73,10 +73,26 @@ static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
      * read (a staged byte read before it is copied shows). */
     memset((uint8_t *)sm->pool + 4u * (GF_RS_TILE_W * p.kx +
                                        GF_RS_TILE_H * p.ky),
-           0xA7,
+           0x47,
            4u * GF_RS_POOL - 4u * (GF_RS_TILE_W * p.kx + GF_RS_TILE_H * p.ky));
     for (uint32_t i = 0; i < nr * (p.stride / 4u); i++)
       gf_rs_tile_stage(sm, t, &p, c0, i, c);
+    /* A staged row: the window row's bytes [seg_lo, seg_lo + seg_v) x c
+     * from its address mod 4 on, zeros around them (nothing outside the
+     * window's row was copied). */
+    for (uint32_t r = 0; r < nr; r++) {
+      const uint8_t *g = t->win + (uint64_t)(c0 + r) * t->pitch +
+                         (uint64_t)p.seg_lo * c;
+      const uint32_t sh = (uint32_t)((uintptr_t)g & 3u);
+      const uint8_t *d = (const uint8_t *)sm->pool + p.st + r * p.stride;
+      for (uint32_t k = 0; k < p.stride; k++) {
+        const bool in = k >= sh && k - sh < p.seg_v * c;
+        if (d[k] != (in ? g[k - sh] : 0u)) {
+          CHECK(!"staged byte");
+          return true;
+        }
+      }
+    }
     for (uint32_t i = 0; i < nr * GF_RS_TILE_W; i++)
       gf_rs_tile_shsum(sm, t, &p, c0, nr, i, c);
     for (uint32_t i = 0; i < (b - a0) * GF_RS_TILE_W; i++) {
@@ -120,8 +136,10 @@ static void emulate(const gf_xform_sample *s, const uint8_t *src,
     t.x0 = tile % tiles_x * GF_RS_TILE_W;
     t.ny = oh - t.y0 < th ? oh - t.y0 : th;
     t.nx = ow - t.x0 < GF_RS_TILE_W ? ow - t.x0 : GF_RS_TILE_W;
-    /* Poison the shared state: nothing may be read before it is made. */
-    memset(sm, 0xA7, sizeof *sm);
+    /* Poison the shared state: nothing may be read before it is made
+     * (0x47474747 is 51015.3 as a float: a weight read before it is
+     * written shows). */
+    memset(sm, 0x47, sizeof *sm);
     for (uint32_t tid = 0; tid < NTHREADS; tid++)
       gf_rs_tile_taps(sm, &t, tid);
     if (v == V_STAGED) {
