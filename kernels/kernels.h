@@ -25,6 +25,7 @@ extern "C" {
 #define GF_XFORM_RESIZE_PER_PIXEL 1u
 #define GF_XFORM_RESIZE_TILE16 2u
 #define GF_XFORM_RESIZE_TILE32 3u
+#define GF_XFORM_RESIZE_STAGED1 4u
 
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
@@ -53,9 +54,12 @@ typedef struct gf_xform_launch {
                                 pixel on its own; GF_XFORM_RESIZE_TILE16:
                                 tiles of 16 rows, GF_XFORM_RESIZE_TILE32:
                                 of 32, both reading the source from
-                                global memory (the first tiled kernel;
-                                tests and benches compare them all: the
-                                same bytes) */
+                                global memory (the first tiled kernel);
+                                GF_XFORM_RESIZE_STAGED1: the staged tiles,
+                                a block a tile of one sample (0 gives a
+                                block 2-4 samples in batches of 64 and
+                                more); tests and benches compare them
+                                all: the same bytes */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;

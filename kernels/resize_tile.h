@@ -430,19 +430,27 @@ GF_RS_FN void gf_rs_chunk_masks(const gf_rs_shared *sm, const gf_rs_tile *t,
           : *r0;
 }
 
-/* Step 4a of the staged variant: word i of the chunk's staged rows,
- * i < nr * p->stride / 4 (rows [r0, r0 + nr) of the window). A word
- * wholly inside the row segment is one aligned 32-bit load; the words at
- * its ends take byte by byte what lies inside (0 outside): nothing
- * outside the window's row is read. */
+/* The staged row r's first byte: its source address mod 4 (the same in
+ * 32 bits: only the low bits count). */
+GF_RS_FN uint32_t gf_rs_stage_shift(const gf_rs_tile *t, const gf_rs_splan *p,
+                                    uint32_t r0, uint32_t r, uint32_t c) {
+  return ((uint32_t)(uintptr_t)t->win + (r0 + r) * t->pitch +
+          p->seg_lo * c) &
+         3u;
+}
+
+/* Step 4a of the staged variant: word k of staged row r of the chunk
+ * (window row r0 + r; k < p->stride / 4: the kernel gives a warp a row).
+ * A word wholly inside the row segment is one aligned 32-bit load; the
+ * words at its ends take byte by byte what lies inside (0 outside):
+ * nothing outside the window's row is read. */
 GF_RS_FN void gf_rs_tile_stage(gf_rs_shared *sm, const gf_rs_tile *t,
-                               const gf_rs_splan *p, uint32_t r0, uint32_t i,
-                               uint32_t c) {
-  const uint32_t wpr = p->stride / 4u, r = i / wpr, k = i % wpr;
+                               const gf_rs_splan *p, uint32_t r0, uint32_t r,
+                               uint32_t k, uint32_t c) {
   const uint8_t *g = t->win + (uint64_t)(r0 + r) * t->pitch +
                      (uint64_t)p->seg_lo * c;
-  const int64_t o = (int64_t)4 * k - (int64_t)((uintptr_t)g & 3u);
-  const int64_t nb = (int64_t)p->seg_v * c;
+  const int32_t o = (int32_t)(4u * k) - (int32_t)gf_rs_stage_shift(t, p, r0, r, c);
+  const int32_t nb = (int32_t)(p->seg_v * c);
   uint8_t *d = (uint8_t *)sm->pool + p->st + r * p->stride + 4u * k;
   if (o >= 0 && o + 4 <= nb) {
 #if defined(__CUDA_ARCH__)
@@ -454,7 +462,7 @@ GF_RS_FN void gf_rs_tile_stage(gf_rs_shared *sm, const gf_rs_tile *t,
     d[3] = g[o + 3];
 #endif
   } else {
-    for (int64_t b = 0; b < 4; b++)
+    for (int32_t b = 0; b < 4; b++)
       d[b] = o + b >= 0 && o + b < nb ? g[o + b] : 0u;
   }
 }
@@ -468,10 +476,7 @@ GF_RS_FN void gf_rs_tile_shsum(gf_rs_shared *sm, const gf_rs_tile *t,
   const uint32_t r = i / GF_RS_TILE_W, col = i % GF_RS_TILE_W;
   if (sm->cn[col] <= 0)
     return; /* a padding column: its sums are never read */
-  const uint32_t sh = (uint32_t)((uintptr_t)(t->win +
-                                             (uint64_t)(r0 + r) * t->pitch +
-                                             (uint64_t)p->seg_lo * c) &
-                                 3u);
+  const uint32_t sh = gf_rs_stage_shift(t, p, r0, r, c);
   const uint8_t *px = (const uint8_t *)sm->pool + p->st + r * p->stride + sh +
                       ((uint32_t)sm->clo[col] - p->seg_lo) * c;
   const float *w = sm->pool + col;

@@ -790,9 +790,10 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
         0xFFFFFFFFu, gf_rs_chunk_breaks(&sm, &t, p.cap, a0, r0, lane));
     uint32_t b, c0, c1;
     gf_rs_chunk_masks(&sm, &t, V, B, &b, &c0, &c1);
-    const unsigned nr = c1 - c0, words = nr * (p.stride / 4u);
-    for (unsigned i = tid; i < words; i += blockDim.x)
-      gf_rs_tile_stage(&sm, &t, &p, c0, i, C);
+    const unsigned nr = c1 - c0, wpr = p.stride / 4u;
+    for (unsigned r = tid >> 5; r < nr; r += blockDim.x >> 5) // a warp a row
+      for (unsigned k = lane; k < wpr; k += 32)
+        gf_rs_tile_stage(&sm, &t, &p, c0, r, k, C);
     __syncthreads(); // the weights and the staged rows are in
     for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
       gf_rs_tile_shsum(&sm, &t, &p, c0, nr, i, C);
@@ -916,7 +917,7 @@ typedef void (*kernel_fn)(Args);
 
 template <int DT, int LAYOUT>
 kernel_fn pick_resize_layout(unsigned path, unsigned c) {
-  if (path != 0)
+  if (path != 0 && path != GF_XFORM_RESIZE_STAGED1)
     return xform_resize<DT, LAYOUT>;
   switch (c) {
   case 1:
@@ -967,7 +968,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
-      a->resize_path > GF_XFORM_RESIZE_TILE32 ||
+      a->resize_path > GF_XFORM_RESIZE_STAGED1 ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -1035,7 +1036,15 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
                                                                  : GF_RS_TILE_H;
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
                      ((a->out_h + th - 1) / th);
-    dim3 rgrid(tiles, a->n < 65535u ? a->n : 65535u);
+    // The staged tiles (resize_path 0): large batches give a block the
+    // same tile of several samples, so its value table (c x 256 divisions
+    // and conversions) serves them all.
+    const unsigned spb = a->resize_path != 0 ? 1u
+                         : a->n >= 256u      ? 4u
+                         : a->n >= 64u       ? 2u
+                                             : 1u;
+    const unsigned gy = (a->n + spb - 1) / spb;
+    dim3 rgrid(tiles, gy < 65535u ? gy : 65535u);
     rsz<<<rgrid, kThreads, 0, s>>>(k);
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;

@@ -75,8 +75,9 @@ static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
                                        GF_RS_TILE_H * p.ky),
            0x47,
            4u * GF_RS_POOL - 4u * (GF_RS_TILE_W * p.kx + GF_RS_TILE_H * p.ky));
-    for (uint32_t i = 0; i < nr * (p.stride / 4u); i++)
-      gf_rs_tile_stage(sm, t, &p, c0, i, c);
+    for (uint32_t r = 0; r < nr; r++)
+      for (uint32_t k = 0; k < p.stride / 4u; k++)
+        gf_rs_tile_stage(sm, t, &p, c0, r, k, c);
     /* A staged row: the window row's bytes [seg_lo, seg_lo + seg_v) x c
      * from its address mod 4 on, zeros around them (nothing outside the
      * window's row was copied). */
