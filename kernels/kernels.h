@@ -26,6 +26,7 @@ extern "C" {
 #define GF_XFORM_RESIZE_TILE16 2u
 #define GF_XFORM_RESIZE_TILE32 3u
 #define GF_XFORM_RESIZE_STAGED1 4u
+#define GF_XFORM_RESIZE_PAIRS 5u
 
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
@@ -58,8 +59,12 @@ typedef struct gf_xform_launch {
                                 GF_XFORM_RESIZE_STAGED1: the staged tiles,
                                 a block a tile of one sample (0 gives a
                                 block 2-4 samples in batches of 64 and
-                                more); tests and benches compare them
-                                all: the same bytes */
+                                more); GF_XFORM_RESIZE_PAIRS: the staged
+                                tiles (grid as 0), each thread two
+                                horizontal sums (two source rows) and two
+                                output pixels (two columns) at a time;
+                                tests and benches compare them all: the
+                                same bytes */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;

@@ -503,4 +503,101 @@ GF_RS_FN bool gf_rs_tile_svsum(const gf_rs_shared *sm, const gf_rs_tile *t,
   return gf_rs_vsum_(sm, t, p->kx, p->ky, a, r0, nr, i, k, col, px, c);
 }
 
+/* ---- Pairs: the staged variant with two results a work item
+ * (resize_path GF_XFORM_RESIZE_PAIRS). The horizontal pass makes source
+ * rows r and r + 1 of a column (its weights and tap offset loaded once);
+ * the vertical pass makes columns 2m and 2m + 1 of an output row (its
+ * weights loaded once, the two sums one 64-bit load). Each result's float
+ * operations are the staged variant's, in its order. */
+
+/* Step 4b, pairs: work item i < ((nr + 1) / 2) x GF_RS_TILE_W. */
+GF_RS_FN void gf_rs_tile_shsum2(gf_rs_shared *sm, const gf_rs_tile *t,
+                                const gf_rs_splan *p, uint32_t r0,
+                                uint32_t nr, uint32_t i, uint32_t c) {
+  const uint32_t r = 2u * (i / GF_RS_TILE_W), col = i % GF_RS_TILE_W;
+  if (sm->cn[col] <= 0)
+    return; /* a padding column: its sums are never read */
+  const bool two = r + 1u < nr;
+  const uint32_t off = ((uint32_t)sm->clo[col] - p->seg_lo) * c;
+  const uint8_t *st = (const uint8_t *)sm->pool + p->st;
+  const uint8_t *pa = st + r * p->stride + gf_rs_stage_shift(t, p, r0, r, c) +
+                      off;
+  /* Row r + 1's bytes (row r's again when there is none: computed, not
+   * stored). */
+  const uint32_t rb = two ? r + 1u : r;
+  const uint8_t *pb = st + rb * p->stride +
+                      gf_rs_stage_shift(t, p, r0, rb, c) + off;
+  const float *w = sm->pool + col;
+  float ha[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (uint32_t j = 0; j < p->kx; j++, pa += c, pb += c) {
+    float wj = w[j * GF_RS_TILE_W];
+    GF_RS_UNROLL
+    for (uint32_t ch = 0; ch < 4; ch++)
+      if (ch < c) {
+        ha[ch] = GF_FADD(ha[ch], GF_FMUL(wj, gf_rs_u8f(pa[ch])));
+        hb[ch] = GF_FADD(hb[ch], GF_FMUL(wj, gf_rs_u8f(pb[ch])));
+      }
+  }
+  float *hs = sm->pool + GF_RS_TILE_W * p->kx + GF_RS_TILE_H * p->ky;
+  GF_RS_UNROLL
+  for (uint32_t ch = 0; ch < 4; ch++)
+    if (ch < c) {
+      hs[(ch * nr + r) * GF_RS_TILE_W + col] = ha[ch];
+      if (two)
+        hs[(ch * nr + r + 1u) * GF_RS_TILE_W + col] = hb[ch];
+    }
+}
+
+/* Step 4c, pairs: work item i < (chunk_end - a) x GF_RS_TILE_W / 2:
+ * tile row *k, columns *col and *col + 1; px[0 .. c) and px[4 .. 4 + c)
+ * their pixels (0 for padding). Returns a mask: bit 0 column *col, bit 1
+ * column *col + 1 inside the output (to write). */
+GF_RS_FN uint32_t gf_rs_tile_svsum2(const gf_rs_shared *sm,
+                                    const gf_rs_tile *t, const gf_rs_splan *p,
+                                    uint32_t a, uint32_t r0, uint32_t nr,
+                                    uint32_t i, uint32_t *k, uint32_t *col,
+                                    uint32_t px[8], uint32_t c) {
+  *k = a + i / (GF_RS_TILE_W / 2u);
+  *col = 2u * (i % (GF_RS_TILE_W / 2u));
+  const uint32_t mask = (*col < t->nx ? 1u : 0u) | (*col + 1u < t->nx ? 2u : 0u);
+  for (uint32_t e = 0; e < 8; e++)
+    px[e] = 0;
+  if (!mask)
+    return 0;
+  const int32_t n = sm->rn[*k];
+  const bool ua = sm->cn[*col] > 0, ub = sm->cn[*col + 1u] > 0;
+  if (n <= 0 || !(ua || ub))
+    return mask;
+  const float *w = sm->pool + GF_RS_TILE_W * p->kx + *k * p->ky;
+  const float *hs = sm->pool + GF_RS_TILE_W * p->kx + GF_RS_TILE_H * p->ky +
+                    (uint32_t)(sm->rlo[*k] - (int32_t)r0) * GF_RS_TILE_W +
+                    *col;
+  const uint32_t plane = nr * GF_RS_TILE_W;
+  float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (int32_t j = 0; j < n; j++, hs += GF_RS_TILE_W) {
+    float wy = w[j];
+    GF_RS_UNROLL
+    for (uint32_t ch = 0; ch < 4; ch++)
+      if (ch < c) {
+#if defined(__CUDA_ARCH__)
+        const float2 v = *(const float2 *)(hs + ch * plane);
+        const float va = v.x, vb = v.y;
+#else
+        const float va = hs[ch * plane], vb = hs[ch * plane + 1u];
+#endif
+        /* A padding column's sums were never written: its result is
+         * dropped below. */
+        acc[ch] = GF_FADD(acc[ch], GF_FMUL(wy, va));
+        acc[4 + ch] = GF_FADD(acc[4 + ch], GF_FMUL(wy, vb));
+      }
+  }
+  GF_RS_UNROLL
+  for (uint32_t ch = 0; ch < 4; ch++)
+    if (ch < c) {
+      px[ch] = ua ? gf_rs_u8(acc[ch]) : 0u;
+      px[4 + ch] = ub ? gf_rs_u8(acc[4 + ch]) : 0u;
+    }
+  return mask;
+}
+
 #endif /* GF_RESIZE_TILE_H */

@@ -766,7 +766,7 @@ __device__ __forceinline__ void tile_pixels(const Args &a, const gf_rs_tile &t,
 // after a barrier (the previous tile is done with the shared state).
 // Barriers: after the extents, after the weights and staged rows, after
 // the horizontal sums (and one more before each further chunk).
-template <int DT, int LAYOUT, unsigned C>
+template <int DT, int LAYOUT, unsigned C, bool PAIRS>
 __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
                             gf_rs_shared &sm, typename Out<DT>::T *out,
                             const typename Out<DT>::T *lut, unsigned P) {
@@ -795,14 +795,32 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
       for (unsigned k = lane; k < wpr; k += 32)
         gf_rs_tile_stage(&sm, &t, &p, c0, r, k, C);
     __syncthreads(); // the weights and the staged rows are in
-    for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
-      gf_rs_tile_shsum(&sm, &t, &p, c0, nr, i, C);
-    __syncthreads();
-    for (unsigned i = tid; i < (b - a0) * GF_RS_TILE_W; i += blockDim.x) {
-      uint32_t k, col, px[4];
-      if (gf_rs_tile_svsum(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C))
-        put_px<DT, LAYOUT>(out, lut, P, C, (t.y0 + k) * a.ow + t.x0 + col,
-                           px);
+    if constexpr (PAIRS) {
+      for (unsigned i = tid; i < (nr + 1u) / 2u * GF_RS_TILE_W;
+           i += blockDim.x)
+        gf_rs_tile_shsum2(&sm, &t, &p, c0, nr, i, C);
+      __syncthreads();
+      for (unsigned i = tid; i < (b - a0) * (GF_RS_TILE_W / 2u);
+           i += blockDim.x) {
+        uint32_t k, col, px[8];
+        const uint32_t m =
+            gf_rs_tile_svsum2(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C);
+        const unsigned e = (t.y0 + k) * a.ow + t.x0 + col;
+        if (m & 1u)
+          put_px<DT, LAYOUT>(out, lut, P, C, e, px);
+        if (m & 2u)
+          put_px<DT, LAYOUT>(out, lut, P, C, e + 1u, px + 4);
+      }
+    } else {
+      for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
+        gf_rs_tile_shsum(&sm, &t, &p, c0, nr, i, C);
+      __syncthreads();
+      for (unsigned i = tid; i < (b - a0) * GF_RS_TILE_W; i += blockDim.x) {
+        uint32_t k, col, px[4];
+        if (gf_rs_tile_svsum(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C))
+          put_px<DT, LAYOUT>(out, lut, P, C, (t.y0 + k) * a.ow + t.x0 + col,
+                             px);
+      }
     }
     a0 = b;
     if (a0 < t.ny)
@@ -824,7 +842,7 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
 // SC: 0 the resize_path chosen at run time (the per-pixel path and the
 // first tiled kernel), 1-4 the staged variant for SC channels (its own
 // kernel, so its registers are its own).
-template <int DT, int LAYOUT, unsigned SC>
+template <int DT, int LAYOUT, unsigned SC, bool PAIRS>
 __device__ __forceinline__ void resize_body(const Args &a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
@@ -862,7 +880,7 @@ __device__ __forceinline__ void resize_body(const Args &a) {
         continue;
       }
       if constexpr (SC != 0) {
-        tile_staged<DT, LAYOUT, SC>(a, t, sm, out, lut, P);
+        tile_staged<DT, LAYOUT, SC, PAIRS>(a, t, sm, out, lut, P);
         continue;
       }
       gf_rs_plan p = {0, 0, 0, 0};
@@ -902,32 +920,43 @@ __device__ __forceinline__ void resize_body(const Args &a) {
 
 template <int DT, int LAYOUT>
 __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
-  resize_body<DT, LAYOUT, 0>(a);
+  resize_body<DT, LAYOUT, 0, false>(a);
 }
 
-// The staged variant, C channels: at most 64 registers a thread (no
-// spills), so 4 blocks an SM.
-template <int DT, int LAYOUT, unsigned C>
+// The staged variant, C channels (PAIRS: two results a work item): at
+// most 64 registers a thread (no spills), so 4 blocks an SM.
+template <int DT, int LAYOUT, unsigned C, bool PAIRS>
 __global__ void __launch_bounds__(kThreads, kResizeBlocks)
     xform_resize_staged(Args a) {
-  resize_body<DT, LAYOUT, C>(a);
+  resize_body<DT, LAYOUT, C, PAIRS>(a);
 }
 
 typedef void (*kernel_fn)(Args);
 
 template <int DT, int LAYOUT>
 kernel_fn pick_resize_layout(unsigned path, unsigned c) {
+  if (path == GF_XFORM_RESIZE_PAIRS)
+    switch (c) {
+    case 1:
+      return xform_resize_staged<DT, LAYOUT, 1, true>;
+    case 2:
+      return xform_resize_staged<DT, LAYOUT, 2, true>;
+    case 3:
+      return xform_resize_staged<DT, LAYOUT, 3, true>;
+    default:
+      return xform_resize_staged<DT, LAYOUT, 4, true>;
+    }
   if (path != 0 && path != GF_XFORM_RESIZE_STAGED1)
     return xform_resize<DT, LAYOUT>;
   switch (c) {
   case 1:
-    return xform_resize_staged<DT, LAYOUT, 1>;
+    return xform_resize_staged<DT, LAYOUT, 1, false>;
   case 2:
-    return xform_resize_staged<DT, LAYOUT, 2>;
+    return xform_resize_staged<DT, LAYOUT, 2, false>;
   case 3:
-    return xform_resize_staged<DT, LAYOUT, 3>;
+    return xform_resize_staged<DT, LAYOUT, 3, false>;
   default:
-    return xform_resize_staged<DT, LAYOUT, 4>;
+    return xform_resize_staged<DT, LAYOUT, 4, false>;
   }
 }
 
@@ -968,7 +997,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
-      a->resize_path > GF_XFORM_RESIZE_STAGED1 ||
+      a->resize_path > GF_XFORM_RESIZE_PAIRS ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -1039,7 +1068,9 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
     // The staged tiles (resize_path 0): large batches give a block the
     // same tile of several samples, so its value table (c x 256 divisions
     // and conversions) serves them all.
-    const unsigned spb = a->resize_path != 0 ? 1u
+    const unsigned spb = a->resize_path != 0 &&
+                                 a->resize_path != GF_XFORM_RESIZE_PAIRS
+                             ? 1u
                          : a->n >= 256u      ? 4u
                          : a->n >= 64u       ? 2u
                                              : 1u;

@@ -1,7 +1,7 @@
 /* The GPU resize's tiling (kernels/resize_tile.h, the steps the
- * xform_resize kernel runs: its staged variant, the default, and the
- * tiles of 32 and 16 rows reading the source directly; every sample
- * through each) on the host: each block step run for every
+ * xform_resize kernel runs: its staged variant, the default, the same
+ * with two results a work item (pairs), and the tiles of 32 and 16 rows
+ * reading the source directly; every sample through each) on the host: each block step run for every
  * thread index one after another, exactly as the kernel orders them
  * between its barriers, and every resampled pixel compared with the CPU
  * reference (gf_xform_ref, u8 NHWC output: the resampled pixel itself):
@@ -31,8 +31,8 @@ typedef struct stats {
 
 /* The kernel's variants: the staged one (resize_path 0), tiles of 32 and
  * of 16 rows reading the source directly. */
-enum { V_STAGED, V_TILE32, V_TILE16, NVARIANT };
-static const char *vname[NVARIANT] = {"staged", "tile32", "tile16"};
+enum { V_STAGED, V_PAIRS, V_TILE32, V_TILE16, NVARIANT };
+static const char *vname[NVARIANT] = {"staged", "pairs", "tile32", "tile16"};
 
 #define NTHREADS 256u /* the kernel's block */
 
@@ -40,7 +40,7 @@ static const char *vname[NVARIANT] = {"staged", "tile32", "tile16"};
  * (tile_staged) orders them, the warp reductions and ballots made
  * lane by lane; returns false for a refused tile. */
 static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
-                        uint32_t ow, uint8_t *got, stats *st,
+                        bool pairs, uint32_t ow, uint8_t *got, stats *st,
                         uint32_t *chunks) {
   gf_rs_tile_extent(sm);
   gf_rs_splan p = gf_rs_splan_make(sm, t, c);
@@ -94,6 +94,25 @@ static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
         }
       }
     }
+    if (pairs) {
+      for (uint32_t i = 0; i < (nr + 1) / 2 * GF_RS_TILE_W; i++)
+        gf_rs_tile_shsum2(sm, t, &p, c0, nr, i, c);
+      for (uint32_t i = 0; i < (b - a0) * (GF_RS_TILE_W / 2); i++) {
+        uint32_t k, col, px[8];
+        uint32_t m = gf_rs_tile_svsum2(sm, t, &p, a0, c0, nr, i, &k, &col,
+                                       px, c);
+        for (uint32_t d = 0; d < 2; d++) {
+          if (!(m >> d & 1u))
+            continue;
+          size_t e = (size_t)(t->y0 + k) * ow + t->x0 + col + d;
+          for (uint32_t ch = 0; ch < c; ch++)
+            got[e * c + ch] = (uint8_t)px[4 * d + ch];
+          st->pixels++;
+        }
+      }
+      a0 = b;
+      continue;
+    }
     for (uint32_t i = 0; i < nr * GF_RS_TILE_W; i++)
       gf_rs_tile_shsum(sm, t, &p, c0, nr, i, c);
     for (uint32_t i = 0; i < (b - a0) * GF_RS_TILE_W; i++) {
@@ -143,10 +162,10 @@ static void emulate(const gf_xform_sample *s, const uint8_t *src,
     memset(sm, 0x47, sizeof *sm);
     for (uint32_t tid = 0; tid < NTHREADS; tid++)
       gf_rs_tile_taps(sm, &t, tid);
-    if (v == V_STAGED) {
+    if (v == V_STAGED || v == V_PAIRS) {
       uint32_t chunks = 0;
       st->tiles++;
-      if (!staged_tile(sm, &t, c, ow, got, st, &chunks)) {
+      if (!staged_tile(sm, &t, c, v == V_PAIRS, ow, got, st, &chunks)) {
         st->refused++;
         for (uint32_t y = t.y0; y < t.y0 + t.ny; y++)
           for (uint32_t x = t.x0; x < t.x0 + t.nx; x++)
