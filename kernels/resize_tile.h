@@ -43,6 +43,7 @@
 #include "xform/transform.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define GF_RS_TILE_W 32u
@@ -80,8 +81,16 @@ typedef struct gf_rs_shared {
   gf_rs_plan plan;            /* gf_rs_tile_plan's */
   uint32_t chunk_end, r0, r1; /* the current chunk (gf_rs_tile_chunk) */
   uint32_t ext[4]; /* the staged variant's gf_rs_tile_extent */
+  uint32_t pad_;   /* the pool 16-byte aligned (pairs load 8 bytes) */
   float pool[GF_RS_POOL];
 } gf_rs_shared;
+
+/* The pool's offset a multiple of 16 (the kernel aligns sm to 16). */
+#ifdef __cplusplus
+static_assert(offsetof(gf_rs_shared, pool) % 16 == 0, "pool alignment");
+#else
+_Static_assert(offsetof(gf_rs_shared, pool) % 16 == 0, "pool alignment");
+#endif
 
 /* What every thread knows of the tile (the same values in all). */
 typedef struct gf_rs_tile {

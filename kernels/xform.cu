@@ -19,7 +19,12 @@
 //   source row segments first copied into shared memory with aligned
 //   32-bit loads, every column kx taps (zero weights past its own), tap
 //   extents and chunks from warp reductions and ballots instead of
-//   one-thread steps, 4 barriers a tile. The same float operations, in the same order, as
+//   one-thread steps, 4 barriers a tile, and in batches of 64 samples and
+//   more a block makes the same tile of 2-4 samples (one value table for
+//   them). resize_path picks the design points xform_bench times beside
+//   it: the same a sample a block (STAGED1), two results a work item
+//   (PAIRS), the first tiled kernel (TILE32, TILE16) and the per-pixel
+//   path. The same float operations, in the same order, as
 //   gf_xform_ref's rs_pixel: a row's horizontal sum depends on the output
 //   column alone. Where a tile's taps do not fit shared memory (a side
 //   shrunk beyond ~20-40x) the block makes its pixels one by one,
@@ -846,7 +851,7 @@ template <int DT, int LAYOUT, unsigned SC, bool PAIRS>
 __device__ __forceinline__ void resize_body(const Args &a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
-  __shared__ gf_rs_shared sm;
+  __shared__ __align__(16) gf_rs_shared sm; // pairs load 8 bytes
   setup_lut<DT>(lut, a);
   const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c, tid = threadIdx.x;
   const unsigned tiles_x = (a.ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
