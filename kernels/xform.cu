@@ -796,7 +796,9 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
     uint32_t b, c0, c1;
     gf_rs_chunk_masks(&sm, &t, V, B, &b, &c0, &c1);
     const unsigned nr = c1 - c0, wpr = p.stride / 4u;
+#pragma unroll 1
     for (unsigned r = tid >> 5; r < nr; r += blockDim.x >> 5) // a warp a row
+#pragma unroll 1
       for (unsigned k = lane; k < wpr; k += 32)
         gf_rs_tile_stage(&sm, &t, &p, c0, r, k, C);
     __syncthreads(); // the weights and the staged rows are in
