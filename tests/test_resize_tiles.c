@@ -29,8 +29,11 @@ typedef struct stats {
   uint64_t tiles, chunked, refused, pixels;
 } stats;
 
-/* The kernel's variants: the staged one (resize_path 0), tiles of 32 and
- * of 16 rows reading the source directly. */
+/* The kernel's variants: the staged tiles (resize_path 0 and
+ * GF_XFORM_RESIZE_STAGED1: the same steps), the staged tiles two results
+ * a work item (GF_XFORM_RESIZE_PAIRS), the first tiled kernel's tiles of
+ * 32 and of 16 rows reading the source directly (GF_XFORM_RESIZE_TILE32,
+ * GF_XFORM_RESIZE_TILE16). */
 enum { V_STAGED, V_PAIRS, V_TILE32, V_TILE16, NVARIANT };
 static const char *vname[NVARIANT] = {"staged", "pairs", "tile32", "tile16"};
 
