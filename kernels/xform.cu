@@ -14,7 +14,17 @@
 //   horizontal sums of the source rows it needs (a warp a source row, 32
 //   adjacent output columns), then the vertical sums of those, rounded to
 //   u8 and mapped through the value table (a warp 32 adjacent output
-//   pixels of a row). The same float operations, in the same order, as
+//   pixels of a row). By default (resize_path 0) the staged variant
+//   (tile_staged): the channel count a template argument, the chunk's
+//   source row segments first copied into shared memory with aligned
+//   32-bit loads, every column kx taps (zero weights past its own), tap
+//   extents and chunks from warp reductions and ballots instead of
+//   one-thread steps, 4 barriers a tile, and in batches of 64 samples and
+//   more a block makes the same tile of 2-4 samples (one value table for
+//   them). resize_path picks the design points xform_bench times beside
+//   it: the same a sample a block (STAGED1), two results a work item
+//   (PAIRS), the first tiled kernel (TILE32, TILE16) and the per-pixel
+//   path. The same float operations, in the same order, as
 //   gf_xform_ref's rs_pixel: a row's horizontal sum depends on the output
 //   column alone. Where a tile's taps do not fit shared memory (a side
 //   shrunk beyond ~20-40x) the block makes its pixels one by one,
@@ -61,6 +71,9 @@ constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
 constexpr unsigned kMaxTileRows = 32;
 constexpr unsigned kScanK = 4; // pixels a lane per scan round
 constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
+// Blocks an SM of the staged resize kernel: 4 caps it at 64 registers a
+// thread (a 48 KiB block's shared memory allows 4 on sm_80 and later).
+constexpr unsigned kResizeBlocks = 4;
 
 struct Args {
   const uint8_t *src;
@@ -701,25 +714,151 @@ __device__ __forceinline__ void tile_sample(gf_rs_tile &t,
   t.flip = s.flip;
 }
 
+// The staged variant's tap extents (gf_rs_tile_extent's values) by warp
+// reductions: warp 0 (the tile's columns, step 1's tids 0-31) and warp 1
+// (its rows), right after step 1, from the shared tables it just wrote
+// (each lane reads back its own entry).
+__device__ __forceinline__ void tile_extent(gf_rs_shared &sm, unsigned tid) {
+  if (tid >= GF_RS_TILE_W + GF_RS_TILE_H)
+    return;
+  if (tid < GF_RS_TILE_W) {
+    const int32_t n = sm.cn[tid];
+    const uint32_t l = (uint32_t)sm.clo[tid];
+    uint32_t kx = n > 0 ? (uint32_t)n : 0u, lo = n > 0 ? l : 0xFFFFFFFFu,
+             hi = n > 0 ? l + 1u : 0u;
+#pragma unroll
+    for (unsigned o = 16; o > 0; o >>= 1) {
+      uint32_t a = __shfl_xor_sync(0xFFFFFFFFu, kx, o),
+               b = __shfl_xor_sync(0xFFFFFFFFu, lo, o),
+               c = __shfl_xor_sync(0xFFFFFFFFu, hi, o);
+      kx = a > kx ? a : kx;
+      lo = b < lo ? b : lo;
+      hi = c > hi ? c : hi;
+    }
+    if (tid == 0) {
+      sm.ext[0] = kx;
+      sm.ext[2] = lo;
+      sm.ext[3] = hi;
+    }
+  } else {
+    const int32_t n = sm.rn[tid - GF_RS_TILE_W];
+    uint32_t ky = n > 0 ? (uint32_t)n : 0u;
+#pragma unroll
+    for (unsigned o = 16; o > 0; o >>= 1) {
+      uint32_t a = __shfl_xor_sync(0xFFFFFFFFu, ky, o);
+      ky = a > ky ? a : ky;
+    }
+    if (tid == GF_RS_TILE_W)
+      sm.ext[1] = ky;
+  }
+}
+
+// The per-pixel path for one tile.
+template <int DT, int LAYOUT>
+__device__ __forceinline__ void tile_pixels(const Args &a, const gf_rs_tile &t,
+                                            typename Out<DT>::T *out,
+                                            const typename Out<DT>::T *lut,
+                                            unsigned P) {
+  for (unsigned i = threadIdx.x; i < t.ny * t.nx; i += blockDim.x) {
+    unsigned y = t.y0 + i / t.nx, x = t.x0 + i % t.nx;
+    uint32_t px[4];
+    resize_pixel(a, t, y, x, px);
+    put_px<DT, LAYOUT>(out, lut, P, a.c, y * a.ow + x, px);
+  }
+}
+
+// One tile of the staged variant (resize_tile.h), C channels; called
+// after a barrier (the previous tile is done with the shared state).
+// Barriers: after the extents, after the weights and staged rows, after
+// the horizontal sums (and one more before each further chunk).
+template <int DT, int LAYOUT, unsigned C, bool PAIRS>
+__device__ void tile_staged(const Args &a, const gf_rs_tile &t,
+                            gf_rs_shared &sm, typename Out<DT>::T *out,
+                            const typename Out<DT>::T *lut, unsigned P) {
+  const unsigned tid = threadIdx.x, lane = tid & 31u;
+  gf_rs_tile_taps(&sm, &t, tid);
+  __syncwarp();
+  tile_extent(sm, tid);
+  __syncthreads();
+  const gf_rs_splan p = gf_rs_splan_make(&sm, &t, C);
+  if (!p.ok) { // the same for every thread of the block
+    tile_pixels<DT, LAYOUT>(a, t, out, lut, P);
+    return;
+  }
+  gf_rs_tile_sweights(&sm, &t, &p, tid);
+  for (unsigned a0 = 0; a0 < t.ny;) {
+    // Every warp makes the chunk itself: lane k tile row k.
+    const uint32_t V =
+        __ballot_sync(0xFFFFFFFFu, gf_rs_chunk_valid(&sm, &t, a0, lane));
+    const uint32_t r0 = gf_rs_chunk_r0(&sm, V);
+    const uint32_t B = __ballot_sync(
+        0xFFFFFFFFu, gf_rs_chunk_breaks(&sm, &t, p.cap, a0, r0, lane));
+    uint32_t b, c0, c1;
+    gf_rs_chunk_masks(&sm, &t, V, B, &b, &c0, &c1);
+    const unsigned nr = c1 - c0, wpr = p.stride / 4u;
+#pragma unroll 1
+    for (unsigned r = tid >> 5; r < nr; r += blockDim.x >> 5) // a warp a row
+#pragma unroll 1
+      for (unsigned k = lane; k < wpr; k += 32)
+        gf_rs_tile_stage(&sm, &t, &p, c0, r, k, C);
+    __syncthreads(); // the weights and the staged rows are in
+    if constexpr (PAIRS) {
+      for (unsigned i = tid; i < (nr + 1u) / 2u * GF_RS_TILE_W;
+           i += blockDim.x)
+        gf_rs_tile_shsum2(&sm, &t, &p, c0, nr, i, C);
+      __syncthreads();
+      for (unsigned i = tid; i < (b - a0) * (GF_RS_TILE_W / 2u);
+           i += blockDim.x) {
+        uint32_t k, col, px[8];
+        const uint32_t m =
+            gf_rs_tile_svsum2(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C);
+        const unsigned e = (t.y0 + k) * a.ow + t.x0 + col;
+        if (m & 1u)
+          put_px<DT, LAYOUT>(out, lut, P, C, e, px);
+        if (m & 2u)
+          put_px<DT, LAYOUT>(out, lut, P, C, e + 1u, px + 4);
+      }
+    } else {
+      for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
+        gf_rs_tile_shsum(&sm, &t, &p, c0, nr, i, C);
+      __syncthreads();
+      for (unsigned i = tid; i < (b - a0) * GF_RS_TILE_W; i += blockDim.x) {
+        uint32_t k, col, px[4];
+        if (gf_rs_tile_svsum(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C))
+          put_px<DT, LAYOUT>(out, lut, P, C, (t.y0 + k) * a.ow + t.x0 + col,
+                             px);
+      }
+    }
+    a0 = b;
+    if (a0 < t.ny)
+      __syncthreads(); // the sums are read before the next chunk's
+  }
+}
+
 // The resized samples: a block a tile of GF_RS_TILE_H (16 with
 // resize_path GF_XFORM_RESIZE_TILE16) x GF_RS_TILE_W output pixels of one
 // sample (grid: tiles x samples), in two passes through
 // shared memory (resize_tile.h: the taps and normalised weights once a
 // tile column and row, the horizontal sums of the source rows the tile
-// needs, then the vertical sums), or pixel by pixel (resize_pixel) where
+// needs, then the vertical sums; by default its staged variant,
+// tile_staged, with the channel count a template argument), or pixel by
+// pixel (resize_pixel) where
 // the tile's taps do not fit or resize_path asks for it. With resize_all
 // (no xform_plain in the launch) it also pads and reports the samples that
 // check_sample refuses, and pads any sample not resized.
-template <int DT, int LAYOUT>
-__global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
+// SC: 0 the resize_path chosen at run time (the per-pixel path and the
+// first tiled kernel), 1-4 the staged variant for SC channels (its own
+// kernel, so its registers are its own).
+template <int DT, int LAYOUT, unsigned SC, bool PAIRS>
+__device__ __forceinline__ void resize_body(const Args &a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
-  __shared__ gf_rs_shared sm;
+  __shared__ __align__(16) gf_rs_shared sm; // pairs load 8 bytes
   setup_lut<DT>(lut, a);
   const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c, tid = threadIdx.x;
   const unsigned tiles_x = (a.ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
   const unsigned th =
-      a.resize_path == GF_XFORM_RESIZE_TILE16 ? 16u : GF_RS_TILE_H;
+      !SC && a.resize_path == GF_XFORM_RESIZE_TILE16 ? 16u : GF_RS_TILE_H;
   const unsigned tiles = tiles_x * ((a.oh + th - 1) / th);
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
@@ -747,6 +886,10 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
                              zero);
         continue;
       }
+      if constexpr (SC != 0) {
+        tile_staged<DT, LAYOUT, SC, PAIRS>(a, t, sm, out, lut, P);
+        continue;
+      }
       gf_rs_plan p = {0, 0, 0, 0};
       if (a.resize_path != GF_XFORM_RESIZE_PER_PIXEL) {
         gf_rs_tile_taps(&sm, &t, tid);
@@ -757,12 +900,7 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
         p = sm.plan;
       }
       if (!p.ok) { // the same for every thread of the block
-        for (unsigned i = tid; i < t.ny * t.nx; i += blockDim.x) {
-          unsigned y = t.y0 + i / t.nx, x = t.x0 + i % t.nx;
-          uint32_t px[4];
-          resize_pixel(a, t, y, x, px);
-          put_px<DT, LAYOUT>(out, lut, P, c, y * a.ow + x, px);
-        }
+        tile_pixels<DT, LAYOUT>(a, t, out, lut, P);
         continue;
       }
       gf_rs_tile_weights(&sm, &t, &p, tid);
@@ -787,11 +925,53 @@ __global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
   }
 }
 
+template <int DT, int LAYOUT>
+__global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
+  resize_body<DT, LAYOUT, 0, false>(a);
+}
+
+// The staged variant, C channels (PAIRS: two results a work item): at
+// most 64 registers a thread (no spills), so 4 blocks an SM.
+template <int DT, int LAYOUT, unsigned C, bool PAIRS>
+__global__ void __launch_bounds__(kThreads, kResizeBlocks)
+    xform_resize_staged(Args a) {
+  resize_body<DT, LAYOUT, C, PAIRS>(a);
+}
+
 typedef void (*kernel_fn)(Args);
 
-template <int DT> kernel_fn pick_resize(unsigned layout) {
-  return layout == GF_LAYOUT_NHWC ? xform_resize<DT, GF_LAYOUT_NHWC>
-                                  : xform_resize<DT, GF_LAYOUT_NCHW>;
+template <int DT, int LAYOUT>
+kernel_fn pick_resize_layout(unsigned path, unsigned c) {
+  if (path == GF_XFORM_RESIZE_PAIRS)
+    switch (c) {
+    case 1:
+      return xform_resize_staged<DT, LAYOUT, 1, true>;
+    case 2:
+      return xform_resize_staged<DT, LAYOUT, 2, true>;
+    case 3:
+      return xform_resize_staged<DT, LAYOUT, 3, true>;
+    default:
+      return xform_resize_staged<DT, LAYOUT, 4, true>;
+    }
+  if (path != 0 && path != GF_XFORM_RESIZE_STAGED1)
+    return xform_resize<DT, LAYOUT>;
+  switch (c) {
+  case 1:
+    return xform_resize_staged<DT, LAYOUT, 1, false>;
+  case 2:
+    return xform_resize_staged<DT, LAYOUT, 2, false>;
+  case 3:
+    return xform_resize_staged<DT, LAYOUT, 3, false>;
+  default:
+    return xform_resize_staged<DT, LAYOUT, 4, false>;
+  }
+}
+
+template <int DT>
+kernel_fn pick_resize(unsigned layout, unsigned path, unsigned c) {
+  return layout == GF_LAYOUT_NHWC
+             ? pick_resize_layout<DT, GF_LAYOUT_NHWC>(path, c)
+             : pick_resize_layout<DT, GF_LAYOUT_NCHW>(path, c);
 }
 
 template <int DT, int LAYOUT> void pick(bool vec, kernel_fn *plain,
@@ -824,7 +1004,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
-      a->resize_path > GF_XFORM_RESIZE_TILE16 ||
+      a->resize_path > GF_XFORM_RESIZE_PAIRS ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -858,19 +1038,19 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   switch (a->out_dtype) {
   case GF_OUT_U8:
     pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_U8>(a->layout);
+    rsz = pick_resize<GF_OUT_U8>(a->layout, a->resize_path, a->out_c);
     break;
   case GF_OUT_F32:
     pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F32>(a->layout);
+    rsz = pick_resize<GF_OUT_F32>(a->layout, a->resize_path, a->out_c);
     break;
   case GF_OUT_F16:
     pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F16>(a->layout);
+    rsz = pick_resize<GF_OUT_F16>(a->layout, a->resize_path, a->out_c);
     break;
   default:
     pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_BF16>(a->layout);
+    rsz = pick_resize<GF_OUT_BF16>(a->layout, a->resize_path, a->out_c);
     break;
   }
 
@@ -892,7 +1072,17 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
                                                                  : GF_RS_TILE_H;
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
                      ((a->out_h + th - 1) / th);
-    dim3 rgrid(tiles, a->n < 65535u ? a->n : 65535u);
+    // The staged tiles (resize_path 0): large batches give a block the
+    // same tile of several samples, so its value table (c x 256 divisions
+    // and conversions) serves them all.
+    const unsigned spb = a->resize_path != 0 &&
+                                 a->resize_path != GF_XFORM_RESIZE_PAIRS
+                             ? 1u
+                         : a->n >= 256u      ? 4u
+                         : a->n >= 64u       ? 2u
+                                             : 1u;
+    const unsigned gy = (a->n + spb - 1) / spb;
+    dim3 rgrid(tiles, gy < 65535u ? gy : 65535u);
     rsz<<<rgrid, kThreads, 0, s>>>(k);
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;

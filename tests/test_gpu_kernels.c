@@ -10,8 +10,11 @@
  *   dimension holds;
  * - resized batches (every resize mode, antialiased or not, ragged sizes,
  *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px),
- *   each through the tiled path, the per-pixel path and 16-row tiles
- *   (resize_path);
+ *   each through every resize_path: the staged tiles (the default; in
+ *   batches of 64 and more a block makes several samples), the same a
+ *   sample a block, the same with two results a work item (pairs), the
+ *   per-pixel path, the first tiled kernel's tiles of
+ *   16 and 32 rows;
  *   batches mixing resized and cropped samples; shrink factors whose
  *   tiles take several chunks, and huge ones that go pixel by pixel;
  * - bad samples (outside the source, filtered without n_filtered, filtered
@@ -218,13 +221,16 @@ static int check_case(xcase *c) {
   CHECK_OK(rc);
   int bad = rc ? 1 : run_gpu(c, want, count_filtered(c), 0);
   /* Resized samples: the per-pixel path too (the tiles' fallback), and
-   * tiles of 16 rows: the same bytes. */
+   * the first tiled kernel (tiles of 16 and of 32 rows) beside the staged
+   * variant (the default): the same bytes. */
   bool resized = false;
   for (uint32_t i = 0; i < c->n; i++)
     resized |= c->s[i].resize != 0;
-  static const uint32_t paths[2] = {GF_XFORM_RESIZE_PER_PIXEL,
-                                    GF_XFORM_RESIZE_TILE16};
-  for (int k = 0; k < 2 && resized && !bad; k++) {
+  static const uint32_t paths[5] = {
+      GF_XFORM_RESIZE_PER_PIXEL, GF_XFORM_RESIZE_TILE16,
+      GF_XFORM_RESIZE_TILE32, GF_XFORM_RESIZE_STAGED1,
+      GF_XFORM_RESIZE_PAIRS};
+  for (int k = 0; k < 5 && resized && !bad; k++) {
     c->resize_path = paths[k];
     bad = run_gpu(c, want, count_filtered(c), 0);
     if (bad)
@@ -295,7 +301,9 @@ static void random_case(int idx) {
  * antialiased and plain, flips, dtypes, layouts, ragged sizes from 1 pixel
  * up (shrinking and enlarging), CenterCrop's padding (small resize_size),
  * destinations at any alignment. */
-static void resize_case(int idx, bool big) {
+/* many: 64 to 323 (71 under --quick) small samples, so that the staged
+ * tiles' blocks each make 2 or 4 samples (resize_path 0). */
+static void resize_case(int idx, bool big, bool many) {
   xcase c;
   memset(&c, 0, sizeof c);
   c.t.resize = 1 + rnd(3);
@@ -318,7 +326,8 @@ static void resize_case(int idx, bool big) {
   c.oc = chans[rnd(5)];
   /* Under --quick (a checker tracking every shared-memory access of the
    * tiles) the large batches stay small. */
-  c.n = 1 + rnd(big ? (quick ? 4 : 64) : 12);
+  c.n = many ? 64 + rnd(quick ? 8 : 260)
+             : 1 + rnd(big ? (quick ? 4 : 64) : 12);
   c.t.height = c.oh = big ? 224 : 1 + rnd(64);
   c.t.width = c.ow = big ? 224 : 1 + rnd(64);
   if (c.t.resize == GF_RESIZE_SHORTER_CENTER_CROP && rnd(3) == 0)
@@ -612,7 +621,7 @@ static void launcher_refusals(void) {
   b.std[0] = -1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
-  b.resize_path = GF_XFORM_RESIZE_TILE16 + 1;
+  b.resize_path = GF_XFORM_RESIZE_PAIRS + 1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.n = 0; /* nothing to do, nothing launched */
@@ -801,9 +810,11 @@ int main(int argc, char **argv) {
     uniform_case("70000 samples", 70000, 2, 3, 1, 2, 2, 2, GF_OUT_BF16,
                  GF_LAYOUT_NCHW);
   for (int i = 0; i < (quick ? 40 : 300); i++)
-    resize_case(i, false);
+    resize_case(i, false, false);
   for (int i = 0; i < (quick ? 2 : 12); i++)
-    resize_case(i, true);
+    resize_case(i, true, false);
+  for (int i = 0; i < (quick ? 2 : 8); i++)
+    resize_case(i, false, true);
   for (int i = 0; i < (quick ? 10 : 60); i++)
     mixed_case(i);
   /* Tiles in several chunks (8-20x down), then tiles pixel by pixel. */
