@@ -6,7 +6,7 @@
  *   rrc:   GF_RESIZE_RANDOM_RESIZED_CROP + flip;
  *   eval:  GF_RESIZE_SHORTER_CENTER_CROP (Resize(256) + CenterCrop(224));
  *          both through the default resize path (resize_path 0: the
- *          staged tiles, source rows copied into shared memory first);
+ *          staged tiles with pairs, as "pairs" below);
  * beside the batch's host-to-device copy (pinned) in the same run; then,
  * to say where the resize's time goes, the same rrc and eval batches
  *   pixel: through the per-pixel path (resize_path
@@ -239,8 +239,8 @@ int main(int argc, char **argv) {
          ms[1] - ms[0], ms[2] - ms[0],
          100.0 * (ms[1] - ms[0]) / (copy_ms + ms[0]),
          100.0 * (ms[2] - ms[0]) / (copy_ms + ms[0]));
-  printf("the resize kernel (alone in the rrc and eval passes): staged "
-         "tiles (default) rrc %.3f ms, eval %.3f ms; staged, a sample a "
+  printf("the resize kernel (alone in the rrc and eval passes): default "
+         "(staged pairs) rrc %.3f ms, eval %.3f ms; staged, a sample a "
          "block rrc %.3f ms, eval %.3f ms; staged pairs rrc %.3f ms, eval "
          "%.3f ms; first tiled kernel, "
          "32-row tiles rrc %.3f ms, eval %.3f ms, 16-row tiles rrc %.3f ms, "

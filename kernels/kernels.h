@@ -45,12 +45,14 @@ typedef struct gf_xform_launch {
   uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
                                 (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
-  uint32_t resize_path;      /* 0: each 32x32 tile of a resized sample
-                                in two passes through shared memory, its
-                                source rows staged there first (the
-                                "staged" variant of resize_tile.h), pixel
-                                by pixel where its taps do not fit
-                                (shrink factors beyond ~20 a side);
+  uint32_t resize_path;      /* 0 (default): GF_XFORM_RESIZE_PAIRS, the
+                                fastest measured. The variants: each
+                                32x32 tile of a resized sample in two
+                                passes through shared memory, its source
+                                rows staged there first (the "staged"
+                                variant of resize_tile.h), pixel by pixel
+                                where its taps do not fit (shrink factors
+                                beyond ~20 a side);
                                 GF_XFORM_RESIZE_PER_PIXEL: every resized
                                 pixel on its own; GF_XFORM_RESIZE_TILE16:
                                 tiles of 16 rows, GF_XFORM_RESIZE_TILE32:

@@ -942,7 +942,9 @@ typedef void (*kernel_fn)(Args);
 
 template <int DT, int LAYOUT>
 kernel_fn pick_resize_layout(unsigned path, unsigned c) {
-  if (path == GF_XFORM_RESIZE_PAIRS)
+  // 0 (the default) is PAIRS: the fastest of the variants on an H200
+  // (xform_bench, bench/RESULTS.md), all of which give the same bytes.
+  if (path == GF_XFORM_RESIZE_PAIRS || path == 0)
     switch (c) {
     case 1:
       return xform_resize_staged<DT, LAYOUT, 1, true>;
