@@ -6,7 +6,7 @@
 # racecheck.   bash bench/gpu_tests.sh [BUILD]
 set -u; OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"; cd "${1:-build-dev}"; export GPUFEED_REQUIRE_GPU=1; L=$OUT/gpu_tests.log; : > $L
 nvidia-smi -L | tee -a $L
-for t in test_gpu_loader test_gpu_stage_pin test_gpu_pool test_gpu_kernels test_gpu_gather test_cache_pin test_trace test_loader_once test_loader_errors test_loader_order test_loader_lifetime test_loader_plan test_loader_plan_create test_loader_elastic test_loader_resume_identity test_loader_create_errors test_loader_repair_unlocked test_struct_size test_loader_sizes test_loader_info; do
+for t in test_gpu_loader test_gpu_stage_pin test_gpu_pool test_gpu_kernels test_gpu_gather test_cache_pin test_trace test_loader_once test_loader_errors test_loader_order test_loader_lifetime test_loader_plan test_loader_plan_create test_loader_elastic test_loader_resume_identity test_loader_create_errors test_loader_repair_unlocked test_struct_size test_loader_sizes test_loader_info test_loader_release_streams test_loader_read_buffer test_loader_timed; do
   s=$(date +%s.%N); GPUFEED_TEST_TMP=/tmp/gt/$t timeout 300 ./tests/$t >> $L 2>&1; rc=$?
   echo "=== $t rc=$rc ($(echo "$(date +%s.%N) - $s" | awk '{print $1-$3}')s)" | tee -a $L
 done
