@@ -48,7 +48,21 @@ Measured after --warmup steps, over --steps steps (one JSON line per run):
 on each batch, gathers every rank's delivered sample indices and checks
 each epoch delivered every sample exactly once (the padded repeats a world
 size that does not divide the dataset needs, and no more); it prints one
-JSON line and exits 1 when the check fails.
+JSON line and exits 1 when the check fails. With the gpufeed feed it also
+interrupts and resumes a job, as a checkpointing training job does:
+--stop-after K stops every rank after K steps of the first epoch and
+writes to --save FILE the loader's state_dict (rank 0's: every rank's is
+the job's, docs/RESUME.md) with the sample indices the job delivered so
+far; --resume FILE starts a job (of the same or another world size: an
+elastic resume) from that state and checks that the interrupted epoch,
+both jobs' deliveries together, gave every sample exactly once (with the
+old job's padding when the world size is the same, none when it differs),
+and the later epochs as fresh ones. Ranks of a resumed epoch whose shares
+differ by one batch are joined (DDP's join) rather than left waiting.
+The JSON line also carries, for each CUDA device, the memory in use before
+the loader, once it runs, and after close (cudaMemGetInfo), and the
+device pool each rank's plan set, so that a multi-rank job shows each
+pool on its own device and nothing of gpufeed elsewhere.
 
 Distributed: rank, world and the local GPU come from RANK / WORLD_SIZE /
 LOCAL_RANK (torchrun sets them); with WORLD_SIZE > 1 the process group is
@@ -61,10 +75,13 @@ usage: train_torch.py --source DIR [--feed gpufeed|dataloader|synthetic[,...]]
        [--size N] [--threads N] [--dtype bf16|f16|f32] [--layout nchw|nhwc]
        [--device cuda|cpu] [--cache SIZE] [--prefetch N] [--seed S]
        [--ceiling IMG_PER_S] [--check] [--epochs N]
+       [--stop-after K --save FILE] [--resume FILE]
 Smoke run without a GPU: --device cpu --steps 2 --warmup 1 --model resnet18
 --size 32 --batch 8.
 """
 import argparse
+import contextlib
+import gc
 import collections
 import itertools
 import json
@@ -105,6 +122,11 @@ def parse_args(argv=None):
     ap.add_argument("--check", action="store_true",
                     help="exactly-once check over --epochs whole epochs")
     ap.add_argument("--epochs", type=int, default=1, help="epochs of --check")
+    ap.add_argument("--stop-after", type=int, default=0, metavar="K",
+                    help="--check: stop after K steps of the first epoch, state to --save")
+    ap.add_argument("--save", metavar="FILE", help="--check --stop-after: where the state goes")
+    ap.add_argument("--resume", metavar="FILE",
+                    help="--check: resume from a --save FILE (any world size)")
     a = ap.parse_args(argv)
     a.feeds = [f.strip() for f in a.feed.split(",") if f.strip()]
     for f in a.feeds:
@@ -116,6 +138,10 @@ def parse_args(argv=None):
         ap.error("--check needs a real feed (gpufeed or dataloader)")
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
+    if (a.stop_after or a.save or a.resume) and (not a.check or a.feeds != ["gpufeed"]):
+        ap.error("--stop-after, --save and --resume need --check and --feed gpufeed")
+    if a.stop_after < 0 or bool(a.stop_after) != bool(a.save):
+        ap.error("--stop-after K (K >= 1) and --save FILE go together")
     return a
 
 
@@ -130,21 +156,34 @@ class Dist:
         cuda = device == "cuda"
         if cuda and not torch.cuda.is_available():
             raise SystemExit("train_torch: --device cuda but torch sees no GPU (use --device cpu)")
+        # More ranks than GPUs share them round-robin, each rank with its own
+        # gpufeed pool; NCCL refuses two ranks on one GPU, so they talk gloo.
+        self.shared_gpu = False
         if cuda:
-            self.device = torch.device("cuda", self.local_rank or 0)
+            n = torch.cuda.device_count()
+            self.device = torch.device("cuda", (self.local_rank or 0) % n)
+            self.shared_gpu = self.world > n
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
         self.cuda = cuda
         if self.world > 1 and not torch.distributed.is_initialized():
-            torch.distributed.init_process_group("nccl" if cuda else "gloo")
+            torch.distributed.init_process_group(
+                "nccl" if cuda and not self.shared_gpu else "gloo")
 
     def gather(self, obj):
         if self.world == 1:
             return [obj]
         out = [None] * self.world
+        if self.cuda and not self.shared_gpu:
+            torch.cuda.set_device(self.device)   # NCCL gathers through the device
         torch.distributed.all_gather_object(out, obj)
         return out
+
+    def barrier(self):
+        if self.world > 1:
+            torch.distributed.barrier()
+
 
     def allreduce_max(self, x):
         if self.world == 1:
@@ -153,6 +192,17 @@ class Dist:
                          device=self.device if self.cuda else "cpu")
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
         return float(t.item())
+
+
+def device_memory():
+    """Bytes in use on every CUDA device (cudaMemGetInfo), index order."""
+    if not torch.cuda.is_available():
+        return []
+    used = []
+    for d in range(torch.cuda.device_count()):
+        free, total = torch.cuda.mem_get_info(d)
+        used.append(total - free)
+    return used
 
 
 # -- feeds: each gives set_epoch(e) and an iterator of (x, y, indices|None) ---
@@ -207,9 +257,18 @@ class GpufeedFeed:
         self.layout = a.layout
         self.name = "gpufeed " + gpufeed.__version__
         self.total = int(self.loader.state_dict()["samples"])   # in the dataset
+        self.pool_bytes = 0
+        if self.loader.device != "cpu":   # the pool the plan set, reserved at create
+            self.pool_bytes = int(self.loader.stats()["device_pool_reserved"])
 
     def set_epoch(self, epoch):
         self.loader.set_epoch(epoch)
+
+    def state_dict(self):
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state):
+        self.loader.load_state_dict(state)
 
     def __iter__(self):
         # (each generator drops its references once the loop has the batch)
@@ -314,26 +373,52 @@ def make_model(a, dist):
     return model, opt
 
 
-def check_epochs(per_rank_epochs, total, world):
-    """Every sample of [0, total) once an epoch, plus exactly the padding."""
-    pad = -(-total // world) * world - total
+def padding(total, world):
+    """The repeats a padded epoch of `world` ranks adds (DistributedSampler's)."""
+    return -(-total // world) * world - total
+
+
+def check_delivery(got, total, pad, epoch):
+    """One epoch's delivered indices, all ranks (and jobs) together: every
+    sample of [0, total) once, plus exactly `pad` repeats."""
+    counts = collections.Counter(got)
+    missing = sum(1 for i in range(total) if i not in counts)
+    outside = sum(1 for i in counts if not 0 <= i < total)
+    extra = len(got) - len(counts)
+    good = missing == 0 and outside == 0 and extra == pad
+    return good, {"epoch": epoch, "delivered": len(got), "missing": missing,
+                  "outside": outside, "repeats": extra, "padding": pad, "ok": good}
+
+
+def check_epochs(per_rank_epochs, total, world, first_epoch=0, before=None):
+    """Every sample of [0, total) once an epoch, plus exactly the padding.
+    before: the interrupted job's {"world": W, "delivered": per-rank lists}
+    of the first epoch checked (a resumed one): its deliveries count with
+    this job's, and the padding is the old job's when the world size is the
+    same, none when it differs (an elastic rest is never padded)."""
     report = []
     ok = True
     for e in range(len(per_rank_epochs[0])):
         got = [i for r in per_rank_epochs for i in r[e]]
-        counts = collections.Counter(got)
-        missing = sum(1 for i in range(total) if i not in counts)
-        outside = sum(1 for i in counts if not 0 <= i < total)
-        extra = len(got) - len(counts)
-        good = missing == 0 and outside == 0 and extra == pad
+        pad = padding(total, world)
+        if e == 0 and before is not None:
+            got += [i for r in before["delivered"] for i in r]
+            pad = padding(total, world) if before["world"] == world else 0
+        good, rep = check_delivery(got, total, pad, first_epoch + e)
         ok &= good
-        report.append({"epoch": e, "delivered": len(got), "missing": missing,
-                       "outside": outside, "repeats": extra, "padding": pad, "ok": good})
+        report.append(rep)
     return ok, report
 
 
 def run(a, dist, feed_name, ceiling):
+    mem_before = device_memory() if a.check else []
     feed = FEEDS[feed_name](a, dist)
+    first_epoch, before = 0, None
+    if a.resume:
+        with open(a.resume) as f:
+            before = json.load(f)
+        feed.load_state_dict(before["state"])
+        first_epoch = int(before["state"]["epoch"])
     model, opt = make_model(a, dist)
     model.train()
     cuda = dist.cuda
@@ -349,56 +434,69 @@ def run(a, dist, feed_name, ceiling):
     step = 0
     t_begin = None
     delivered = []              # --check: per epoch, the indices this rank got
+    mem_during = None
+    stopped = None
     done = False
-    for epoch in itertools.count():
-        if done or (a.check and epoch == a.epochs):
-            break
-        feed.set_epoch(epoch)
-        if a.check:
-            delivered.append([])
-        it = iter(feed)
-        while True:
-            if not a.check and step == total_steps:
-                done = True
+    # Ranks of a resumed (elastic) epoch may take one step more than others:
+    # DDP's join lets the finished ones shadow the rest's collectives.
+    join = model.join() if a.check and dist.world > 1 else contextlib.nullcontext()
+    with join:
+        for epoch in itertools.count(first_epoch):
+            if done or (a.check and epoch >= a.epochs):
                 break
-            if step == a.warmup and t_begin is None:
-                if cuda:
-                    torch.cuda.synchronize()
-                t_begin = time.perf_counter()
-            t0 = time.perf_counter()
-            try:
-                x, y, idx = next(it)
-            except StopIteration:
-                break
-            x, y = feed.prepare(x, y)
-            t1 = time.perf_counter()
-            measured = step >= a.warmup
-            if measured:
-                host_wait += t1 - t0
+            if not (a.resume and epoch == first_epoch):
+                feed.set_epoch(epoch)   # a resumed epoch goes on from the state
             if a.check:
-                delivered[-1].extend(idx)
-            if cuda:
-                ev_start = mk()
-                ev_start.record()
-            with autocast:
-                out = model(x)
-                loss = F.cross_entropy(out, y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            del x, y, out, loss
-            if cuda:
-                ev_end = mk()
-                ev_end.record()
+                delivered.append([])
+            it = iter(feed)
+            while True:
+                if not a.check and step == total_steps:
+                    done = True
+                    break
+                if a.stop_after and step == a.stop_after:
+                    stopped = feed.state_dict()
+                    done = True
+                    break
+                if step == a.warmup and t_begin is None:
+                    if cuda:
+                        torch.cuda.synchronize()
+                    t_begin = time.perf_counter()
+                t0 = time.perf_counter()
+                try:
+                    x, y, idx = next(it)
+                except StopIteration:
+                    break
+                x, y = feed.prepare(x, y)
+                t1 = time.perf_counter()
+                measured = step >= a.warmup
                 if measured:
-                    starts.append(ev_start)
-                    ends.append(ev_end)
-                if prev_end is not None:
-                    prev_end.synchronize()   # step k-1 done; step k stays queued
-                prev_end = ev_end
-            elif measured:
-                host_gap += t1 - t0
-            step += 1
+                    host_wait += t1 - t0
+                if a.check:
+                    delivered[-1].extend(idx)
+                    if mem_during is None:
+                        mem_during = device_memory()
+                if cuda:
+                    ev_start = mk()
+                    ev_start.record()
+                with autocast:
+                    out = model(x)
+                    loss = F.cross_entropy(out, y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                del x, y, out, loss
+                if cuda:
+                    ev_end = mk()
+                    ev_end.record()
+                    if measured:
+                        starts.append(ev_start)
+                        ends.append(ev_end)
+                    if prev_end is not None:
+                        prev_end.synchronize()   # step k-1 done; step k stays queued
+                    prev_end = ev_end
+                elif measured:
+                    host_gap += t1 - t0
+                step += 1
     if cuda:
         torch.cuda.synchronize()
     t_end = time.perf_counter()
@@ -406,10 +504,35 @@ def run(a, dist, feed_name, ceiling):
 
     if a.check:
         gathered = dist.gather(delivered)
-        ok, report = check_epochs(gathered, feed.total, dist.world)
-        res = {"bench": "train_torch", "check": ok, "feed": feed_name, "loader": feed.name,
+        del model, opt
+        gc.collect()
+        if cuda:
+            torch.cuda.synchronize()
+        dist.barrier()                  # every rank's loader closed
+        mem_after = device_memory()
+        pools = dist.gather([dist.device.index if cuda else None,
+                             getattr(feed, "pool_bytes", 0)])
+        res = {"bench": "train_torch", "check": None, "feed": feed_name, "loader": feed.name,
                "world": dist.world, "samples": feed.total, "batch": a.batch,
-               "epochs": report}
+               "device_pools": [{"rank": r, "device": d, "pool_bytes": b}
+                                for r, (d, b) in enumerate(pools)],
+               "device_memory_used": {"before": mem_before, "during": mem_during,
+                                      "after": mem_after}}
+        if stopped is not None:
+            # the job's deliveries so far, with the state, for --resume
+            if dist.rank == 0:
+                tmp = a.save + ".tmp"
+                with open(tmp, "w") as f:
+                    json.dump({"state": stopped, "world": dist.world,
+                               "delivered": [r[0] for r in gathered]}, f)
+                os.replace(tmp, a.save)
+            res.update(check=True, stopped_after=step, state_epoch=int(stopped["epoch"]),
+                       state_position=int(stopped["position"]))
+            return res, True
+        ok, report = check_epochs(gathered, feed.total, dist.world, first_epoch, before)
+        res.update(check=ok, epochs=report)
+        if before is not None:
+            res["resumed_from_world"] = before["world"]
         return res, ok
 
     measured_steps = step - a.warmup

@@ -84,23 +84,54 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_check_two_ranks_ddp(folder, tmp_path):
+def _ranks(world, args, timeout=300):
+    """train_torch.py as `world` ranks of one job (what torchrun starts)."""
     port = str(_free_port())
     procs = []
-    for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
         procs.append(subprocess.Popen(
-            [sys.executable, SCRIPT, "--source", folder, "--feed", "gpufeed", "--check",
-             "--epochs", "2"] + SMOKE, env=env, stdout=subprocess.PIPE,
+            [sys.executable, SCRIPT] + args + SMOKE, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs[0][1] + outs[1][1]
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    assert [p.returncode for p in procs] == [0] * world, "".join(o[1] for o in outs)
     (d,) = [json.loads(line) for line in outs[0][0].splitlines() if line.startswith("{")]
-    assert outs[1][0].strip() == ""            # only rank 0 prints
+    assert all(o[0].strip() == "" for o in outs[1:])   # only rank 0 prints
+    return d
+
+
+def test_check_two_ranks_ddp(folder, tmp_path):
+    d = _ranks(2, ["--source", folder, "--feed", "gpufeed", "--check", "--epochs", "2"])
     assert d["check"] is True and d["world"] == 2
     for e in d["epochs"]:
         assert e["delivered"] == COUNT + 1 and e["missing"] == 0 and e["repeats"] == 1
+
+
+@pytest.mark.parametrize("new_world", [2, 1])
+def test_resume_two_ranks_into(folder, tmp_path, new_world):
+    """A 2-rank job stopped after 2 steps (a checkpoint), resumed by a job of
+    2 ranks (exact resume) or 1 (elastic): the interrupted epoch, both
+    jobs together, delivers every sample once (with the old job's padding
+    when the world size is the same), the next epoch is a fresh one."""
+    state = str(tmp_path / "state.json")
+    common = ["--source", folder, "--feed", "gpufeed", "--check", "--epochs", "2"]
+    d = _ranks(2, common + ["--stop-after", "2", "--save", state])
+    assert d["check"] is True and d["stopped_after"] == 2
+    assert d["state_epoch"] == 0 and d["state_position"] == 2 * 2 * 4   # steps x world x batch
+    with open(state) as f:
+        saved = json.load(f)
+    assert saved["world"] == 2 and sum(len(r) for r in saved["delivered"]) == 16
+    d = _ranks(new_world, common + ["--resume", state]) if new_world > 1 else \
+        _run(common + ["--resume", state] + SMOKE)[1][0]
+    assert d["check"] is True, d
+    assert d["world"] == new_world and d["resumed_from_world"] == 2
+    first, second = d["epochs"]
+    assert first["epoch"] == 0 and first["missing"] == 0
+    assert first["repeats"] == (1 if new_world == 2 else 0)   # an elastic rest is not padded
+    assert first["delivered"] == COUNT + first["repeats"]
+    pad = -(-COUNT // new_world) * new_world - COUNT
+    assert second["epoch"] == 1 and second["delivered"] == COUNT + pad and second["ok"]
 
 
 def test_check_catches_a_lost_sample():
@@ -118,3 +149,11 @@ def test_check_catches_a_lost_sample():
     assert not ok and rep[0]["repeats"] == 3 and rep[0]["padding"] == 1
     ok, _ = train_torch.check_epochs([[[0, 1, 2]], [[3, 4, 0]]], 5, 2)   # one pad
     assert ok
+    # a resumed epoch counts the interrupted job's deliveries with the new job's
+    before = {"world": 2, "delivered": [[0, 2], [1, 3]]}
+    ok, _ = train_torch.check_epochs([[[4, 5, 6]]], 7, 1, 0, before)
+    assert ok
+    ok, rep = train_torch.check_epochs([[[4, 5]]], 7, 1, 0, before)      # 6 lost
+    assert not ok and rep[0]["missing"] == 1
+    ok, rep = train_torch.check_epochs([[[4, 5, 6, 0]]], 7, 1, 0, before)  # elastic: no pad
+    assert not ok and rep[0]["repeats"] == 1
