@@ -195,14 +195,33 @@ class Dist:
 
 
 def device_memory():
-    """Bytes in use on every CUDA device (cudaMemGetInfo), index order."""
+    """Bytes in use on every CUDA device (cudaMemGetInfo), index order, and
+    what this process's torch caching allocator holds on each."""
     if not torch.cuda.is_available():
-        return []
-    used = []
+        return {"used": [], "torch": []}
+    used, held = [], []
     for d in range(torch.cuda.device_count()):
         free, total = torch.cuda.mem_get_info(d)
         used.append(total - free)
-    return used
+        held.append(torch.cuda.memory_reserved(d))
+    return {"used": used, "torch": held}
+
+
+def memory_report(per_rank):
+    """Every rank's device_memory() snapshots (before, during, after) ->
+    per device and moment: the memory in use and, beside it, what is not
+    torch's (the used bytes less every rank's torch reservations there):
+    the CUDA contexts and gpufeed's pools."""
+    out = {}
+    for k in ("before", "during", "after"):
+        snaps = [r[k] for r in per_rank if r[k] is not None]
+        if not snaps or not snaps[0]["used"]:
+            out[k] = None
+            continue
+        used = snaps[-1]["used"]   # the last rank's reading (each reads every device)
+        torch_held = [sum(sn["torch"][d] for sn in snaps) for d in range(len(used))]
+        out[k] = {"used": used, "not_torch": [u - t for u, t in zip(used, torch_held)]}
+    return out
 
 
 # -- feeds: each gives set_epoch(e) and an iterator of (x, y, indices|None) ---
@@ -411,7 +430,7 @@ def check_epochs(per_rank_epochs, total, world, first_epoch=0, before=None):
 
 
 def run(a, dist, feed_name, ceiling):
-    mem_before = device_memory() if a.check else []
+    mem_before = device_memory() if a.check else None
     feed = FEEDS[feed_name](a, dist)
     first_epoch, before = 0, None
     if a.resume:
@@ -512,12 +531,12 @@ def run(a, dist, feed_name, ceiling):
         mem_after = device_memory()
         pools = dist.gather([dist.device.index if cuda else None,
                              getattr(feed, "pool_bytes", 0)])
+        mems = dist.gather({"before": mem_before, "during": mem_during, "after": mem_after})
         res = {"bench": "train_torch", "check": None, "feed": feed_name, "loader": feed.name,
                "world": dist.world, "samples": feed.total, "batch": a.batch,
                "device_pools": [{"rank": r, "device": d, "pool_bytes": b}
                                 for r, (d, b) in enumerate(pools)],
-               "device_memory_used": {"before": mem_before, "during": mem_during,
-                                      "after": mem_after}}
+               "device_memory": memory_report(mems)}
         if stopped is not None:
             # the job's deliveries so far, with the state, for --resume
             if dist.rank == 0:
