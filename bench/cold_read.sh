@@ -43,6 +43,8 @@
 #   PROBE_BYTES=       at most this many bytes a probe setting (default the
 #                      dataset's size, at most 2G: no block read twice)
 # Prints one JSON line a dataset (`cold_read {...}`) after its table.
+# Exit status: 0 measured (whether or not the target was met), 1 a run
+# failed, 2 usage, 77 O_DIRECT is not possible under WORK (no yardstick).
 set -u
 if [ $# -lt 2 ]; then
   sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//;/^set -u/d' >&2
@@ -124,6 +126,7 @@ for c in $codecs; do
   pj=$("$probe" "${probe_args[@]}" "$ds")
   prc=$?
   if [ $prc = 77 ]; then
+    [ $status = 0 ] && status=77
     echo "O_DIRECT is not possible under $work (disk_probe said why above): no yardstick"
     echo "and no O_DIRECT loader run; put WORK on a disk-backed filesystem."
   elif [ $prc != 0 ]; then
@@ -206,7 +209,13 @@ for c in $codecs; do
   images=$(jnum "$bj" images) secs=$(jnum "$bj" seconds) create=$(jnum "$bj" create_ms)
   bench_gbs=$(awk -v b="$stored" -v n="$samples" -v i="$images" -v s="$secs" -v c="$create" \
     'BEGIN { t = s + c / 1e3; printf "%.4f", (t > 0 ? b / n * i / t / 1e9 : 0) }')
-  kind=$([ $cold = 1 ] && echo cold || echo "WARM (page cache not dropped)")
+  if [ $prc = 77 ]; then
+    kind="page cache dropped, but O_DIRECT is refused under WORK (on tmpfs the data stays in memory: never cold)"
+  elif [ $cold = 1 ]; then
+    kind=cold
+  else
+    kind="WARM (page cache not dropped)"
+  fi
   echo "gpufeed bench --epochs 1 --io uring (buffered: bench has no O_DIRECT option), $kind:"
   echo "  $(jnum "$bj" images_per_s) images/s, $bench_gbs GB/s of stored bytes," \
     "$(jstr "$bj" mode), $(jnum "$bj" threads) threads, $(jstr "$bj" io_backend)"
