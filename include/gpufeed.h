@@ -123,6 +123,7 @@ typedef enum gf_codec {
   GF_CODEC_PNG = 1,      /* the source PNG file, stored as is */
   GF_CODEC_ZSTD = 2,     /* decoded pixels, zstd-compressed */
   GF_CODEC_GRADZSTD = 3, /* gradient filter (p - left - up + upleft) + zstd */
+  GF_CODEC_JPEG = 4,     /* the source JPEG file, stored as is */
   GF_CODEC_COUNT_
 } gf_codec;
 
@@ -131,7 +132,8 @@ typedef enum gf_dtype {
   GF_DTYPE_U16 = 1, /* little-endian in memory (host order on x86/arm) */
 } gf_dtype;
 
-/* Name of a codec ("raw", "png", "zstd", "gradzstd") or NULL. Any thread. */
+/* Name of a codec ("raw", "png", "zstd", "gradzstd", "jpeg") or NULL. Any
+ * thread. */
 GF_API const char *gf_codec_name(int codec);
 /* Parses a codec name; returns the gf_codec value or -EINVAL. Any thread. */
 GF_API int gf_codec_parse(const char *name);
@@ -176,7 +178,8 @@ typedef struct gf_decode_opts {
 
 /* Reads the shape a sample of `codec` will decode to under `opts` (NULL:
  * defaults), without decoding. For raw/zstd/gradzstd the stored shape is
- * passed in `stored` (from the dataset record); for png it may be NULL.
+ * passed in `stored` (from the dataset record); for png and jpeg it may be
+ * NULL (when given, its nonzero height and width must match the file's).
  * Returns 0, GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED or -EINVAL. Any thread. */
 GF_API int gf_decode_shape(int codec, const void *src, size_t src_len,
                            const gf_shape *stored, const gf_decode_opts *opts,
@@ -194,8 +197,9 @@ GF_API int gf_decode(int codec, const void *src, size_t src_len,
 /* Encodes decoded pixels of shape `shape` into a stored sample. *dst is
  * allocated by gpufeed and owned by the caller, who frees it with free().
  * level: zstd level for zstd (0: default 3); ignored by the others (gradzstd
- * uses level 1 unless level is set). png is not produced by this call (the
- * builder stores source files as they are): it returns GF_EUNSUPPORTED.
+ * uses level 1 unless level is set). png and jpeg are not produced by this
+ * call (the builder stores source files as they are): it returns
+ * GF_EUNSUPPORTED.
  * Returns 0, -ENOMEM, -EINVAL, GF_EUNSUPPORTED. Any thread. */
 GF_API int gf_encode(int codec, const void *pixels, const gf_shape *shape,
                      int level, void **dst, size_t *dst_len);

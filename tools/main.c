@@ -520,7 +520,10 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
     if (opt(a, "--labels", &v)) {
       o->labels = v;
     } else if (opt(a, "--codec", &v)) {
-      if (v && (o->codec = gf_codec_parse(v)) < 0)
+      /* jpeg: the library decodes it; the builder does not take JPEG
+       * sources yet. */
+      if (v && ((o->codec = gf_codec_parse(v)) < 0 ||
+                o->codec == GF_CODEC_JPEG))
         bad_value(a, "--codec", v, "png, raw, zstd or gradzstd");
     } else if (opt(a, "--level", &v)) {
       o->level = (int)parse_u64(a, "--level", v, 1, 22);
