@@ -1,7 +1,7 @@
 # lib/decode/jpeg.c: conformance against libjpeg-turbo's test images (skips
 # without ../shared/data), window decodes against full decodes, and damaged
 # or oversized files.
-foreach(t test_jpeg_conformance test_jpeg_region)
+foreach(t test_jpeg_conformance test_jpeg_region test_jpeg_corrupt)
   gpufeed_add_test(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c TIMEOUT 120
                    LABELS decode jpeg)
 endforeach()

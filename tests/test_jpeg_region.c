@@ -201,7 +201,7 @@ int main(void) {
     gf_shape s = {cases[i].h, cases[i].w, cases[i].c, GF_DTYPE_U8};
     uint8_t *px = malloc((size_t)gf_shape_bytes(&s));
     gf_test_fill_image(px, s.height, s.width, s.channels, i + 1);
-    gf_jpeg_enc_opts eo = {cases[i].sub, cases[i].prog, false};
+    gf_jpeg_enc_opts eo = {cases[i].sub, cases[i].prog, false, 0};
     void *f = NULL;
     size_t len = 0;
     CHECK_OK(gf_jpeg_encode_ex(px, &s, 85, &eo, &f, &len));

@@ -99,12 +99,14 @@ int gf_jpeg_encode(const void *pixels, const gf_shape *shape, int quality,
                    void **dst, size_t *dst_len);
 
 /* What gf_jpeg_encode_ex can vary, for the tests (the defaults of
- * gf_jpeg_encode are {GF_JPEG_420, false, false}). */
+ * gf_jpeg_encode are {GF_JPEG_420, false, false, 0}). */
 enum { GF_JPEG_420 = 0, GF_JPEG_422 = 1, GF_JPEG_444 = 2 };
 typedef struct gf_jpeg_enc_opts {
   int subsampling;  /* GF_JPEG_420/422/444, for RGB input */
   bool progressive; /* libjpeg's simple progression script */
   bool arithmetic;  /* arithmetic coding instead of Huffman */
+  int cmyk;         /* 1: 4-channel input stored as CMYK, 2: as YCCK (files
+                       the decoder refuses); 0: alpha dropped */
 } gf_jpeg_enc_opts;
 int gf_jpeg_encode_ex(const void *pixels, const gf_shape *shape, int quality,
                       const gf_jpeg_enc_opts *eo, void **dst, size_t *dst_len);

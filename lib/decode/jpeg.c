@@ -455,15 +455,18 @@ static int wjob_run(jpeg_wjob *j, const uint8_t *px, const gf_shape *s,
   j->sink.pub.empty_output_buffer = sink_grow;
   j->sink.pub.term_destination = sink_term;
   c->dest = &j->sink.pub;
-  uint32_t jc = s->channels >= 3 ? 3 : 1; /* alpha dropped */
+  bool cmyk = eo->cmyk && s->channels == 4;
+  uint32_t jc = cmyk ? 4 : s->channels >= 3 ? 3 : 1; /* alpha dropped */
   c->image_width = s->width;
   c->image_height = s->height;
   c->input_components = (int)jc;
-  c->in_color_space = jc == 3 ? JCS_RGB : JCS_GRAYSCALE;
+  c->in_color_space = cmyk ? JCS_CMYK : jc == 3 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(c);
+  if (cmyk)
+    jpeg_set_colorspace(c, eo->cmyk == 2 ? JCS_YCCK : JCS_CMYK);
   jpeg_set_quality(c, quality, TRUE);
   c->dct_method = JDCT_ISLOW;
-  if (jc == 3) {
+  if (jc == 3 && !cmyk) {
     /* Luma's factors; chroma stays 1x1. */
     static const int hv[3][2] = {{2, 2}, {2, 1}, {1, 1}};
     c->comp_info[0].h_samp_factor = hv[eo->subsampling][0];
@@ -496,7 +499,7 @@ int gf_jpeg_encode_ex(const void *pixels, const gf_shape *shape, int quality,
                    "gf_jpeg_encode: NULL argument");
   *dst = NULL;
   *dst_len = 0;
-  static const gf_jpeg_enc_opts defaults = {GF_JPEG_420, false, false};
+  static const gf_jpeg_enc_opts defaults = {GF_JPEG_420, false, false, 0};
   if (!eo)
     eo = &defaults;
   if (!gf_shape_bytes(shape) || shape->dtype != GF_DTYPE_U8 ||
