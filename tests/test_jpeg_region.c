@@ -2,7 +2,8 @@
  * 4:4:4 (baseline and progressive), of odd sizes, every window decoded at
  * 1/1, 1/2, 1/4 and 1/8 equals byte for byte the same rectangle of a whole
  * decode at that scale: random windows, windows touching every edge, 1x1
- * windows in the corners, with and without a channel conversion. Also
+ * windows in the corners, with and without a channel conversion; the same
+ * for progressive files that end after their first scans. Also
  * gf_jpeg_pick_denom by hand, and the region call's argument checks. */
 #include "testutil.h"
 #include "decode/decode.h"
@@ -220,6 +221,37 @@ int main(void) {
       check_image(&im, &rng, cases[i].nrandom);
       if (i == 4)
         test_errors(&im);
+    }
+    free(f);
+    free(px);
+  }
+  /* A progressive file that ends (EOI) after its first scans: valid, its
+   * coefficients unrefined, where libjpeg's block smoothing would treat a
+   * cropped window differently from the whole image. */
+  for (int scans = 1; scans <= 4; scans++) {
+    gf_shape s = {45, 70, 3, GF_DTYPE_U8};
+    uint8_t *px = malloc((size_t)gf_shape_bytes(&s));
+    gf_test_fill_image(px, s.height, s.width, s.channels, 99);
+    gf_jpeg_enc_opts eo = {GF_JPEG_422, true, scans % 2 == 0, 0};
+    void *fv = NULL;
+    size_t len = 0;
+    CHECK_OK(gf_jpeg_encode_ex(px, &s, 80, &eo, &fv, &len));
+    uint8_t *f = fv;
+    /* Cut before SOS number scans + 1, then EOI. */
+    size_t cut = 0;
+    int seen = 0;
+    for (size_t k = 2; f && k + 1 < len && !cut; k++)
+      if (f[k] == 0xFF && f[k + 1] == 0xDA && ++seen == scans + 1)
+        cut = k;
+    CHECK(cut > 0);
+    if (cut) {
+      f[cut] = 0xFF;
+      f[cut + 1] = 0xD9;
+      char what[64];
+      snprintf(what, sizeof what, "45x70 progressive%s, %d scan(s)",
+               eo.arithmetic ? " arithmetic" : "", scans);
+      image im = {f, cut + 2, s.height, s.width, what};
+      check_image(&im, &rng, 20);
     }
     free(f);
     free(px);

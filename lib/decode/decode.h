@@ -32,7 +32,8 @@ int gf_png_encode(const void *pixels, const gf_shape *shape, int level,
 
 /* JPEG (jpeg.c, the only includer of jpeglib.h), decoded by libjpeg-turbo
  * (8-bit samples, libjpeg's default islow IDCT and fancy upsampling, so a
- * full decode equals djpeg's). Output: the image's own channels (1 for
+ * full decode equals djpeg's; block smoothing off, which changes only a
+ * progressive file that ends before its last refinement scan). Output: the image's own channels (1 for
  * gray, 3 for YCbCr or RGB), converted to opts->channels by
  * gf_convert_pixels' rules; dtype always U8 (keep_16bit does not apply).
  * Baseline, extended, progressive and arithmetic-coded files are decoded.

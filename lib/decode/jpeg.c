@@ -180,11 +180,14 @@ static int job_header(jpeg_job *j) {
                    "%d-bit JPEG is not supported: only 8-bit JPEGs are "
                    "decoded",
                    d->data_precision);
-  /* Exactly what a full decode gives, whichever libjpeg defaults: the
-   * islow IDCT and fancy upsampling (the reference decoder's output). */
+  /* The islow IDCT and fancy upsampling, whatever libjpeg's defaults: the
+   * reference decoder's output. Block smoothing off: it only changes a
+   * progressive file that ends before its last refinement scan, and
+   * libjpeg-turbo 2.1 smooths a cropped window differently from the whole
+   * image (a window would not equal its rectangle of the full decode). */
   d->dct_method = JDCT_ISLOW;
   d->do_fancy_upsampling = TRUE;
-  d->do_block_smoothing = TRUE;
+  d->do_block_smoothing = FALSE;
   d->quantize_colors = FALSE;
   j->native = (gf_shape){d->image_height, d->image_width, ch, GF_DTYPE_U8};
   j->out = j->native;
