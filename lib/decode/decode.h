@@ -44,7 +44,8 @@ int gf_png_encode(const void *pixels, const gf_shape *shape, int level,
  * default: pixels come in stored order. Every libjpeg warning (premature
  * end of data, corrupt Huffman data, extraneous bytes) is an error
  * (GF_EDECODE with libjpeg's words): no pixels are delivered as good from
- * a damaged file. The dimensions meet opts->limits before
+ * a damaged file. (One is let through: an unknown JFIF revision number,
+ * which says nothing about the pixels.) The dimensions meet opts->limits before
  * jpeg_start_decompress allocates anything, and libjpeg's own memory is
  * bounded by 2 x limits.max_bytes + 16 MiB (a progressive or multi-scan
  * file buffers its whole coefficient image, 2 bytes a sample): beyond it
