@@ -240,18 +240,20 @@ static void png_seeds(const char *suite) {
 static void jpeg_seeds(void) {
   static const struct {
     gf_shape s;
-    gf_jpeg_enc_opts eo;
+    gf_jpeg_enc_opts eo; /* subsampling, progressive, arithmetic, cmyk */
     uint8_t params[5];
   } made[] = {
-      {{1, 1, 1, GF_DTYPE_U8}, {GF_JPEG_420, false, false, 0}, {0, 0, 0, 0, 0}},
-      {{8, 8, 3, GF_DTYPE_U8}, {GF_JPEG_420, false, false, 0}, {19, 0, 0, 255, 255}},
-      {{13, 7, 3, GF_DTYPE_U8}, {GF_JPEG_422, false, false, 0}, {6, 100, 200, 50, 90}},
-      {{17, 33, 3, GF_DTYPE_U8}, {GF_JPEG_444, false, false, 0}, {9, 255, 255, 30, 30}},
-      {{24, 20, 1, GF_DTYPE_U8}, {GF_JPEG_444, true, false, 0}, {13, 40, 80, 120, 160}},
-      {{33, 18, 3, GF_DTYPE_U8}, {GF_JPEG_420, true, false, 0}, {30, 128, 1, 64, 250}},
-      {{20, 21, 3, GF_DTYPE_U8}, {GF_JPEG_420, false, true, 0}, {2, 200, 10, 20, 200}},
-      {{9, 40, 3, GF_DTYPE_U8}, {GF_JPEG_422, true, true, 0}, {23, 0, 255, 255, 1}},
-      {{12, 12, 4, GF_DTYPE_U8}, {GF_JPEG_444, false, false, 1}, {0, 0, 0, 255, 255}},
+      {{1, 1, 1, GF_DTYPE_U8}, {GF_JPEG_420, 0, 0, 0}, {0, 0, 0, 0, 0}},
+      {{8, 8, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 0, 0}, {19, 0, 0, 255, 255}},
+      {{13, 7, 3, GF_DTYPE_U8}, {GF_JPEG_422, 0, 0, 0}, {6, 100, 200, 50, 90}},
+      {{17, 33, 3, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 0}, {9, 255, 255, 30, 30}},
+      {{24, 20, 1, GF_DTYPE_U8},
+       {GF_JPEG_444, 1, 0, 0},
+       {13, 40, 80, 120, 160}},
+      {{33, 18, 3, GF_DTYPE_U8}, {GF_JPEG_420, 1, 0, 0}, {30, 128, 1, 64, 250}},
+      {{20, 21, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 1, 0}, {2, 200, 10, 20, 200}},
+      {{9, 40, 3, GF_DTYPE_U8}, {GF_JPEG_422, 1, 1, 0}, {23, 0, 255, 255, 1}},
+      {{12, 12, 4, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 1}, {0, 0, 0, 255, 255}},
   };
   for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
     size_t bytes = (size_t)gf_shape_bytes(&made[i].s);
