@@ -1,5 +1,6 @@
-# Finds liburing and libzstd through pkg-config and libpng through FindPNG,
-# and stops with the Debian package to install when one is missing.
+# Finds liburing and libzstd through pkg-config and libpng and libjpeg
+# (libjpeg-turbo) through FindPNG and FindJPEG, and stops with the Debian
+# package to install when one is missing.
 find_package(PkgConfig)
 if(NOT PKG_CONFIG_FOUND)
   message(FATAL_ERROR
@@ -21,26 +22,32 @@ find_package(PNG QUIET)
 if(NOT PNG_FOUND)
   message(FATAL_ERROR "gpufeed: libpng not found. On Debian: apt-get install libpng-dev")
 endif()
+find_package(JPEG QUIET)
+if(NOT JPEG_FOUND)
+  message(FATAL_ERROR
+    "gpufeed: libjpeg not found. On Debian: apt-get install libjpeg62-turbo-dev")
+endif()
 find_package(Threads REQUIRED)
 
-# gpufeed_deps_dynamic: the three libraries as shared objects. The shared
+# gpufeed_deps_dynamic: the four libraries as shared objects. The shared
 # libgpufeed always links these: Debian's libzstd.a is not built as
 # position-independent code, so it cannot go into a shared object.
 add_library(gpufeed_deps_dynamic INTERFACE)
 target_link_libraries(gpufeed_deps_dynamic INTERFACE
-  PkgConfig::URING PkgConfig::ZSTD PNG::PNG m Threads::Threads)
+  PkgConfig::URING PkgConfig::ZSTD PNG::PNG JPEG::JPEG m Threads::Threads)
 
 # gpufeed_deps: what the static library and the programs link, the same
 # shared objects by default or their .a files with GPUFEED_STATIC_DEPS (a
 # program that runs where liburing is not installed).
 add_library(gpufeed_deps INTERFACE)
 if(GPUFEED_STATIC_DEPS)
-  foreach(lib uring zstd png16 z)
+  foreach(lib uring zstd png16 z jpeg)
     find_library(GPUFEED_STATIC_${lib} NAMES lib${lib}.a REQUIRED)
     target_link_libraries(gpufeed_deps INTERFACE ${GPUFEED_STATIC_${lib}})
   endforeach()
   target_include_directories(gpufeed_deps INTERFACE
-    ${URING_INCLUDE_DIRS} ${ZSTD_INCLUDE_DIRS} ${PNG_INCLUDE_DIRS})
+    ${URING_INCLUDE_DIRS} ${ZSTD_INCLUDE_DIRS} ${PNG_INCLUDE_DIRS}
+    ${JPEG_INCLUDE_DIRS})
   target_link_libraries(gpufeed_deps INTERFACE m Threads::Threads)
 else()
   target_link_libraries(gpufeed_deps INTERFACE gpufeed_deps_dynamic)

@@ -4,7 +4,8 @@
 # adds what the Python package and its tests need. Root or sudo needed only
 # when something is missing.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libpng-dev)
+pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libpng-dev
+      libjpeg62-turbo-dev)
 # The Python package and its tests (tests/run.sh sets this).
 if [ "${GPUFEED_WITH_PYTHON:-0}" = 1 ]; then
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch python3-pip

@@ -330,8 +330,10 @@ int main(void) {
                        shapes[i].channels *
                            (shapes[i].dtype == GF_DTYPE_U16 ? 2 : 1),
                        i + 1);
+    /* jpeg is lossy: test_jpeg_corrupt damages its files. */
     for (int c = 0; c < GF_CODEC_COUNT_; c++)
-      fuzz_codec(c, px, &shapes[i]);
+      if (c != GF_CODEC_JPEG)
+        fuzz_codec(c, px, &shapes[i]);
     free(px);
   }
   return gf_test_finish();

@@ -81,10 +81,12 @@ static void test_names(void) {
   CHECK(strcmp(gf_codec_name(GF_CODEC_PNG), "png") == 0);
   CHECK(strcmp(gf_codec_name(GF_CODEC_ZSTD), "zstd") == 0);
   CHECK(strcmp(gf_codec_name(GF_CODEC_GRADZSTD), "gradzstd") == 0);
-  CHECK(gf_codec_name(4) == NULL && gf_codec_name(-1) == NULL);
+  CHECK(strcmp(gf_codec_name(GF_CODEC_JPEG), "jpeg") == 0);
+  CHECK(gf_codec_name(5) == NULL && gf_codec_name(-1) == NULL);
   for (int c = 0; c < GF_CODEC_COUNT_; c++)
     CHECK(gf_codec_parse(gf_codec_name(c)) == c);
-  CHECK_ERR(gf_codec_parse("jpeg"), -EINVAL);
+  CHECK_ERR(gf_codec_parse("webp"), -EINVAL);
+  CHECK(strstr(gf_last_error()->message, "webp") != NULL);
   CHECK(strstr(gf_last_error()->message, "jpeg") != NULL);
   CHECK_ERR(gf_codec_parse(NULL), -EINVAL);
 }
@@ -318,6 +320,7 @@ static void test_api_errors(void) {
   void *enc = NULL;
   size_t len = 0;
   CHECK_ERR(gf_encode(GF_CODEC_PNG, px, &s, 0, &enc, &len), GF_EUNSUPPORTED);
+  CHECK_ERR(gf_encode(GF_CODEC_JPEG, px, &s, 0, &enc, &len), GF_EUNSUPPORTED);
   CHECK_ERR(gf_encode(9, px, &s, 0, &enc, &len), GF_EUNSUPPORTED);
   CHECK_ERR(gf_decode(9, px, 48, &s, NULL, dst, 64, &out), GF_EUNSUPPORTED);
   CHECK_ERR(gf_decode(-1, px, 48, &s, NULL, dst, 64, &out), GF_EUNSUPPORTED);

@@ -12,6 +12,7 @@ static const char *const codec_names[GF_CODEC_COUNT_] = {
     [GF_CODEC_PNG] = "png",
     [GF_CODEC_ZSTD] = "zstd",
     [GF_CODEC_GRADZSTD] = "gradzstd",
+    [GF_CODEC_JPEG] = "jpeg",
 };
 
 const char *gf_codec_name(int codec) {
@@ -26,7 +27,8 @@ int gf_codec_parse(const char *name) {
       if (strcmp(name, codec_names[i]) == 0)
         return i;
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "unknown codec '%s' (expected raw, png, zstd or gradzstd)",
+                 "unknown codec '%s' (expected raw, png, zstd, gradzstd or "
+                 "jpeg)",
                  name ? name : "(null)");
 }
 
@@ -34,7 +36,7 @@ static int check_codec(int codec) {
   if (codec < 0 || codec >= GF_CODEC_COUNT_)
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "unknown codec %d (expected 0 raw, 1 png, 2 zstd, 3 "
-                   "gradzstd)",
+                   "gradzstd, 4 jpeg)",
                    codec);
   return 0;
 }
@@ -60,14 +62,23 @@ static int check_src_len(size_t len, const gf_decode_opts *o) {
   return 0;
 }
 
-/* A dataset record names the dimensions a PNG was built with (zero when
- * unknown): a file that disagrees is not the one the record describes. */
-static int check_png_record(const gf_shape *stored, const gf_shape *png) {
+/* The codecs whose samples are files stored as they are, which carry
+ * their own shape. */
+static bool is_file_codec(int codec) {
+  return codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG;
+}
+
+/* A dataset record names the dimensions a PNG or JPEG was built with (zero
+ * when unknown): a file that disagrees is not the one the record
+ * describes. */
+static int check_file_record(int codec, const gf_shape *stored,
+                             const gf_shape *got) {
   if (stored && stored->height && stored->width &&
-      (stored->height != png->height || stored->width != png->width))
+      (stored->height != got->height || stored->width != got->width))
     return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "PNG is %ux%u, its record says %ux%u", png->width,
-                   png->height, stored->width, stored->height);
+                   "%s is %ux%u, its record says %ux%u",
+                   codec == GF_CODEC_PNG ? "PNG" : "JPEG", got->width,
+                   got->height, stored->width, stored->height);
   return 0;
 }
 
@@ -84,10 +95,12 @@ int gf_decode_shape(int codec, const void *src, size_t src_len,
   if ((rc = check_codec(codec)) < 0 ||
       (src && (rc = check_src_len(src_len, &o)) < 0))
     return rc;
-  if (codec == GF_CODEC_PNG) {
-    if ((rc = gf_png_shape(src, src_len, &o, out)) < 0)
+  if (is_file_codec(codec)) {
+    rc = codec == GF_CODEC_PNG ? gf_png_shape(src, src_len, &o, out)
+                               : gf_jpeg_shape(src, src_len, &o, out);
+    if (rc < 0)
       return rc;
-    return check_png_record(stored, out);
+    return check_file_record(codec, stored, out);
   }
   if ((rc = check_stored(codec, stored, &o)) < 0)
     return rc;
@@ -137,10 +150,13 @@ int gf_decode(int codec, const void *src, size_t src_len,
                    "gf_decode: NULL argument");
   if ((rc = check_codec(codec)) < 0 || (rc = check_src_len(src_len, &o)) < 0)
     return rc;
-  if (codec == GF_CODEC_PNG) {
-    if ((rc = gf_png_decode(src, src_len, &o, dst, dst_cap, out)) < 0)
+  if (is_file_codec(codec)) {
+    rc = codec == GF_CODEC_PNG
+             ? gf_png_decode(src, src_len, &o, dst, dst_cap, out)
+             : gf_jpeg_decode(src, src_len, &o, dst, dst_cap, out);
+    if (rc < 0)
       return rc;
-    return check_png_record(stored, out);
+    return check_file_record(codec, stored, out);
   }
 
   if ((rc = check_stored(codec, stored, &o)) < 0)
@@ -217,10 +233,12 @@ int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
   int rc = check_codec(codec);
   if (rc < 0)
     return rc;
-  if (codec == GF_CODEC_PNG)
+  if (is_file_codec(codec))
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "gf_encode does not produce png (the builder stores "
-                   "source PNG files as they are)");
+                   "gf_encode does not produce %s (the builder stores "
+                   "source %s files as they are)",
+                   gf_codec_name(codec),
+                   codec == GF_CODEC_PNG ? "PNG" : "JPEG");
   uint64_t n64 = gf_shape_bytes(shape);
   if (!n64 || n64 > SIZE_MAX)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,

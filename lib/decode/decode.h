@@ -1,8 +1,9 @@
 /* Internal interface between the codec dispatcher (codec.c: gf_decode,
  * gf_encode, gf_decode_shape, gf_decode_filtered) and the codecs (png.c,
- * zstd.c, grad.c, convert.c), and what both use (opts.c). Calls go one
- * way: the dispatcher calls the codecs, never the reverse. png.c is the
- * only file that includes png.h, zstd.c the only one that includes zstd.h.
+ * jpeg.c, zstd.c, grad.c, convert.c), and what both use (opts.c). Calls go
+ * one way: the dispatcher calls the codecs, never the reverse. png.c is the
+ * only file that includes png.h, jpeg.c the only one that includes
+ * jpeglib.h, zstd.c the only one that includes zstd.h.
  *
  * Every function here may be called from any thread: the only state they
  * keep is per thread (zstd contexts, the scratch buffer of
@@ -28,6 +29,89 @@ int gf_png_decode(const void *src, size_t len, const gf_decode_opts *opts,
  * (negative: libpng's default). Used by `gpufeed synth` and the tests. */
 int gf_png_encode(const void *pixels, const gf_shape *shape, int level,
                   void **dst, size_t *dst_len);
+
+/* JPEG (jpeg.c, the only includer of jpeglib.h), decoded by libjpeg-turbo
+ * (8-bit samples, libjpeg's default islow IDCT and fancy upsampling, so a
+ * full decode equals djpeg's; block smoothing off, which changes only a
+ * progressive file that ends before its last refinement scan). Output: the
+ * image's own channels (1 for gray, 3 for YCbCr or RGB), converted to
+ * opts->channels by gf_convert_pixels' rules; dtype always U8 (keep_16bit
+ * does not apply). Baseline, extended, progressive and arithmetic-coded
+ * files are decoded. Refused with GF_EUNSUPPORTED and the reason: 12-bit
+ * (and any non-8-bit) JPEGs, lossless JPEGs, CMYK/YCCK and other colour
+ * spaces (no colour management here: converting CMYK to RGB needs the
+ * profile to be right). The EXIF orientation is ignored, as torchvision's
+ * decode_jpeg does by default: pixels come in stored order. Every libjpeg
+ * warning (premature end of data, corrupt Huffman data, extraneous bytes) is
+ * an error (GF_EDECODE with libjpeg's words): no pixels are delivered as
+ * good from a damaged file. (One is let through: an unknown JFIF revision
+ * number, which says nothing about the pixels.) The dimensions meet
+ * opts->limits before jpeg_start_decompress allocates anything, and
+ * libjpeg's own memory is bounded by 2 x limits.max_bytes + 16 MiB (a
+ * progressive or multi-scan file buffers its whole coefficient image, 2
+ * bytes a sample): beyond it the decode fails with GF_ELIMIT. */
+
+/* Shape the JPEG decodes to under opts (NULL: defaults), from its header
+ * only. Returns 0, GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED or -EINVAL. */
+int gf_jpeg_shape(const void *src, size_t len, const gf_decode_opts *opts,
+                  gf_shape *out);
+/* Full decode into dst (dst_cap bytes), as gf_png_decode. Reads the file
+ * to its end (EOI): damage after the last row is an error too. Returns 0,
+ * GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED, GF_ESHAPE (dst_cap too small),
+ * -ENOMEM or -EINVAL. */
+int gf_jpeg_decode(const void *src, size_t len, const gf_decode_opts *opts,
+                   void *dst, size_t dst_cap, gf_shape *out);
+
+typedef struct gf_jpeg_region {
+  uint32_t y, x, h, w; /* the window wanted, in full-size pixels, inside the
+                          image, h,w >= 1 */
+  uint32_t denom;      /* 1, 2, 4 or 8: decode at scale 1/denom (libjpeg's
+                          scaled IDCT) */
+} gf_jpeg_region;
+
+/* Decodes only what covers the window at scale 1/denom: rows [y0, y1) and
+ * columns [x0, x1) of the scaled image (scaled size = ceil(full/denom) per
+ * axis, as libjpeg's output_width/height), where y0 = y / denom,
+ * y1 = min(ceil((y + h) / denom), scaled height), same for x; written
+ * tightly (HWC, rows of (x1-x0)*channels bytes) into dst. *out gets
+ * (y1-y0) x (x1-x0) x channels, *y0 and *x0 the region's top-left in scaled
+ * pixels. Rows above are skipped (jpeg_skip_scanlines), rows below never
+ * decoded, columns outside cropped (jpeg_crop_scanline, widened to iMCU
+ * boundaries and by the upsampler's one-sample context; only the wanted
+ * columns are copied out). The pixels equal those at the same place in a
+ * full decode at that scale. Only the data up to the window's last row is
+ * read, so damage below it goes unseen. Returns what gf_jpeg_decode does;
+ * -EINVAL also for a window outside the image or a bad denom. */
+int gf_jpeg_decode_region(const void *src, size_t len,
+                          const gf_decode_opts *opts, const gf_jpeg_region *r,
+                          void *dst, size_t dst_cap, gf_shape *out,
+                          uint32_t *y0, uint32_t *x0);
+
+/* The largest denom in {1, 2, 4, 8} with floor(wh / denom) >= out_h and
+ * floor(ww / denom) >= out_w; 1 when none. */
+uint32_t gf_jpeg_pick_denom(uint32_t wh, uint32_t ww, uint32_t out_h,
+                            uint32_t out_w);
+
+/* Encodes 8-bit gray or RGB pixels (1 or 3 channels; 2 and 4 drop alpha;
+ * U16 refused with -EINVAL) as a baseline JPEG, quality 1-100, 4:2:0 for
+ * RGB, into a malloc'd buffer (*dst owned by the caller, freed with
+ * free()). For `gpufeed synth` and the tests. Returns 0, -EINVAL or
+ * -ENOMEM. Any thread. */
+int gf_jpeg_encode(const void *pixels, const gf_shape *shape, int quality,
+                   void **dst, size_t *dst_len);
+
+/* What gf_jpeg_encode_ex can vary, for the tests (the defaults of
+ * gf_jpeg_encode are {GF_JPEG_420, false, false, 0}). */
+enum { GF_JPEG_420 = 0, GF_JPEG_422 = 1, GF_JPEG_444 = 2 };
+typedef struct gf_jpeg_enc_opts {
+  int subsampling;  /* GF_JPEG_420/422/444, for RGB input */
+  bool progressive; /* libjpeg's simple progression script */
+  bool arithmetic;  /* arithmetic coding instead of Huffman */
+  int cmyk;         /* 1: 4-channel input stored as CMYK, 2: as YCCK (files
+                       the decoder refuses); 0: alpha dropped */
+} gf_jpeg_enc_opts;
+int gf_jpeg_encode_ex(const void *pixels, const gf_shape *shape, int quality,
+                      const gf_jpeg_enc_opts *eo, void **dst, size_t *dst_len);
 
 /* zstd: compress src into a malloc'd buffer (*dst owned by the caller).
  * level: any zstd level (ZSTD_minCLevel()..ZSTD_maxCLevel()), else -EINVAL.

@@ -232,6 +232,114 @@ static void png_seeds(const char *suite) {
   }
 }
 
+/* ---- fuzz_jpeg ------------------------------------------------------------- */
+
+/* JPEGs from gf_jpeg_encode_ex: gray and RGB, every subsampling,
+ * progressive and arithmetic-coded, sizes that do and do not fill whole
+ * MCUs, each with window parameters of its own. */
+static void jpeg_seeds(void) {
+  static const struct {
+    gf_shape s;
+    gf_jpeg_enc_opts eo; /* subsampling, progressive, arithmetic, cmyk */
+    uint8_t params[5];
+  } made[] = {
+      {{1, 1, 1, GF_DTYPE_U8}, {GF_JPEG_420, 0, 0, 0}, {0, 0, 0, 0, 0}},
+      {{8, 8, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 0, 0}, {19, 0, 0, 255, 255}},
+      {{13, 7, 3, GF_DTYPE_U8}, {GF_JPEG_422, 0, 0, 0}, {6, 100, 200, 50, 90}},
+      {{17, 33, 3, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 0}, {9, 255, 255, 30, 30}},
+      {{24, 20, 1, GF_DTYPE_U8},
+       {GF_JPEG_444, 1, 0, 0},
+       {13, 40, 80, 120, 160}},
+      {{33, 18, 3, GF_DTYPE_U8}, {GF_JPEG_420, 1, 0, 0}, {30, 128, 1, 64, 250}},
+      {{20, 21, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 1, 0}, {2, 200, 10, 20, 200}},
+      {{9, 40, 3, GF_DTYPE_U8}, {GF_JPEG_422, 1, 1, 0}, {23, 0, 255, 255, 1}},
+      {{12, 12, 4, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 1}, {0, 0, 0, 255, 255}},
+  };
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+    size_t bytes = (size_t)gf_shape_bytes(&made[i].s);
+    uint8_t *px = fuzz_alloc(bytes);
+    fill(px, bytes, (uint32_t)i + 300);
+    void *jpg;
+    size_t len;
+    FUZZ_ASSERT(gf_jpeg_encode_ex(px, &made[i].s, 60 + (int)i * 4,
+                                  &made[i].eo, &jpg, &len) == 0);
+    buf b = {0};
+    add(&b, made[i].params, sizeof made[i].params);
+    add(&b, jpg, len);
+    static const char *sub[] = {"420", "422", "444"};
+    char name[80];
+    snprintf(name, sizeof name, "made-%ux%ux%u-%s%s%s%s-opt%u",
+             made[i].s.height, made[i].s.width, made[i].s.channels,
+             sub[made[i].eo.subsampling], made[i].eo.progressive ? "-prog" : "",
+             made[i].eo.arithmetic ? "-arith" : "",
+             made[i].eo.cmyk ? "-cmyk" : "", made[i].params[0]);
+    put("fuzz_jpeg", name, b.p, b.len);
+    free(b.p);
+    free(jpg);
+    free(px);
+  }
+}
+
+/* ---- fuzz_jpeg_header ------------------------------------------------------ */
+
+/* JPEGs whose frame header the scan must find: plain, gray, progressive,
+ * arithmetic, CMYK (found, not sized), after an APP1 that runs past the
+ * first 4 KiB, after fill bytes and a restart marker, and cut inside its
+ * headers. */
+static void jpeg_header_seeds(void) {
+  gf_shape s = {21, 34, 3, GF_DTYPE_U8}, g = {9, 5, 1, GF_DTYPE_U8};
+  gf_shape k = {8, 8, 4, GF_DTYPE_U8};
+  static const gf_jpeg_enc_opts plain = {GF_JPEG_420, 0, 0, 0},
+                                prog = {GF_JPEG_444, 1, 0, 0},
+                                ari = {GF_JPEG_422, 0, 1, 0},
+                                cmyk = {GF_JPEG_444, 0, 0, 1};
+  const struct {
+    const char *name;
+    const gf_shape *s;
+    const gf_jpeg_enc_opts *eo;
+  } made[] = {{"rgb", &s, &plain}, {"gray", &g, &plain},
+              {"prog", &s, &prog}, {"arith", &s, &ari}, {"cmyk", &k, &cmyk}};
+  uint8_t px[21 * 34 * 4];
+  fill(px, sizeof px, 77);
+  void *jpg = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+    void *j;
+    size_t n;
+    FUZZ_ASSERT(gf_jpeg_encode_ex(px, made[i].s, 80, made[i].eo, &j, &n) ==
+                0);
+    put("fuzz_jpeg_header", made[i].name, j, n);
+    if (i == 0) {
+      jpg = j;
+      len = n;
+    } else {
+      free(j);
+    }
+  }
+  const uint8_t *p = jpg;
+  /* An APP1 segment of 5000 bytes (its length field) after the SOI. */
+  buf b = {0};
+  static const uint8_t app1[] = {0xFF, 0xE1, 0x13, 0x88, 'E', 'x', 'i', 'f',
+                                 0, 0};
+  uint8_t body[5000 - 8];
+  fill(body, sizeof body, 5);
+  add(&b, p, 2);
+  add(&b, app1, sizeof app1);
+  add(&b, body, sizeof body);
+  add(&b, p + 2, len - 2);
+  put("fuzz_jpeg_header", "app1-5000", b.p, b.len);
+  b.len = 0;
+  /* Fill bytes and a restart marker before the first segment. */
+  static const uint8_t fillers[] = {0xFF, 0xFF, 0xFF, 0xD3};
+  add(&b, p, 2);
+  add(&b, fillers, sizeof fillers);
+  add(&b, p + 2, len - 2);
+  put("fuzz_jpeg_header", "fill-rst", b.p, b.len);
+  put("fuzz_jpeg_header", "cut-headers", p, len < 60 ? len : 60);
+  free(b.p);
+  free(jpg);
+}
+
 /* ---- fuzz_zstd ------------------------------------------------------------- */
 
 static void zstd_seeds(void) {
@@ -424,6 +532,8 @@ int main(int argc, char **argv) {
   mkdir(out_root, 0755);
   dataset_seeds();
   png_seeds(argc == 3 ? argv[2] : NULL);
+  jpeg_seeds();
+  jpeg_header_seeds();
   zstd_seeds();
   labels_seeds();
   loader_state_seeds();
