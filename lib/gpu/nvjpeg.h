@@ -13,7 +13,10 @@
  * 4:1:0. GF_NVJPEG_GPU_HYBRID decodes on the SMs (Huffman too, for batches
  * of more than 50 baseline images) and takes progressive JPEG as well.
  * GF_NVJPEG_AUTO takes the hardware backend where the GPU has engines and
- * the GPU hybrid one elsewhere. Whatever a backend does not take is
+ * the GPU hybrid one elsewhere. What a handle's batched decoder takes is
+ * what nvjpegDecodeBatchedSupported says (nvJPEG 13.0's hardware handle
+ * took the progressive test image too); whatever it does not take, and
+ * what nvJPEG never decodes (arithmetic coding, 12-bit samples, CMYK), is
  * reported per image (GF_EUNSUPPORTED) so the caller routes it to the CPU
  * decoder; nothing is refused for its size.
  *
