@@ -228,6 +228,8 @@ static void all_modes(const char *dir, const char *what, size_t nmodes) {
     const mode *m = &modes[k];
     diff off = {0}, on = {0};
     gf_loader_stats so, sn;
+    memset(&so, 0, sizeof so); /* run() fills them only on success */
+    memset(&sn, 0, sizeof sn);
     run(dir, m, GF_JPEG_SCALE_OFF, true, 2, &off, &so);
     run(dir, m, GF_JPEG_SCALE_AUTO, false, 2, &on, &sn);
     double frac_off = so.jpeg_pixels_full ? (double)so.jpeg_pixels_decoded /
