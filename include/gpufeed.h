@@ -17,7 +17,8 @@
  * - Option structs are versioned: initialise them with their *_INIT macro
  *   (or pass NULL for defaults). Reserved fields must stay zero. A struct
  *   is accepted only with a struct_size some version of this header has
- *   published for it (today each is at version 1: exactly its sizeof);
+ *   published for it (each is at version 1, exactly its sizeof, but
+ *   gf_loader_stats, at version 2, which also accepts version 1's size);
  *   any other size is refused with -EINVAL naming the struct and the
  *   sizes accepted, and no field past struct_size is ever read or
  *   written. A later version that grows a struct keeps accepting the older
@@ -387,8 +388,10 @@ typedef struct gf_loader_config {
   uint32_t struct_size;   /* sizeof(gf_loader_config) */
   uint32_t batch_size;    /* samples a batch (default 256) */
   const char *source;     /* a dataset folder (gpufeed build) or a folder of
-                             PNG files in the ImageFolder convention */
-  const char *labels_file;/* PNG folder source: flat folder + labels file */
+                             PNG and JPEG files (.png, .jpg, .jpeg, mixed
+                             freely) in the ImageFolder convention */
+  const char *labels_file;/* image folder source: flat folder + labels
+                             file */
   uint64_t seed;          /* permutation seed (default 0) */
   uint32_t threads;       /* decode workers (0: autotune, see prefetch) */
   uint32_t order;         /* gf_order */
@@ -418,10 +421,11 @@ typedef struct gf_loader_config {
   uint64_t max_sample_bytes; /* decoded bytes a sample may take in a batch
                              (0: the largest decoded sample of the source,
                              so that no valid sample is refused for its
-                             size: a dataset's index knows every shape; a
-                             PNG folder's files are sized from their headers,
+                             size: a dataset's index knows every shape; an
+                             image folder's files are sized from their
+                             headers (a PNG's IHDR, a JPEG's frame header),
                              read in parallel at create, a file whose header
-                             is not a PNG or is beyond `limits` not counted
+                             is neither or is beyond `limits` not counted
                              (the fail policy fails create naming the first;
                              the skip policy skips it when loaded)). Set: at
                              least the largest sample, else create fails
@@ -452,9 +456,36 @@ typedef struct gf_loader_config {
   uint32_t cache_direct;  /* gf_cache_direct: in GPU mode with a cache,
                              whether cached samples go to the device from
                              where they lie in the cache (default) */
-  uint32_t reserved0;     /* must be zero */
+  uint32_t jpeg_scale;    /* gf_jpeg_scale: JPEG samples under a resize
+                             transform decoded at a reduced DCT scale
+                             (GF_JPEG_SCALE_AUTO, the default) or at full
+                             scale (GF_JPEG_SCALE_OFF); see below */
   uint64_t reserved[7];   /* must be zero */
 } gf_loader_config;
+/* JPEG samples (a folder's .jpg/.jpeg files, a dataset's jpeg records)
+ * under a transform with a fixed output size (height/width set) are
+ * decoded as their window only: the window is chosen from (seed, epoch,
+ * index) and the image's size before the decode (docs/TRANSFORMS.md), and
+ * only the rows and columns covering it are decoded. Under a resize mode,
+ * GF_JPEG_SCALE_AUTO also lets libjpeg's scaled IDCT decode the window at
+ * 1/2, 1/4 or 1/8 scale: the largest scale step that keeps the window at
+ * least the size it is resampled to (the output size; SHORTER_CENTER_CROP:
+ * the resampled whole image). The output then differs slightly from a
+ * full-scale decode's (docs/TRANSFORMS.md states the tolerance).
+ * GF_JPEG_SCALE_OFF decodes the window at full scale: the output is then
+ * byte-identical to a full decode followed by the same transform. The
+ * sample cache (cache_bytes) never holds a window, which depends on the
+ * epoch: with GF_JPEG_SCALE_AUTO such JPEG samples are not cached (every
+ * epoch decodes their window); with GF_JPEG_SCALE_OFF and a cache, JPEG
+ * samples are decoded whole and cached as PNG samples are, the transform
+ * cutting each epoch's window (the output is the same either way). Without
+ * a fixed output size JPEG samples are decoded whole and cached like any
+ * other. gf_loader_stats counts the decodes by scale and the fraction of
+ * the pixels decoded. */
+typedef enum gf_jpeg_scale {
+  GF_JPEG_SCALE_AUTO = 0,
+  GF_JPEG_SCALE_OFF = 1,
+} gf_jpeg_scale;
 /* In GPU mode with cache_bytes set, the cache's memory is pinned
  * (cudaHostRegister) in 64 MiB chunks as samples are admitted, never more
  * than cache_bytes, and a cached sample is copied to the device by DMA
@@ -633,7 +664,7 @@ GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
  * NULL. Returns 0 or -EINVAL (no loader). */
 GF_API int gf_loader_epoch_size(gf_loader *l, uint64_t *samples,
                                 uint64_t *batches);
-/* The number of named classes: a PNG folder in the ImageFolder convention
+/* The number of named classes: an image folder in the ImageFolder convention
  * has one class a sub-folder (label = its index in name order, as
  * torchvision's ImageFolder; an empty class folder keeps its label); a
  * dataset built from one stores the same names. A labels-file folder, and
@@ -687,7 +718,7 @@ GF_API int gf_loader_set_epoch(gf_loader *l, uint64_t epoch);
  *
  * "Position" is global: the epoch order's positions [0, position) are
  * delivered. The fingerprint hashes, for a built dataset, every index
- * entry's stored length, CRC32C, label, codec and shape; for a PNG folder,
+ * entry's stored length, CRC32C, label, codec and shape; for an image folder,
  * every listed file's path relative to the folder and its label (a file
  * rewritten in place under the same name is not noticed). */
 #define GF_LOADER_STATE_VERSION 2
@@ -774,6 +805,16 @@ typedef struct gf_loader_stats {
   uint64_t cache_pinned_bytes; /* cache memory pinned for that */
   uint64_t cache_pin_failures; /* 64 MiB chunks that could not be pinned */
   uint64_t reserved[5];
+  /* Version 2 (version 1's struct_size is offsetof(gf_loader_stats,
+   * jpeg_decoded)). JPEG samples the CPU workers decoded: */
+  uint64_t jpeg_decoded[4];     /* by DCT scale: [0] full scale, [1] 1/2,
+                                   [2] 1/4, [3] 1/8 (windows and whole
+                                   images alike; see gf_jpeg_scale) */
+  uint64_t jpeg_pixels_decoded; /* the pixels those decodes produced */
+  uint64_t jpeg_pixels_full;    /* the pixels of the same images at full
+                                   size: decoded / full is the fraction of
+                                   the pixels that had to be decoded */
+  uint64_t reserved2[6];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */

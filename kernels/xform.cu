@@ -144,7 +144,10 @@ __device__ int check_sample(const gf_xform_sample &s, const Args &a) {
       s.flip > 1 || s.filtered > 1 || s.reserved0 ||
       (s.resize & ~(3u | GF_XFORM_NO_AA)) || (s.resize && !(s.resize & 3u)))
     return -EINVAL;
-  if (!s.resize && (s.win_h || s.win_w))
+  if (!s.resize && (s.win_h || s.win_w || s.geom_h || s.geom_w))
+    return -EINVAL;
+  if ((s.geom_h == 0) != (s.geom_w == 0) ||
+      s.geom_h > GF_XFORM_MAX_RESAMPLED || s.geom_w > GF_XFORM_MAX_RESAMPLED)
     return -EINVAL;
   if (s.resize) {
     if (s.crop_y < 0 || s.crop_x < 0 || s.win_h < 1 || s.win_w < 1 ||
@@ -701,8 +704,10 @@ __device__ __forceinline__ void put_px(typename Out<DT>::T *out,
 __device__ __forceinline__ void tile_sample(gf_rs_tile &t,
                                             const gf_xform_sample &s,
                                             const Args &a) {
-  gf_xform_geom(s.resize, s.win_h, s.win_w, a.oh, a.ow, a.resize_size,
-                &t.rs_h, &t.rs_w, &t.off_y, &t.off_x);
+  uint32_t gh, gw;
+  gf_xform_geom_size(&s, &gh, &gw);
+  gf_xform_geom(s.resize, gh, gw, a.oh, a.ow, a.resize_size, &t.rs_h,
+                &t.rs_w, &t.off_y, &t.off_x);
   const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
   gf_rs_axis_init(&t.ay, s.win_h, t.rs_h, aa);
   gf_rs_axis_init(&t.ax, s.win_w, t.rs_w, aa);

@@ -35,7 +35,7 @@ rmdir "$T/src/zz_empty"
 mkdir "$T/flat"
 cp "$T/gen/class_000/"*.png "$T/flat/"
 if gf 1 build "$T/flat" "$T/ds2"; then
-  has err "holds 4 .png files but no class folders"
+  has err "holds 4 image files (.png, .jpg, .jpeg) but no class folders"
   has err "a flat folder needs a labels file (--labels FILE"
   has err "one folder per class"
 fi

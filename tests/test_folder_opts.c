@@ -72,7 +72,7 @@ int main(void) {
   f = (gf_folder *)1;
   CHECK_ERR(gf_folder_scan(root, NULL, &f), GF_EBADSOURCE);
   CHECK(f == NULL);
-  CHECK(says("holds 2 .png files but no class folders"));
+  CHECK(says("holds 2 image files (.png, .jpg, .jpeg) but no class folders"));
   CHECK(says("needs a labels file"));
 
   /* Links leading out of the root. */

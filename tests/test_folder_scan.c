@@ -152,7 +152,7 @@ static void test_image_folder(void) {
   touch("none/top.png");
   char none[1200];
   path_of("none", none, sizeof none);
-  EXPECT_FAIL(none, NULL, GF_EBADSOURCE, "none", "no .png files found under",
+  EXPECT_FAIL(none, NULL, GF_EBADSOURCE, "none", "no .png, .jpg or .jpeg files found under",
               none);
   char missing[1200];
   path_of("missing", missing, sizeof missing);

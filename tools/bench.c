@@ -201,6 +201,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.trace_events = o->trace ? o->trace_events : 0;
   cfg.cache_direct =
       o->no_cache_direct ? GF_CACHE_DIRECT_OFF : GF_CACHE_DIRECT_AUTO;
+  cfg.jpeg_scale = o->jpeg_scale_off ? GF_JPEG_SCALE_OFF : GF_JPEG_SCALE_AUTO;
 
   if (o->plan) {
     char plan[8192];
@@ -399,6 +400,9 @@ int gfc_bench(const gfc_bench_opts *o) {
 
   char xf[192];
   describe_transform(o, xf, sizeof xf);
+  double jpeg_frac = st.jpeg_pixels_full ? (double)st.jpeg_pixels_decoded /
+                                               (double)st.jpeg_pixels_full
+                                         : 0.0;
   if (o->json) {
     printf("{\"source\":");
     json_str(o->source);
@@ -442,6 +446,16 @@ int gfc_bench(const gfc_bench_opts *o) {
     printf(",\"autotune\":");
     json_str(st.tuning);
     printf(",\"prefetch\":%llu", (unsigned long long)st.slots);
+    printf(",\"jpeg\":{\"scale\":\"%s\",\"decoded\":[%llu,%llu,%llu,%llu],"
+           "\"pixels_decoded\":%llu,\"pixels_full\":%llu,"
+           "\"pixel_fraction\":%.4f}",
+           o->jpeg_scale_off ? "off" : "on",
+           (unsigned long long)st.jpeg_decoded[0],
+           (unsigned long long)st.jpeg_decoded[1],
+           (unsigned long long)st.jpeg_decoded[2],
+           (unsigned long long)st.jpeg_decoded[3],
+           (unsigned long long)st.jpeg_pixels_decoded,
+           (unsigned long long)st.jpeg_pixels_full, jpeg_frac);
     if (o->trace) {
       printf(",\"trace\":{\"file\":");
       json_str(o->trace);
@@ -515,6 +529,15 @@ int gfc_bench(const gfc_bench_opts *o) {
              (unsigned long long)st.cache_direct,
              gfc_fmt_bytes(st.cache_pinned_bytes, b1, sizeof b1),
              (unsigned long long)st.cache_pin_failures);
+    if (st.jpeg_pixels_full)
+      printf("  jpeg decodes      %llu at full scale, %llu at 1/2, %llu at "
+             "1/4, %llu at 1/8 (DCT scaling %s); %.1f%% of their pixels "
+             "decoded\n",
+             (unsigned long long)st.jpeg_decoded[0],
+             (unsigned long long)st.jpeg_decoded[1],
+             (unsigned long long)st.jpeg_decoded[2],
+             (unsigned long long)st.jpeg_decoded[3],
+             o->jpeg_scale_off ? "off" : "on", 100.0 * jpeg_frac);
     if (st.skipped)
       printf("  skipped           %llu bad samples (last: %s)\n",
              (unsigned long long)st.skipped, st.last_skip_reason);

@@ -1,8 +1,10 @@
-/* gpufeed build: turns a folder of PNG images into a dataset.
+/* gpufeed build: turns a folder of PNG and JPEG images into a dataset.
  *
  * Worker threads claim source indices in order, read and decode each file
- * (also for the png codec: that validates it and gives the shape the index
- * records) and encode it. Results go into a reorder window of a few entries
+ * by what its first bytes say it is (also for the png and jpeg codecs,
+ * which store files of their kind as they are: the decode validates them
+ * and gives the shape the index records; a file of the other kind is
+ * refused rather than re-encoded, see store_as_is) and encode it. Results go into a reorder window of a few entries
  * a thread, so memory stays bounded; the main thread alone writes, strictly
  * in source order, which makes the output byte-identical for any thread
  * count. Everything is written into a temporary folder next to OUT that is
@@ -58,26 +60,52 @@ typedef struct build_job {
   bool stop;                /* under lock */
 } build_job;
 
+/* The png and jpeg codecs store source files as they are, so a source of
+ * the other kind is refused, naming it, rather than re-encoded: a PNG made
+ * from a JPEG's decoded pixels is a lossless copy of lossy pixels, several
+ * times the JPEG's size and slower to decode, and a JPEG made from a PNG
+ * would lose detail; raw, zstd and gradzstd store both kinds' pixels.
+ * Returns 0 or GF_EBADSOURCE. */
+static int store_as_is(int codec, int src_codec) {
+  if ((codec != GF_CODEC_PNG && codec != GF_CODEC_JPEG) || codec == src_codec)
+    return 0;
+  bool png = codec == GF_CODEC_PNG;
+  return gf_fail(GF_EBADSOURCE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "a %s file: --codec %s stores %s files as they are and "
+                 "does not re-encode; use --codec %s for %s files, or raw, "
+                 "zstd or gradzstd to store the decoded pixels of PNG and "
+                 "JPEG files alike",
+                 png ? "JPEG" : "PNG", gf_codec_name(codec),
+                 png ? "PNG" : "JPEG", png ? "jpeg" : "png",
+                 png ? "JPEG" : "PNG");
+}
+
 /* Reads, decodes and encodes source i into *s (not yet published). */
 static int process(build_job *j, uint64_t i, slot *s) {
   const gfc_build_opts *o = j->o;
-  char *path = gfc_path_join(o->src, j->folder->entries[i].path);
+  const gf_folder_entry *e = &j->folder->entries[i];
+  char *path = gfc_path_join(o->src, e->path);
   void *src = NULL, *px = NULL;
   size_t len = 0;
+  int codec = GF_FOLDER_CODEC_UNKNOWN;
   int rc = path ? 0 : -ENOMEM;
   gf_error_clear();
   if (rc == 0)
     rc = gfc_read_file(path, GF_LIMIT_DEFAULT_BYTES, &src, &len);
+  if (rc == 0 && (rc = gf_folder_file_codec(e->codec, NULL, src, len)) >= 0) {
+    codec = rc;
+    rc = store_as_is(o->codec, codec);
+  }
   if (rc == 0)
-    rc = gf_png_shape(src, len, &j->dopts, &s->shape);
+    rc = gf_decode_shape(codec, src, len, NULL, &j->dopts, &s->shape);
   uint64_t bytes = rc == 0 ? gf_shape_bytes(&s->shape) : 0;
   if (rc == 0 && !(px = malloc(bytes ? bytes : 1)))
     rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "cannot allocate %llu bytes to decode it",
                  (unsigned long long)bytes);
   if (rc == 0)
-    rc = gf_png_decode(src, len, &j->dopts, px, bytes, &s->shape);
-  if (rc == 0 && o->codec == GF_CODEC_PNG) {
+    rc = gf_decode(codec, src, len, NULL, &j->dopts, px, bytes, &s->shape);
+  if (rc == 0 && codec == o->codec) {
     s->data = src;
     s->len = len;
     src = NULL;
@@ -86,7 +114,7 @@ static int process(build_job *j, uint64_t i, slot *s) {
   }
   s->src_bytes = len;
   if (rc != 0) {
-    rc = gf_fail_context(rc, path ? path : j->folder->entries[i].path,
+    rc = gf_fail_context(rc, path ? path : e->path,
                          GF_NO_INDEX, NULL);
     s->err = strdup(gf_last_error()->message);
     free(s->data);
@@ -589,7 +617,8 @@ int gfc_build(const gfc_build_opts *o) {
     goto out;
   }
   j.dopts = (gf_decode_opts)GF_DECODE_OPTS_INIT;
-  j.dopts.channels = o->codec == GF_CODEC_PNG ? 0 : o->channels;
+  j.dopts.channels =
+      o->codec == GF_CODEC_PNG || o->codec == GF_CODEC_JPEG ? 0 : o->channels;
   j.dopts.keep_16bit = o->keep_16bit;
 
   if (!(tmp = make_tmp_dir(o->out))) {

@@ -90,6 +90,7 @@ typedef struct gfc_bench_opts {
   uint64_t trace_events;/* its buffer capacity in events */
   bool h2d_probe;
   bool no_cache_direct; /* GF_CACHE_DIRECT_OFF */
+  bool jpeg_scale_off;  /* GF_JPEG_SCALE_OFF */
   bool plan;
   bool json;
   bool quiet;

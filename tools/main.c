@@ -17,10 +17,11 @@ static const char main_usage[] =
     "\n"
     "Keeps GPUs fed with training data. Commands:\n"
     "  synth    write a folder of synthetic (or photo-crop) PNG images\n"
-    "  build    build a dataset (index + shards) from a folder of PNG images\n"
+    "  build    build a dataset (index + shards) from a folder of PNG/JPEG\n"
+    "           images\n"
     "  inspect  show what a dataset holds\n"
     "  verify   read, checksum and decode every sample of a dataset\n"
-    "  bench    measure the loader on a dataset or a PNG folder\n"
+    "  bench    measure the loader on a dataset or an image folder\n"
     "\n"
     "'gpufeed COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 success, 1 failure, 2 usage error (also an unknown\n"
@@ -60,14 +61,16 @@ static const char build_usage[] =
     "Usage: gpufeed build SRC OUT [OPTIONS]\n"
     "\n"
     "Builds a dataset (index.gfi + shard-NNNNNN.gfs) in OUT from the PNG\n"
-    "images under SRC: an ImageFolder tree SRC/<class>/.../*.png (classes\n"
-    "sorted by name, label = class index), or a flat folder with --labels.\n"
+    "and JPEG images under SRC: an ImageFolder tree SRC/<class>/.../*.png,\n"
+    "*.jpg or *.jpeg (mixed freely; classes sorted by name, label = class\n"
+    "index), or a flat folder with --labels. Each file's content must be\n"
+    "what its extension says (its first bytes tell).\n"
     "An empty class folder keeps its label with no samples (the summary\n"
     "names it; torchvision's ImageFolder refuses an empty class). Hidden\n"
     "entries and sub-folders of SRC holding an index.gfi (gpufeed datasets,\n"
     "such as an earlier OUT inside SRC) are no class (the summary names the\n"
     "latter). A labels file may list each file once.\n"
-    "Symbolic links: a link to a .png file is followed when it resolves\n"
+    "Symbolic links: a link to an image file is followed when it resolves\n"
     "inside SRC; one leading outside SRC is refused unless --follow-symlinks\n"
     "(a symbolic link farm of a split), and links to folders are never\n"
     "followed. With --skip-bad, refused links are skipped and listed.\n"
@@ -79,13 +82,16 @@ static const char build_usage[] =
     "\n"
     "Options:\n"
     "  --labels FILE    flat-folder labels: lines 'relative/path.png LABEL'\n"
-    "  --codec C        png (source files as they are), raw (pixels),\n"
+    "  --codec C        png or jpeg (source files of that kind stored as\n"
+    "                   they are, after a full decode checks them; a file\n"
+    "                   of the other kind is refused, named), raw (pixels),\n"
     "                   zstd (pixels + zstd) or gradzstd (gradient filter +\n"
-    "                   zstd; the default)\n"
+    "                   zstd; the default): these three decode PNG and JPEG\n"
+    "                   sources alike\n"
     "  --level N        zstd level 1-22 for zstd and gradzstd (default: the\n"
     "                   codec's own)\n"
     "  --channels C     0 (native, default), 1, 3 or 4: convert the decoded\n"
-    "                   pixels (not for png)\n"
+    "                   pixels (not for png or jpeg)\n"
     "  --keep-16bit     keep 16-bit images 16-bit (default: reduce to 8)\n"
     "  --threads N      worker threads (default: online cores)\n"
     "  --shard-size S   start a new shard past S bytes (default 1G;\n"
@@ -144,13 +150,14 @@ static const char bench_usage[] =
     "Usage: gpufeed bench SOURCE [OPTIONS]\n"
     "\n"
     "Runs the loader over SOURCE (a dataset made by 'gpufeed build', or a\n"
-    "folder of PNG files) for a few epochs as a training loop would, and\n"
-    "reports images/s, GB/s delivered, per-stage busy time, queue occupancy,\n"
-    "consumer stall, CPU cores used, memory and the limiting stage. The\n"
-    "throughput counts the epochs after the first (which warms the page\n"
-    "cache and fills the cache budget), or the only one. Each epoch's last\n"
-    "partial batch is dropped (a source smaller than --batch gives no batch\n"
-    "and is refused).\n"
+    "folder of PNG and JPEG files) for a few epochs as a training loop\n"
+    "would, and reports images/s, GB/s delivered, per-stage busy time, queue\n"
+    "occupancy, consumer stall, CPU cores used, memory, the JPEG decodes by\n"
+    "DCT scale and the share of their pixels decoded, and the limiting\n"
+    "stage. The throughput counts the epochs after the first (which warms\n"
+    "the page cache and fills the cache budget), or the only one. Each\n"
+    "epoch's last partial batch is dropped (a source smaller than --batch\n"
+    "gives no batch and is refused).\n"
     "\n"
     "Options:\n"
     "  --batch N        samples a batch (default 256)\n"
@@ -182,8 +189,13 @@ static const char bench_usage[] =
     "  --io B           auto (default), uring or pread\n"
     "  --prefetch N     batch slots in flight (default: autotune, 2 to 4)\n"
     "  --max-sample SIZE  bytes a decoded sample may take (default: the\n"
-    "                   largest, from the index or every PNG's header)\n"
-    "  --labels FILE    a flat PNG folder's labels file\n"
+    "                   largest, from the index or every file's header)\n"
+    "  --labels FILE    a flat image folder's labels file\n"
+    "  --jpeg-scale S   on (default) or off: JPEG samples under a resize\n"
+    "                   transform decoded at a reduced DCT scale (1/2, 1/4,\n"
+    "                   1/8) where the window allows, or at full scale\n"
+    "                   (output identical to a full decode's); either way\n"
+    "                   only the window's rows and columns are decoded\n"
     "  --step-ms X      simulate a training step of X ms a batch (a kernel\n"
     "                   on the consumer's stream on a GPU, a sleep in host\n"
     "                   mode); the stall is then the share of wall time not\n"
@@ -520,11 +532,8 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
     if (opt(a, "--labels", &v)) {
       o->labels = v;
     } else if (opt(a, "--codec", &v)) {
-      /* jpeg: the library decodes it; the builder does not take JPEG
-       * sources yet. */
-      if (v && ((o->codec = gf_codec_parse(v)) < 0 ||
-                o->codec == GF_CODEC_JPEG))
-        bad_value(a, "--codec", v, "png, raw, zstd or gradzstd");
+      if (v && (o->codec = gf_codec_parse(v)) < 0)
+        bad_value(a, "--codec", v, "png, jpeg, raw, zstd or gradzstd");
     } else if (opt(a, "--level", &v)) {
       o->level = (int)parse_u64(a, "--level", v, 1, 22);
       level_set = true;
@@ -568,12 +577,12 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   check_path(a, "the value of --labels", o->labels);
   if (a->bad)
     return;
-  bool pixels = o->codec != GF_CODEC_PNG;
-  if (level_set && (o->codec == GF_CODEC_PNG || o->codec == GF_CODEC_RAW))
+  bool pixels = o->codec != GF_CODEC_PNG && o->codec != GF_CODEC_JPEG;
+  if (level_set && (!pixels || o->codec == GF_CODEC_RAW))
     usage_error(a, "--level applies to the zstd and gradzstd codecs only");
   else if (channels_set && o->channels && !pixels)
-    usage_error(a, "--channels cannot convert png samples (stored as they "
-                   "are); use --codec raw, zstd or gradzstd");
+    usage_error(a, "--channels cannot convert png or jpeg samples (stored "
+                   "as they are); use --codec raw, zstd or gradzstd");
 }
 
 static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
@@ -718,6 +727,10 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       o->h2d_probe = true;
     } else if (opt(a, "--no-cache-direct", NULL)) {
       o->no_cache_direct = true;
+    } else if (opt(a, "--jpeg-scale", &v)) {
+      static const char *const onoff[] = {"on", "off"};
+      o->jpeg_scale_off =
+          pick(a, "--jpeg-scale", v, onoff, 2, "on or off") == 1;
     } else if (opt(a, "--json", NULL)) {
       o->json = true;
     } else if (opt(a, "--quiet", NULL)) {
@@ -730,7 +743,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
     usage_error(a, "--size, --rrc, --eval-crop and --resize exclude each "
                    "other");
   if (!a->bad && !*help && npos < 1)
-    usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNGs)");
+    usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNG "
+                   "and JPEG files)");
   o->source = pos[0];
   check_path(a, "SOURCE", o->source);
   check_path(a, "the value of --labels", o->labels);

@@ -2,12 +2,13 @@
  * the check every call that takes one makes (common.h). */
 #include "common/common.h"
 
+#include <stddef.h> /* offsetof */
 #include <stdio.h>
 #include <string.h>
 
-/* Every size a header has published for the struct, oldest first. Today
- * each struct is at version 1, so its one size is this build's sizeof. A
- * version 2 keeps the version-1 size as offsetof(T, its first new field)
+/* Every size a header has published for the struct, oldest first. Each
+ * struct at version 1 has one size, this build's sizeof. A version 2
+ * (gf_loader_stats, which grew the JPEG counters) keeps the version-1 size as offsetof(T, its first new field)
  * and appends sizeof(T): callers built with either header are accepted,
  * and fields past a caller's struct_size take their defaults. */
 #define GF_MAX_VERSIONS 4
@@ -19,7 +20,8 @@ typedef struct published {
 static const published table[] = {
     {"gf_decode_opts", {sizeof(gf_decode_opts)}},
     {"gf_loader_config", {sizeof(gf_loader_config)}},
-    {"gf_loader_stats", {sizeof(gf_loader_stats)}},
+    {"gf_loader_stats",
+     {offsetof(gf_loader_stats, jpeg_decoded), sizeof(gf_loader_stats)}},
     {"gf_device_pool_config", {sizeof(gf_device_pool_config)}},
     {"gf_device_pool_stats", {sizeof(gf_device_pool_stats)}},
 };

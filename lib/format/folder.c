@@ -25,7 +25,7 @@ typedef struct scan {
   char *real_root;  /* realpath of root */
   size_t real_len;
   gf_folder_opts opts;
-  uint64_t root_pngs;   /* .png files directly in an ImageFolder root */
+  uint64_t root_images; /* image files directly in an ImageFolder root */
   uint64_t *lines;      /* labels file: the line of each entry */
   uint64_t skipped_cap;
 } scan;
@@ -88,6 +88,7 @@ static int add_entry(scan *s, const char *path, int64_t label) {
                    "out of memory listing files");
   f->entries[f->count].path = p;
   f->entries[f->count].label = label;
+  f->entries[f->count].codec = gf_folder_name_codec(path);
   f->count++;
   return 0;
 }
@@ -131,9 +132,49 @@ static int check_inside(scan *s, const char *rel, const char *where_path,
   return rc;
 }
 
-static bool is_png_name(const char *name) {
+/* The codec an image file's name promises (format.h, gf_folder_entry):
+ * GF_CODEC_PNG for .png, GF_CODEC_JPEG for .jpg and .jpeg (any case), else
+ * GF_FOLDER_CODEC_UNKNOWN. */
+int gf_folder_name_codec(const char *name) {
   size_t n = strlen(name);
-  return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
+  if (n > 4 && strcasecmp(name + n - 4, ".png") == 0)
+    return GF_CODEC_PNG;
+  if ((n > 4 && strcasecmp(name + n - 4, ".jpg") == 0) ||
+      (n > 5 && strcasecmp(name + n - 5, ".jpeg") == 0))
+    return GF_CODEC_JPEG;
+  return GF_FOLDER_CODEC_UNKNOWN;
+}
+
+int gf_folder_file_codec(int name_codec, const char *name, const void *head,
+                         size_t len) {
+  static const uint8_t png_sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+  const uint8_t *p = head;
+  int codec = GF_FOLDER_CODEC_UNKNOWN;
+  if (len >= 8 && memcmp(p, png_sig, 8) == 0)
+    codec = GF_CODEC_PNG;
+  else if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF)
+    codec = GF_CODEC_JPEG;
+  if (codec == GF_FOLDER_CODEC_UNKNOWN) {
+    char hex[3 * 8 + 1] = "";
+    for (size_t i = 0; i < len && i < 8; i++)
+      snprintf(hex + 3 * i, sizeof hex - 3 * i, "%s%02x", i ? " " : "", p[i]);
+    return gf_fail(GF_EDECODE, name, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s%sneither a PNG nor a JPEG file: %s%s", name ? name : "",
+                   name ? ": " : "", len ? "it starts with " : "it is empty",
+                   hex);
+  }
+  if (name_codec != GF_FOLDER_CODEC_UNKNOWN && name_codec != codec)
+    return gf_fail(GF_EDECODE, name, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s%snamed %s but holds %s data (rename it to match its "
+                   "content)",
+                   name ? name : "", name ? ": " : "",
+                   name_codec == GF_CODEC_PNG ? ".png" : ".jpg/.jpeg",
+                   codec == GF_CODEC_PNG ? "PNG" : "JPEG");
+  return codec;
+}
+
+static bool is_image_name(const char *name) {
+  return gf_folder_name_codec(name) != GF_FOLDER_CODEC_UNKNOWN;
 }
 
 static int cmp_entry(const void *a, const void *b) {
@@ -168,8 +209,8 @@ static int entry_type(int dfd, const struct dirent *e, mode_t *mode) {
   return 0;
 }
 
-/* Lists the .png files under rel (a folder relative to root, open as dfd;
- * takes ownership of dfd). */
+/* Lists the image files (.png, .jpg, .jpeg) under rel (a folder relative
+ * to root, open as dfd; takes ownership of dfd). */
 static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
                 int64_t label) {
   DIR *d = fdopendir(dfd);
@@ -224,11 +265,11 @@ static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
         rc = gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX, GF_NO_INDEX,
                      "symbolic link to a folder: not followed (copy or "
                      "bind-mount the folder instead)");
-      else if (is_png_name(e->d_name) &&
+      else if (is_image_name(e->d_name) &&
                (rc = check_inside(s, rel, full, NULL)) == 0)
         rc = add_entry(s, rel, label);
       rc = skip_or_fail(s, rc);
-    } else if (is_png_name(e->d_name)) {
+    } else if (is_image_name(e->d_name)) {
       if (mode == S_IFREG) {
         rc = add_entry(s, rel, label);
       } else {
@@ -279,15 +320,15 @@ static int scan_image_folder(scan *s) {
                        "class folder %s is a symbolic link: not followed "
                        "(copy or bind-mount the folder instead)",
                        e->d_name));
-      else if (is_png_name(e->d_name))
-        s->root_pngs++;
+      else if (is_image_name(e->d_name))
+        s->root_images++;
       continue;
     }
     if (mode != S_IFDIR) {
       /* Files beside the class folders belong to no class (counted for
        * the message of a flat folder given without a labels file). */
-      if (is_png_name(e->d_name))
-        s->root_pngs++;
+      if (is_image_name(e->d_name))
+        s->root_images++;
       continue;
     }
     /* A gpufeed dataset (a build's OUT inside its SRC) is no class. */
@@ -637,18 +678,19 @@ int gf_folder_scan_with(const char *root, const char *labels_file,
       rc = gf_fail(GF_EBADSOURCE, labels_file, GF_NO_INDEX, GF_NO_INDEX,
                    "the labels file lists no %sfiles",
                    f->skipped_count ? "usable " : "");
-    else if (s.root_pngs && !f->class_count)
+    else if (s.root_images && !f->class_count)
       rc = gf_fail(GF_EBADSOURCE, root, GF_NO_INDEX, GF_NO_INDEX,
-                   "%s holds %llu .png file%s but no class folders: a flat "
-                   "folder needs a labels file (--labels FILE, lines "
-                   "'relative/path.png LABEL'), or %s must hold one folder "
-                   "per class (%s/<class>/<file>.png)",
-                   root, (unsigned long long)s.root_pngs,
-                   s.root_pngs == 1 ? "" : "s", root, root);
+                   "%s holds %llu image file%s (.png, .jpg, .jpeg) but no "
+                   "class folders: a flat folder needs a labels file "
+                   "(--labels FILE, lines 'relative/path.png LABEL'), or %s "
+                   "must hold one folder per class "
+                   "(%s/<class>/<file>.png or .jpg)",
+                   root, (unsigned long long)s.root_images,
+                   s.root_images == 1 ? "" : "s", root, root);
     else
       rc = gf_fail(GF_EBADSOURCE, root, GF_NO_INDEX, GF_NO_INDEX,
-                   "no .png files found under %s (expected "
-                   "%s/<class>/<file>.png, or a labels file)",
+                   "no .png, .jpg or .jpeg files found under %s (expected "
+                   "%s/<class>/<file>.png or .jpg, or a labels file)",
                    root, root);
   }
   free(s.real_root);

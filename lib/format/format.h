@@ -178,10 +178,11 @@ int gf_dir_commit(const char *tmp, const char *final, bool force);
  * link is refused (-ENOTDIR). Returns 0 or -errno with context. */
 int gf_dir_remove(const char *dir);
 
-/* A source folder listed for `gpufeed build` and the loader's direct PNG
- * folder source.
- * ImageFolder: ROOT/<class>/[sub/folders/]<name>.png (extension matched
- * case-insensitively); classes are ROOT's sub-folders sorted by name (byte
+/* A source folder listed for `gpufeed build` and the loader's direct
+ * image folder source.
+ * ImageFolder: ROOT/<class>/[sub/folders/]<name>.png, .jpg or .jpeg
+ * (extensions matched case-insensitively, PNG and JPEG files mixed
+ * freely); classes are ROOT's sub-folders sorted by name (byte
  * order; an empty one keeps its label), label = class index; entries come
  * class by class (as torchvision's ImageFolder), each class's files sorted
  * by relative path (byte order). Files directly in ROOT belong to no class
@@ -202,14 +203,34 @@ int gf_dir_remove(const char *dir);
  * whether the labels agree or not. A labels file that is a folder is
  * refused as such.
  * With skip_bad, a refused link (leading out, broken, to a folder, to no
- * regular file), a .png entry that is no regular file and, in a labels
+ * regular file), an image entry that is no regular file and, in a labels
  * file, a listed path that names no usable file are left out and
  * described in `skipped` instead of failing the scan.
  * The order is a function of the names only, never of readdir's order. */
 typedef struct gf_folder_entry {
   char *path; /* relative to root, NUL-terminated */
   int64_t label;
+  int codec;  /* what the name promises (gf_folder_name_codec): the file's
+                 content decides (its magic bytes), and a content that
+                 disagrees with a known extension is an error */
 } gf_folder_entry;
+
+/* The codec a file name's extension promises: GF_CODEC_PNG for .png,
+ * GF_CODEC_JPEG for .jpg and .jpeg (any case), else
+ * GF_FOLDER_CODEC_UNKNOWN (a labels file may list any name). Any thread. */
+#define GF_FOLDER_CODEC_UNKNOWN (-1)
+int gf_folder_name_codec(const char *name);
+/* The codec of a listed file from its first `len` bytes (`head`; 8 are
+ * enough): GF_CODEC_PNG for the PNG signature, GF_CODEC_JPEG for a JPEG's
+ * SOI followed by a marker (FF D8 FF). Returns it, or GF_EDECODE with the
+ * file `name` (NULL: the caller adds it) in the context: content that is
+ * neither ("neither a PNG nor
+ * a JPEG file: it starts with ..."), or that disagrees with the name's
+ * extension, `name_codec` (an entry's codec), which would otherwise decode
+ * as something the name does not say ("named .png but holds JPEG data").
+ * Any thread. */
+int gf_folder_file_codec(int name_codec, const char *name, const void *head,
+                         size_t len);
 
 typedef struct gf_folder {
   char *root;

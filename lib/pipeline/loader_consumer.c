@@ -53,7 +53,8 @@ static void repair(gf_loader *l, slot *s) {
       if (s->dsrc_dev)
         s->dsrc_dev[j] = 0;
       test_hook(l, "repair: load");
-      s->status[j] = load_sync(l, idx, dst, &s->shapes[j], &s->filtered[j],
+      s->status[j] = load_sync(l, s->epoch, idx, dst, &s->shapes[j],
+                               &s->filtered[j], &s->regions[j],
                                &s->labels[j]);
       if (s->status[j] != 0) {
         s->err_pos = j;
@@ -69,6 +70,7 @@ static void repair(gf_loader *l, slot *s) {
       s->labels[out] = s->labels[j];
       s->indices[out] = s->indices[j];
       s->filtered[out] = s->filtered[j];
+      s->regions[out] = s->regions[j];
       s->status[out] = 0;
       if (s->dsrc_dev) {
         s->dsrc_dev[out] = s->dsrc_dev[j];

@@ -40,6 +40,7 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
     a->slot_bytes += bytes;
   }
   s->filtered = table(a, B, 1);
+  s->regions = table(a, B, sizeof *s->regions);
   s->params = table(a, B, sizeof *s->params);
   if (!l->stage && !l->identity) {
     s->out_host = aligned_alloc_n(64, l->out_cap);
@@ -63,7 +64,7 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
   s->indices = table(a, B, sizeof *s->indices);
   s->status = table(a, B, sizeof *s->status);
   if (!s->data || !s->shapes || !s->offsets || !s->labels || !s->indices ||
-      !s->status || !s->filtered || !s->params)
+      !s->status || !s->filtered || !s->regions || !s->params)
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot allocate a batch slot of %llu bytes",
                    (unsigned long long)bytes);
@@ -132,6 +133,7 @@ static void free_slot(gf_loader *l, slot *s) {
   if (!l->stage)
     free(s->data);
   free(s->filtered);
+  free(s->regions);
   free(s->params);
   free(s->out_host);
   free(s->shapes);
@@ -227,6 +229,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   l->cfg.source = l->source_path;
   l->cfg.labels_file = l->labels_path;
   decode_opts_of(&l->cfg, &l->dopts);
+  l->jpeg_window = jpeg_windows(&l->cfg);
 
   if ((rc = gf_source_open(l->source_path, l->labels_path, &l->src)) < 0)
     goto fail;

@@ -121,9 +121,14 @@ static void finalize_body(gf_loader *l, slot *s) {
   }
   if (rc == 0) {
     for (uint32_t j = 0; j < s->count; j++) {
-      gf_xform_sample_init(t, s->epoch, s->indices[j], s->offsets[j],
-                           &s->shapes[j], oh, ow, s->filtered[j],
-                           &s->params[j]);
+      if (s->regions[j].denom) /* a JPEG window */
+        gf_xform_sample_init_region(t, s->epoch, s->indices[j],
+                                    s->offsets[j], &s->shapes[j], oh, ow,
+                                    &s->regions[j], &s->params[j]);
+      else
+        gf_xform_sample_init(t, s->epoch, s->indices[j], s->offsets[j],
+                             &s->shapes[j], oh, ow, s->filtered[j],
+                             &s->params[j]);
       nf += s->filtered[j];
     }
     if (l->stage) {

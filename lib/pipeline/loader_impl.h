@@ -4,6 +4,7 @@
  *
  * Files, one job each:
  *   loader_sample.c    one sample: cache, read, decode into the slot, failures
+ *   loader_jpeg.c      a JPEG sample decoded as its window; JPEG statistics
  *   loader_dispatch.c  dispatch and claim, the worker loop (its read buffer
  *                      readied first), cancel
  *   loader_finalize.c  a filled slot's final form (dense array, transform)
@@ -91,6 +92,8 @@ typedef struct slot {
   uint64_t *indices;
   int32_t *status; /* per sample: 0 or the error */
   uint8_t *filtered;        /* per sample: bytes still gradient-filtered */
+  gf_xform_region *regions; /* per sample: the part of its image decoded
+                               (a JPEG window; denom 0: the whole image) */
   gf_xform_sample *params;  /* per sample: the transform's view */
   uint8_t *out_host;        /* host mode: the transform's output */
   uint32_t index;           /* the slot's number (its staging slot) */
@@ -174,7 +177,12 @@ struct gf_loader {
   /* consumer cursor: the next batch to deliver */
   uint64_t c_epoch, c_pos, c_k, c_seq;
 
+  bool jpeg_window;      /* JPEG samples decoded as their windows
+                            (jpeg_windows()) */
   stage_atomic st_read, st_decode, st_cache;
+  /* JPEG decodes by DCT scale (1, 1/2, 1/4, 1/8) and their pixels:
+   * decoded, and the same images' at full size. */
+  _Atomic uint64_t jpeg_decoded[4], jpeg_px_decoded, jpeg_px_full;
   _Atomic uint64_t batches, consumer_wait_ns, skipped, cache_hits,
       cache_misses, next_calls, ready_sum;
   pthread_mutex_t stat_mu; /* last_skip_reason */
@@ -243,14 +251,38 @@ static inline void range_pop(const gf_loader *l) {
 #define lent_count gf_loader__lent_count
 #define restart_at gf_loader__restart_at
 #define event_hook gf_loader__event_hook
+#define jpeg_windows gf_loader__jpeg_windows
+#define jpeg_count gf_loader__jpeg_count
+#define jpeg_decode_window gf_loader__jpeg_decode_window
 
 /* loader_sample.c */
-/* Loads one sample on the calling thread with plain preads (the consumer's
- * repair path, rare). */
-int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
-              uint8_t *filtered, int64_t *label);
+/* Loads one sample of `epoch` on the calling thread with plain preads (the
+ * consumer's repair path, rare). */
+int load_sync(gf_loader *l, uint64_t epoch, uint64_t idx, uint8_t *dst,
+              gf_shape *shape, uint8_t *filtered, gf_xform_region *region,
+              int64_t *label);
 /* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
 void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
+
+/* loader_jpeg.c */
+/* Whether a resolved config decodes JPEG samples as their windows (a fixed
+ * output size; not with the DCT scaling off and a cache, which caches
+ * whole images instead). */
+bool jpeg_windows(const gf_loader_config *c);
+/* Counts one JPEG decode at scale 1/denom into `decoded`, of an image of
+ * full_h x full_w, in the statistics. Any thread. */
+void jpeg_count(gf_loader *l, uint32_t denom, const gf_shape *decoded,
+                uint32_t full_h, uint32_t full_w);
+/* Decodes JPEG sample smp (its len stored bytes in buf) of `epoch` as its
+ * window into dst (at most the slot's stride), *shape the region's and
+ * *region where it lies (transform.h). Returns 0, 1 when the frame header
+ * is not one sized here (the caller decodes the file whole, for libjpeg's
+ * verdict), or the decode's error (GF_ESHAPE also for a dataset record
+ * that disagrees with the file), context to be added by the caller. Any
+ * worker. */
+int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
+                       const uint8_t *buf, uint64_t len, uint8_t *dst,
+                       gf_shape *shape, gf_xform_region *region);
 
 /* loader_dispatch.c */
 /* Tests only: when set, called on a worker's thread at two of its events

@@ -60,8 +60,9 @@ int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     c->io_queue_depth = 16;
   if (c->io_queue_depth > 64)
     c->io_queue_depth = 64;
-  if (c->reserved0)
-    return cfg_fail("reserved0", "must be zero");
+  if (c->jpeg_scale > GF_JPEG_SCALE_OFF)
+    return cfg_fail("jpeg_scale", "is not a gf_jpeg_scale value (0 auto, 1 "
+                                  "off)");
   if (c->cache_direct > GF_CACHE_DIRECT_OFF)
     return cfg_fail("cache_direct", "is not a gf_cache_direct value");
   if (c->staging_slots > 64)
@@ -299,7 +300,8 @@ static uint64_t table_bytes(uint64_t B, bool direct) {
   const slot *s = NULL;
   uint64_t each = sizeof *s->shapes + sizeof *s->offsets + sizeof *s->labels +
                   sizeof *s->indices + sizeof *s->status +
-                  sizeof *s->filtered + sizeof *s->params;
+                  sizeof *s->filtered + sizeof *s->regions +
+                  sizeof *s->params;
   if (direct)
     each += sizeof *s->dsrc_dev + sizeof *s->dsrc_host + sizeof *s->segs;
   return B * each;

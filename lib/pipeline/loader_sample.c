@@ -35,14 +35,34 @@ static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
          gf_shape_bytes(&smp->stored) <= l->stride;
 }
 
+/* Decodes a PNG or JPEG sample whole (a folder's file, or a dataset's
+ * png/jpeg record, whose shape it must match) into dst. */
+static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
+                       const uint8_t *buf, uint64_t len, uint8_t *dst,
+                       gf_shape *shape) {
+  /* A jpeg record's dimensions are checked against the file's (a png
+   * record's are not, as before JPEG came). */
+  gf_shape dims = {smp->stored.height, smp->stored.width, 0, 0};
+  bool check = gf_source_is_dataset(l->src) && codec == GF_CODEC_JPEG;
+  int rc = gf_decode(codec, buf, (size_t)len, check ? &dims : NULL,
+                     &l->dopts, dst, (size_t)l->stride, shape);
+  if (rc == 0 && codec == GF_CODEC_JPEG)
+    jpeg_count(l, 1, shape, shape->height, shape->width);
+  return rc;
+}
+
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
- * cache. Records context and returns the error on failure. */
+ * cache (not a JPEG window: it depends on the epoch). A folder's file is
+ * decoded by what its first bytes say it is (gf_source_file_codec).
+ * Records context and returns the error on failure. */
 static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
-                         const uint8_t *buf, uint64_t len, bool in_place,
-                         uint8_t *dst, gf_shape *shape, uint8_t *filtered) {
+                         uint64_t epoch, const uint8_t *buf, uint64_t len,
+                         bool in_place, uint8_t *dst, gf_shape *shape,
+                         uint8_t *filtered, gf_xform_region *region) {
   int rc;
   *filtered = 0;
+  region->denom = 0;
   if (smp->has_crc) {
     uint32_t crc = gf_crc32c(0, buf, (size_t)len);
     if (crc != smp->crc) {
@@ -54,6 +74,10 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                      crc, smp->crc, (unsigned long long)len);
     }
   }
+  int codec = smp->codec;
+  if (!gf_source_is_dataset(l->src) &&
+      (codec = gf_source_file_codec(l->src, smp->index, buf, (size_t)len)) < 0)
+    return codec;
   uint64_t t0 = now_ns();
   range_push(l, "decode");
   if (in_place) {
@@ -64,10 +88,15 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                             (size_t)l->stride);
     *shape = smp->stored;
     *filtered = 1;
+  } else if (codec == GF_CODEC_JPEG && l->jpeg_window &&
+             (rc = jpeg_decode_window(l, smp, epoch, buf, len, dst, shape,
+                                      region)) != 1) {
+    /* rc: decoded as its window, or the error */
+  } else if (codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG) {
+    rc = decode_file(l, smp, codec, buf, len, dst, shape);
   } else {
-    rc = gf_decode(smp->codec, buf, (size_t)len,
-                   smp->codec == GF_CODEC_PNG ? NULL : &smp->stored, &l->dopts,
-                   dst, (size_t)l->stride, shape);
+    rc = gf_decode(codec, buf, (size_t)len, &smp->stored, &l->dopts, dst,
+                   (size_t)l->stride, shape);
   }
   range_pop(l);
   if (rc == GF_ESHAPE && !gf_source_is_dataset(l->src)) {
@@ -94,7 +123,7 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
   add(&l->st_decode.busy_ns, t1 - t0);
   add(&l->st_decode.samples, 1);
   add(&l->st_decode.bytes, out);
-  if (l->cache) {
+  if (l->cache && !region->denom) {
     cache_head h;
     memset(&h, 0, sizeof h);
     h.shape = *shape;
@@ -179,9 +208,11 @@ static int too_large(const gf_loader *l, uint64_t idx, uint64_t len) {
 
 /* Loads one sample on the calling thread with plain preads (the consumer's
  * repair path, rare). */
-int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
-                     uint8_t *filtered, int64_t *label) {
+int load_sync(gf_loader *l, uint64_t epoch, uint64_t idx, uint8_t *dst,
+              gf_shape *shape, uint8_t *filtered, gf_xform_region *region,
+              int64_t *label) {
   gf_src_sample smp;
+  region->denom = 0;
   int rc = gf_source_sample(l->src, idx, &smp);
   if (rc < 0)
     return rc;
@@ -224,8 +255,8 @@ int load_sync(gf_loader *l, uint64_t idx, uint8_t *dst, gf_shape *shape,
       if (rc == 0) {
         add(&l->st_read.samples, 1);
         add(&l->st_read.bytes, smp.length);
-        rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, buf, smp.length,
-                           false, dst, shape, filtered);
+        rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, epoch, buf,
+                           smp.length, false, dst, shape, filtered, region);
       }
       free(buf);
     }
@@ -283,6 +314,7 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       continue;
     }
     s->labels[j] = p->smp.label;
+    s->regions[j].denom = 0;
     if (s->dsrc_dev)
       s->dsrc_dev[j] = 0;
     if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
@@ -384,9 +416,9 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       }
       add(&l->st_read.samples, 1);
       add(&l->st_read.bytes, p->smp.length);
-      rc = finish_sample(l, w->tid, &p->smp, p->buf + p->skew, p->smp.length,
-                         p->in_place, dst, &s->shapes[p->j],
-                         &s->filtered[p->j]);
+      rc = finish_sample(l, w->tid, &p->smp, s->epoch, p->buf + p->skew,
+                         p->smp.length, p->in_place, dst, &s->shapes[p->j],
+                         &s->filtered[p->j], &s->regions[p->j]);
       if (rc < 0)
         record_failure(l, s, p->j, rc, p->smp.index);
       else

@@ -37,6 +37,10 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
     o.cache_pin_failures = cc.pin_failures;
   }
   o.cache_direct = atomic_load(&l->cache_direct);
+  for (int k = 0; k < 4; k++)
+    o.jpeg_decoded[k] = atomic_load(&l->jpeg_decoded[k]);
+  o.jpeg_pixels_decoded = atomic_load(&l->jpeg_px_decoded);
+  o.jpeg_pixels_full = atomic_load(&l->jpeg_px_full);
   o.batches = atomic_load(&l->batches);
   o.consumer_wait_ns = atomic_load(&l->consumer_wait_ns);
   o.next_calls = atomic_load(&l->next_calls);

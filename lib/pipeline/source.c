@@ -1,4 +1,5 @@
-/* The loader's two sources: a built dataset or a folder of PNG files. */
+/* The loader's two sources: a built dataset or a folder of PNG and JPEG
+ * files. */
 #include "pipeline/source.h"
 
 #include "decode/decode.h"
@@ -25,7 +26,7 @@ int gf_source_open(const char *path, const char *labels_file,
   if (!path || !path[0])
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "loader config: source is not set (a dataset folder or a "
-                   "folder of PNG files)");
+                   "folder of PNG or JPEG files)");
   gf_source *s = calloc(1, sizeof *s);
   if (!s)
     return -ENOMEM;
@@ -95,7 +96,7 @@ int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out) {
                    (unsigned long long)s->count);
   if (s->folder) {
     out->fd = -1;
-    out->codec = GF_CODEC_PNG;
+    out->codec = s->folder->entries[idx].codec;
     out->label = s->folder->entries[idx].label;
     return 0;
   }
@@ -177,7 +178,7 @@ int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
   *size = 0;
   if (!s->folder || idx >= s->count)
     return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
-                   "not a file of a PNG folder source");
+                   "not a file of a folder source");
   const char *rel = s->folder->entries[idx].path;
   int f = openat(s->root_fd, rel, O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -193,6 +194,21 @@ int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
   *fd = f;
   *size = (uint64_t)st.st_size;
   return 0;
+}
+
+int gf_source_file_codec(const gf_source *s, uint64_t idx, const void *head,
+                         size_t len) {
+  if (!s->folder || idx >= s->count)
+    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
+                   "not a file of a folder source");
+  int rc = gf_folder_file_codec(s->folder->entries[idx].codec, NULL, head,
+                                len);
+  if (rc >= 0)
+    return rc;
+  /* The name only on the way out: this runs for every sample. */
+  char name[4200];
+  gf_source_name(s, idx, name, sizeof name);
+  return gf_fail_context(rc, name, idx, NULL);
 }
 
 /* Decoded bytes of a record's output under opts: the conversion rules of

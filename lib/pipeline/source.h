@@ -1,7 +1,8 @@
 /* The loader's sources behind one interface: a dataset made by `gpufeed
  * build` (records from its index, data from its shards) or a folder of PNG
- * files opened directly (listed at open with the same label rule as the
- * builder; each sample is a whole file). */
+ * and JPEG files opened directly (listed at open with the same label rule
+ * as the builder; each sample is a whole file, its codec told by its first
+ * bytes: gf_source_file_codec). */
 #ifndef GF_PIPELINE_SOURCE_H
 #define GF_PIPELINE_SOURCE_H
 
@@ -17,14 +18,17 @@ typedef struct gf_src_sample {
   uint32_t shard;
   uint64_t offset; /* dataset: in the shard; folder: 0 */
   uint64_t length; /* dataset: stored bytes; folder: 0 until opened */
-  int codec;
+  int codec;       /* dataset: the record's; folder: what the file name
+                      promises (GF_FOLDER_CODEC_UNKNOWN for a name of a
+                      labels file without a known extension): the bytes
+                      decide, gf_source_file_codec */
   gf_shape stored; /* dataset: the record's shape; folder: zeros */
   int64_t label;
   uint32_t crc;    /* dataset: CRC32C of the stored bytes */
   uint32_t has_crc;
 } gf_src_sample;
 
-/* Opens `path`: a dataset when it holds an index, else a PNG folder
+/* Opens `path`: a dataset when it holds an index, else an image folder
  * (ImageFolder, or flat with labels_file). Returns 0 or the error of the
  * dataset/folder open with context. */
 int gf_source_open(const char *path, const char *labels_file,
@@ -61,6 +65,12 @@ void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap);
  * file named. */
 int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
                         uint64_t *size);
+/* Folder source: the codec of sample idx from its file's first `len`
+ * bytes (`head`), checked against its name (format.h,
+ * gf_folder_file_codec): GF_CODEC_PNG or GF_CODEC_JPEG, or GF_EDECODE with
+ * the file named (neither, or not what its extension says). Any thread. */
+int gf_source_file_codec(const gf_source *s, uint64_t idx, const void *head,
+                         size_t len);
 
 /* A built dataset's largest decoded size of any sample under opts, its
  * largest stored size, its largest sample before any conversion (a png
@@ -73,7 +83,7 @@ int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_native, uint32_t *max_channels);
 
 /* Metadata for training scripts (gpufeed.h's gf_loader_class_* and
- * gf_loader_sample_path). Class names: a PNG folder in the ImageFolder
+ * gf_loader_sample_path). Class names: an image folder in the ImageFolder
  * convention has its class folders' names, a dataset its index's class
  * table (built from an ImageFolder); a labels-file folder, and a dataset
  * built from one, store none: 0 classes. Any thread. */

@@ -1,5 +1,6 @@
 /* The largest sample of a source (source_shapes.h): a dataset's from its
- * index, a PNG folder's from every file's header, read in parallel. */
+ * index, an image folder's from every file's header (PNG or JPEG), read in
+ * parallel. */
 #include "pipeline/source_shapes.h"
 
 #include <fcntl.h>
@@ -69,11 +70,81 @@ int gf_png_header_shape(const uint8_t *p, size_t len,
   return 0;
 }
 
+int gf_jpeg_header_scan(const uint8_t *p, size_t len, uint64_t base,
+                        uint64_t *pos, gf_jpeg_frame *out) {
+  uint64_t at = *pos;
+  for (;;) {
+    if (at < base)
+      return GF_EDECODE;
+    uint64_t i = at - base; /* the marker's place in p */
+    /* Fill bytes (FF) may precede a marker's code. */
+    while (i + 1 < len && p[i] == 0xFF && p[i + 1] == 0xFF)
+      i++, at++;
+    if (i + 2 > len) {
+      *pos = at;
+      return 1;
+    }
+    if (p[i] != 0xFF)
+      return GF_EDECODE; /* not a marker where one must be */
+    uint8_t m = p[i + 1];
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      at += 2; /* TEM, RSTn: no length */
+      continue;
+    }
+    if (m == 0xD8 || m == 0xD9 || m == 0xDA || m == 0x00)
+      return GF_EDECODE; /* SOI again, EOI or a scan before the frame */
+    bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 &&
+               m != 0xCC;
+    size_t need = sof ? 10 : 4;
+    if (i + need > len) {
+      *pos = at;
+      return 1;
+    }
+    uint32_t seg = (uint32_t)p[i + 2] << 8 | p[i + 3];
+    if (seg < 2)
+      return GF_EDECODE;
+    if (sof) {
+      if (seg < 8)
+        return GF_EDECODE;
+      out->marker = m;
+      out->precision = p[i + 4];
+      out->height = (uint32_t)p[i + 5] << 8 | p[i + 6];
+      out->width = (uint32_t)p[i + 7] << 8 | p[i + 8];
+      out->components = p[i + 9];
+      *pos = at;
+      return 0;
+    }
+    at += 2 + (uint64_t)seg;
+  }
+}
+
+int gf_jpeg_frame_shape(const gf_jpeg_frame *f, const gf_decode_opts *opts,
+                        gf_shape *out, gf_shape *native) {
+  /* What libjpeg-turbo decodes here (decode.h): 8-bit baseline, extended
+   * and progressive frames, Huffman or arithmetic, gray or 3 components.
+   * Lossless and hierarchical frames, other precisions and component
+   * counts, and a height left to a DNL marker (0) are not sized here. */
+  bool kind = f->marker == 0xC0 || f->marker == 0xC1 || f->marker == 0xC2 ||
+              f->marker == 0xC9 || f->marker == 0xCA;
+  if (!kind || f->precision != 8 || !f->height || !f->width ||
+      (f->components != 1 && f->components != 3))
+    return GF_EUNSUPPORTED;
+  native->height = f->height;
+  native->width = f->width;
+  native->channels = f->components;
+  native->dtype = GF_DTYPE_U8;
+  *out = *native;
+  if (opts->channels)
+    out->channels = opts->channels;
+  return 0;
+}
+
 /* ---- a folder, in parallel -------------------------------------------- */
 
 #define SCAN_BLOCK 512u
 #define SCAN_HEAD 4096u
 #define SCAN_MAX_CHUNKS 4096
+#define SCAN_MAX_SEGMENTS 4096 /* JPEG segments read past the first 4 KiB */
 
 typedef struct scan_part {
   uint64_t max_decoded, max_index, max_stored, max_native, counted, uncounted;
@@ -111,7 +182,32 @@ static int trns_after(int fd, uint64_t at, uint64_t size) {
   return 1;
 }
 
-/* One file: counts it in *pt when its header is a PNG within the limits. */
+/* A JPEG's shape from its frame header: in the first `got` bytes (head),
+ * else further on in the file (after a large EXIF APP1, say), a few bytes
+ * a segment, at most SCAN_MAX_SEGMENTS reads. */
+static int jpeg_shape(int fd, uint8_t *head, size_t got, uint64_t size,
+                      const gf_decode_opts *opts, gf_shape *out,
+                      gf_shape *native) {
+  uint64_t pos = 2, base = 0; /* after the SOI */
+  size_t have = got;
+  gf_jpeg_frame f;
+  for (int reads = 0;; reads++) {
+    int rc = gf_jpeg_header_scan(head, have, base, &pos, &f);
+    if (rc == 0)
+      return gf_jpeg_frame_shape(&f, opts, out, native);
+    if (rc < 0 || reads >= SCAN_MAX_SEGMENTS || pos >= size)
+      return GF_EDECODE;
+    /* Only the marker and the frame header's first bytes are needed. */
+    ssize_t n = pread(fd, head, 16, (off_t)pos);
+    if (n <= 0)
+      return GF_EDECODE;
+    base = pos;
+    have = (size_t)n;
+  }
+}
+
+/* One file: counts it in *pt when its header is a PNG or a JPEG within the
+ * limits. */
 static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   int fd;
   uint64_t size;
@@ -124,18 +220,22 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   uint8_t head[SCAN_HEAD];
   ssize_t got = pread(fd, head, sizeof head, 0);
   gf_shape out, native;
-  int trns;
-  uint64_t next;
   int rc = got < 0 ? GF_EDECODE
-                   : gf_png_header_shape(head, (size_t)got, j->opts, &out,
-                                         &native, &trns, &next);
-  if (rc == 0 && trns < 0 &&
-      trns_after(fd, next, size) == 1 &&
-      (native.channels == 1 || native.channels == 3) &&
-      head[25] != 4 && head[25] != 6) {
-    native.channels++;
-    if (!j->opts->channels)
-      out.channels++;
+                   : gf_source_file_codec(j->src, idx, head, (size_t)got);
+  if (rc == GF_CODEC_JPEG) {
+    rc = jpeg_shape(fd, head, (size_t)got, size, j->opts, &out, &native);
+  } else if (rc == GF_CODEC_PNG) {
+    int trns;
+    uint64_t next;
+    rc = gf_png_header_shape(head, (size_t)got, j->opts, &out, &native,
+                             &trns, &next);
+    if (rc == 0 && trns < 0 && trns_after(fd, next, size) == 1 &&
+        (native.channels == 1 || native.channels == 3) && head[25] != 4 &&
+        head[25] != 6) {
+      native.channels++;
+      if (!j->opts->channels)
+        out.channels++;
+    }
   }
   close(fd);
   if (rc < 0 || size > j->lim.max_bytes ||
@@ -193,9 +293,9 @@ static void merge(scan_part *a, const scan_part *b) {
 }
 
 /* The file idx whose header did not count, read whole and decoded as far
- * as its header by libpng, for the error that names it (the fail policy).
- * Returns that error, or 0 with *shape when libpng reads the header after
- * all. */
+ * as its header by its codec (libpng, libjpeg), for the error that names it
+ * (the fail policy). Returns that error, or 0 with *shape when the codec
+ * reads the header after all. */
 static int recheck(const gf_source *src, const gf_decode_opts *opts,
                    uint64_t idx, gf_shape *shape, uint64_t *size) {
   int fd;
@@ -222,8 +322,8 @@ static int recheck(const gf_source *src, const gf_decode_opts *opts,
   if (got != (ssize_t)*size)
     rc = gf_fail(got < 0 ? -errno : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
                  "cannot read the file");
-  else
-    rc = gf_decode_shape(GF_CODEC_PNG, buf, *size, NULL, opts, shape);
+  else if ((rc = gf_source_file_codec(src, idx, buf, *size)) >= 0)
+    rc = gf_decode_shape(rc, buf, *size, NULL, opts, shape);
   free(buf);
   return rc < 0 ? gf_fail_context(rc, name, idx, NULL) : 0;
 }
@@ -268,7 +368,7 @@ static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
   if (rc < 0) {
     free(t);
     return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot start the threads that read the PNG headers: %s",
+                   "cannot start the threads that read the image headers: %s",
                    strerror(-rc));
   }
   scan_part all = t[0].part;

@@ -1,6 +1,7 @@
 /* The largest sample of a source, for sizing a loader: a dataset's index
- * knows every shape; a PNG folder's files are sized from their headers
- * (the IHDR and the chunks before the image data), read in parallel. */
+ * knows every shape; an image folder's files are sized from their headers
+ * (a PNG's IHDR and the chunks before the image data, a JPEG's frame
+ * header), read in parallel. */
 #ifndef GF_PIPELINE_SOURCE_SHAPES_H
 #define GF_PIPELINE_SOURCE_SHAPES_H
 
@@ -52,5 +53,33 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
 int gf_png_header_shape(const uint8_t *p, size_t len,
                         const gf_decode_opts *opts, gf_shape *out,
                         gf_shape *native, int *has_trns, uint64_t *next);
+
+/* A JPEG's frame header (SOFn), as gf_jpeg_header_scan finds it. */
+typedef struct gf_jpeg_frame {
+  uint8_t marker;     /* 0xC0 .. 0xCF: the SOF's kind */
+  uint8_t precision;  /* bits a sample */
+  uint8_t components;
+  uint32_t height, width;
+} gf_jpeg_frame;
+
+/* Walks a JPEG's segments from the marker at file offset *pos (2: after
+ * the SOI) to its frame header, over the bytes p[0 .. len), which are the
+ * file's from offset `base` on. Returns 0 with *out (the SOF's fields; *pos
+ * at its marker), 1 when the bytes run out first (*pos: the file offset of
+ * the next marker, fill bytes skipped; read on from there with base =
+ * *pos), or GF_EDECODE when the bytes are not the segments of a JPEG
+ * before its frame (no marker where one must be, a scan or EOI first, a
+ * length below 2). Any thread. */
+int gf_jpeg_header_scan(const uint8_t *p, size_t len, uint64_t base,
+                        uint64_t *pos, gf_jpeg_frame *out);
+/* The decoded shape a frame header promises under opts (channels as opts
+ * asks, else 1 or 3: the image's own; dtype U8), *native without the
+ * channel conversion. Returns 0, or GF_EUNSUPPORTED for what is not sized
+ * from a header here (lossless or hierarchical frames, precision other
+ * than 8, component counts other than 1 and 3, a height of 0 left to a DNL
+ * marker): such a file does not count (see gf_source_extent_scan). Any
+ * thread. */
+int gf_jpeg_frame_shape(const gf_jpeg_frame *f, const gf_decode_opts *opts,
+                        gf_shape *out, gf_shape *native);
 
 #endif /* GF_PIPELINE_SOURCE_SHAPES_H */

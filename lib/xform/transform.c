@@ -362,6 +362,105 @@ void gf_xform_sample_init(const gf_transform *t, uint64_t epoch,
   s->flip = (uint8_t)win.flip;
 }
 
+void gf_xform_region_rect(const gf_transform *t, uint64_t epoch,
+                          uint64_t index, uint32_t h, uint32_t w,
+                          uint32_t *y, uint32_t *x, uint32_t *rh,
+                          uint32_t *rw, uint32_t *want_h, uint32_t *want_w) {
+  uint32_t oh = t->height ? t->height : h, ow = t->width ? t->width : w;
+  if (t->resize != GF_RESIZE_NONE) {
+    gf_xform_win win;
+    gf_xform_window(t, epoch, index, h, w, &win);
+    *y = (uint32_t)win.y;
+    *x = (uint32_t)win.x;
+    *rh = win.wh;
+    *rw = win.ww;
+    /* SHORTER_CENTER_CROP resamples the whole window to rs; the others to
+     * the output size. */
+    *want_h = win.rs_h;
+    *want_w = win.rs_w;
+    return;
+  }
+  int32_t cy, cx;
+  gf_xform_params(t, epoch, index, h, w, oh, ow, &cy, &cx, NULL);
+  int64_t c[2] = {cy, cx}, o[2] = {oh, ow}, s[2] = {h, w};
+  uint32_t lo[2], n[2];
+  for (int k = 0; k < 2; k++) {
+    int64_t a = c[k] < 0 ? 0 : c[k], b = c[k] + o[k];
+    if (b > s[k])
+      b = s[k];
+    if (a >= s[k]) /* wholly in the padding below: the last pixel */
+      a = s[k] - 1;
+    if (b <= a) /* wholly in the padding above, or the last pixel */
+      b = a + 1;
+    lo[k] = (uint32_t)a;
+    n[k] = (uint32_t)(b - a);
+  }
+  *y = lo[0];
+  *x = lo[1];
+  *rh = *want_h = n[0];
+  *rw = *want_w = n[1];
+}
+
+/* One axis of a scaled window (the header's "Decoded regions"): the
+ * full-scale start a and size n at scale 1/d, in a region [r0, r0 + rn)
+ * of the scaled image: its start in the region and its size. */
+static void scaled_axis(uint32_t a, uint32_t n, uint32_t d, uint32_t r0,
+                        uint32_t rn, int32_t *start, uint32_t *size) {
+  uint64_t lo = (2 * (uint64_t)a + d) / (2 * (uint64_t)d);
+  uint64_t hi = (2 * ((uint64_t)a + n) + d) / (2 * (uint64_t)d);
+  if (lo < r0)
+    lo = r0;
+  if (lo > (uint64_t)r0 + rn - 1)
+    lo = (uint64_t)r0 + rn - 1;
+  if (hi > (uint64_t)r0 + rn)
+    hi = (uint64_t)r0 + rn;
+  if (hi <= lo)
+    hi = lo + 1;
+  *start = (int32_t)(lo - r0);
+  *size = (uint32_t)(hi - lo);
+}
+
+void gf_xform_sample_init_region(const gf_transform *t, uint64_t epoch,
+                                 uint64_t sample_index, uint64_t src_offset,
+                                 const gf_shape *shape, uint32_t out_h,
+                                 uint32_t out_w, const gf_xform_region *r,
+                                 gf_xform_sample *s) {
+  if (!r || !r->denom) {
+    gf_xform_sample_init(t, epoch, sample_index, src_offset, shape, out_h,
+                         out_w, 0, s);
+    return;
+  }
+  memset(s, 0, sizeof *s);
+  s->src_offset = src_offset;
+  s->h = shape->height;
+  s->w = shape->width;
+  s->c = shape->channels;
+  uint32_t d = r->denom;
+  if (t->resize == GF_RESIZE_NONE) {
+    uint32_t flip;
+    int32_t cy, cx;
+    gf_xform_params(t, epoch, sample_index, r->full_h, r->full_w, out_h,
+                    out_w, &cy, &cx, &flip);
+    /* d is 1 here: the region's origin is in full-scale pixels. */
+    s->crop_y = (int32_t)((int64_t)cy - r->y0);
+    s->crop_x = (int32_t)((int64_t)cx - r->x0);
+    s->flip = (uint8_t)flip;
+    return;
+  }
+  gf_xform_win win;
+  gf_xform_window(t, epoch, sample_index, r->full_h, r->full_w, &win);
+  s->resize = (uint8_t)(t->resize | (t->no_antialias ? GF_XFORM_NO_AA : 0));
+  scaled_axis((uint32_t)win.y, win.wh, d, r->y0, s->h, &s->crop_y,
+              &s->win_h);
+  scaled_axis((uint32_t)win.x, win.ww, d, r->x0, s->w, &s->crop_x,
+              &s->win_w);
+  if (d > 1) {
+    s->geom_h = win.wh;
+    s->geom_w = win.ww;
+  }
+  s->flip = (uint8_t)win.flip;
+}
+
 /* Columns [0, *vw) and rows [0, *vh) of the source that a filtered sample's
  * window needs (the unfilter is a prefix sum from the top-left corner):
  * 0 x 0 when the window misses the image. */
@@ -424,11 +523,18 @@ int gf_xform_validate(const gf_xform_sample *samples, uint32_t n,
                      "batch sample %u: flip and filtered must be 0 or 1, "
                      "resize 0 or a mode (plus GF_XFORM_NO_AA), reserved0 0",
                      i);
-    if (!s->resize && (s->win_h || s->win_w))
+    if (!s->resize && (s->win_h || s->win_w || s->geom_h || s->geom_w))
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "batch sample %u: the window size must be 0 when it "
+                     "batch sample %u: the window sizes must be 0 when it "
                      "is not resized",
                      i);
+    if ((s->geom_h == 0) != (s->geom_w == 0) ||
+        s->geom_h > GF_XFORM_MAX_RESAMPLED ||
+        s->geom_w > GF_XFORM_MAX_RESAMPLED)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "batch sample %u: geom %ux%u must be 0x0 or both sides "
+                     "1..%u",
+                     i, s->geom_h, s->geom_w, GF_XFORM_MAX_RESAMPLED);
     if (s->resize &&
         (s->crop_y < 0 || s->crop_x < 0 || s->win_h < 1 || s->win_w < 1 ||
          (uint64_t)s->crop_y + s->win_h > s->h ||
@@ -686,10 +792,13 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
     uint32_t ky = 0, kx = 0, aa = !(s->resize & GF_XFORM_NO_AA);
     uint32_t rs_h = 0, rs_w = 0;
     int32_t off_y = 0, off_x = 0;
-    if (s->resize)
-      gf_xform_geom(s->resize, s->win_h, s->win_w, out_h, out_w,
+    if (s->resize) {
+      uint32_t gh, gw;
+      gf_xform_geom_size(s, &gh, &gw);
+      gf_xform_geom(s->resize, gh, gw, out_h, out_w,
                     gf_xform_resize_size(t, out_h), &rs_h, &rs_w, &off_y,
                     &off_x);
+    }
     if (s->filtered)
       filtered_extent(s, out_h, out_w, &v.vh, &v.vw);
     if (s->filtered && v.vh && v.vw)

@@ -85,6 +85,30 @@
  *   The libm functions exp, log and sqrt are the only non-IEEE-exact
  *   steps (glibc's are correctly rounded in practice).
  *
+ * Decoded regions (a JPEG decoded as only its window, gf_xform_region).
+ * The window is chosen from the full image's size as above, before the
+ * decode. The decoder gets the full-scale rectangle gf_xform_region_rect
+ * names and a scale 1/d (d in 1, 2, 4, 8; always 1 with DCT scaling off
+ * and without a resize mode) and returns rows [y0, y1) and columns
+ * [x0, x1) of the image scaled to ceil(h/d) x ceil(w/d), those that cover
+ * the rectangle. The sample's window in the region's coordinates is then,
+ * per axis (full-scale window start a, size n; region [y0, y1)):
+ *     lo = (2a + d) / (2d);  hi = (2(a + n) + d) / (2d)
+ * (a/d and (a + n)/d rounded half up; integer division), clamped into
+ * [y0, y1) with lo < hi; the window starts at lo - y0, its size is
+ * hi - lo. With d = 1 that is the window itself moved by the region's
+ * origin: the output is byte-identical to a full decode's. With d > 1,
+ * geom_h x geom_w is the full-scale window's size, so SHORTER_CENTER_CROP's
+ * resampled size and crop offsets follow from the full image and the eval
+ * crop stays centred where a full decode puts it (RANDOM_RESIZED_CROP and
+ * EXACT resample to the output size whatever the window). Flip is
+ * unchanged. The filter below then runs over the scaled window as over any
+ * window: the output differs from a full decode's by the scaled IDCT's own
+ * smoothing and the rounding of the window's edges to whole scaled pixels
+ * (at most d/2 source pixels; measured in docs/TRANSFORMS.md).
+ * GF_RESIZE_NONE: d = 1, the crop's top-left moved by the region's origin
+ * (negative where the crop pads).
+ *
  * Resampling (the same in gf_xform_ref and the kernel, in single
  * precision, no fused operations; the helpers below are compiled for
  * both). Per axis, window size in, resampled size out:
@@ -161,13 +185,20 @@ typedef struct gf_xform_sample {
                           0-1, plus GF_XFORM_NO_AA for plain bilinear */
   uint8_t reserved0;   /* zero */
   uint32_t win_h, win_w; /* resize: the source window's size (0 else) */
+  uint32_t geom_h, geom_w; /* resize: the window's size at the image's full
+                              scale when the bytes are a reduced-scale
+                              decode (a JPEG's DCT scaling, see "Decoded
+                              regions" above), which SHORTER_CENTER_CROP's
+                              resampled size and offsets follow from; 0 0:
+                              win_h x win_w (0 0 also without resize) */
 } gf_xform_sample;
 
 #define GF_XFORM_NO_AA 4u
 /* A resized sample's window is resampled to rs_h x rs_w and the output's
  * top-left is (off_y, off_x) in it: gf_xform_geom below, from the mode,
- * the window, the output size and (SHORTER_CENTER_CROP) the resolved
- * shorter side S (gf_xform_resize_size), so a sample stays 40 bytes. */
+ * the window's size (geom_h x geom_w when set: gf_xform_geom_size), the
+ * output size and (SHORTER_CENTER_CROP) the resolved shorter side S
+ * (gf_xform_resize_size), so a sample stays 48 bytes. */
 
 /* A sample's window, from gf_xform_window (see the header comment). For
  * GF_RESIZE_NONE: the crop window (y, x may be negative, the window may
@@ -224,6 +255,41 @@ void gf_xform_params(const gf_transform *t, uint64_t epoch,
 void gf_xform_window(const gf_transform *t, uint64_t epoch, uint64_t index,
                      uint32_t h, uint32_t w, gf_xform_win *out);
 
+/* A sample decoded as a region of its image (a JPEG's window, possibly at
+ * a reduced DCT scale; see "Decoded regions" in the header comment): the
+ * image's full size, the scale 1/denom, and the region's top-left in the
+ * scaled image (the decoder's y0, x0). denom 0: not a region (the sample
+ * is its whole image at full scale). */
+typedef struct gf_xform_region {
+  uint32_t full_h, full_w;
+  uint32_t denom; /* 1, 2, 4 or 8; 0: none */
+  uint32_t y0, x0;
+} gf_xform_region;
+
+/* The full-scale rectangle of an h x w image that a sample needs decoded
+ * under t (checked, height/width set) in epoch `epoch`: the window of
+ * gf_xform_window (resize modes), or the crop window's part inside the
+ * image (GF_RESIZE_NONE; at least 1 x 1: a window wholly in the padding
+ * keeps the nearest pixel). *y, *x, *rh, *rw: the rectangle; *want_h,
+ * *want_w: the smallest size it may be scaled down to without resampling
+ * up (the output size; SHORTER_CENTER_CROP: the resampled whole image,
+ * rs_h x rs_w; GF_RESIZE_NONE: the rectangle itself, so no scaling). */
+void gf_xform_region_rect(const gf_transform *t, uint64_t epoch,
+                          uint64_t index, uint32_t h, uint32_t w,
+                          uint32_t *y, uint32_t *x, uint32_t *rh,
+                          uint32_t *rw, uint32_t *want_h, uint32_t *want_w);
+
+/* gf_xform_sample_init for a sample whose bytes (shape: the decoded
+ * region, HWC) are region *r of its image: the window (and flip) is taken
+ * from the full image (r->full_h x r->full_w) as gf_xform_sample_init
+ * would, then expressed in the region's coordinates ("Decoded regions" in
+ * the header comment). r->denom 0 is gf_xform_sample_init itself. */
+void gf_xform_sample_init_region(const gf_transform *t, uint64_t epoch,
+                                 uint64_t sample_index, uint64_t src_offset,
+                                 const gf_shape *shape, uint32_t out_h,
+                                 uint32_t out_w, const gf_xform_region *r,
+                                 gf_xform_sample *s);
+
 /* SHORTER_CENTER_CROP's shorter side for output height out_h:
  * t->resize_size, or (256 * out_h + 112) / 224 when 0 (clamped to 2^24);
  * 0 for the other modes. */
@@ -241,7 +307,9 @@ void gf_xform_sample_init(const gf_transform *t, uint64_t epoch,
 /* Checks samples[0..n) against a source of src_len bytes and the output
  * shape before anything reads them: 1 <= h, w <= GF_XFORM_MAX_DIM, c ==
  * out_c (1..4), each sample's h*w*c bytes inside the source, |crop| <=
- * GF_XFORM_MAX_CROP, flip and filtered 0 or 1, reserved zero; the output
+ * GF_XFORM_MAX_CROP, flip and filtered 0 or 1, reserved zero, geom_h and
+ * geom_w both 0 or (resized samples only) both 1..GF_XFORM_MAX_RESAMPLED;
+ * the output
  * sides within GF_XFORM_MAX_DIM and a sample's output under
  * GF_XFORM_MAX_SAMPLE_ELEMS elements. With GF_XFORM_FOR_GPU, a filtered
  * sample must also fit GF_XFORM_GPU_FILTERED_ROW. Returns 0, GF_ESHAPE
@@ -387,6 +455,15 @@ static inline GF_XFORM_HD void gf_xform_geom(uint32_t resize, uint32_t wh,
   *rs_w = r[1];
   *off_y = off[0];
   *off_x = off[1];
+}
+
+/* The window size a resized sample's geometry follows from: geom_h x
+ * geom_w when set (a reduced-scale decode), else win_h x win_w. */
+static inline GF_XFORM_HD void gf_xform_geom_size(const gf_xform_sample *s,
+                                                  uint32_t *gh,
+                                                  uint32_t *gw) {
+  *gh = s->geom_h ? s->geom_h : s->win_h;
+  *gw = s->geom_w ? s->geom_w : s->win_w;
 }
 
 /* IEEE binary32 (as its bits) to binary16 bits, round to nearest even:
