@@ -61,8 +61,8 @@ usage "unexpected argument 'c' for build" build a b c
 usage "unexpected argument 'e' for inspect" inspect d e
 usage "option '--threads' needs a value" build a b --threads
 usage "option '--force' takes no value" build a b --force=yes
-usage "invalid value 'jpeg' for --codec (expected png, raw, zstd or gradzstd)" \
-  build a b --codec jpeg
+usage "invalid value 'webp' for --codec (expected png, jpeg, raw, zstd or gradzstd)" \
+  build a b --codec webp
 usage "invalid value '0' for --threads" build a b --threads 0
 usage "invalid value 'x' for --threads" verify d --threads x
 usage "invalid value '-1' for --threads" verify d --threads -1
@@ -79,7 +79,12 @@ usage "invalid value '12x' for --size" synth o --count 5 --size 12x
 usage "invalid value '23' for --level" build a b --level 23
 usage "--level applies to the zstd and gradzstd codecs only" \
   build a b --codec png --level 3
-usage "--channels cannot convert png samples" build a b --codec png --channels 3
+usage "--channels cannot convert png or jpeg samples" build a b --codec png --channels 3
+usage "--channels cannot convert png or jpeg samples" build a b --codec jpeg --channels 3
+usage "--level applies to the zstd and gradzstd codecs only" \
+  build a b --codec jpeg --level 3
+usage "invalid value 'maybe' for --jpeg-scale (expected on or off)" \
+  bench d --jpeg-scale maybe
 
 # Values that parse: the command then fails on the missing source (exit 1),
 # not on its arguments.

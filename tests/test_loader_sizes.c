@@ -308,7 +308,7 @@ static void mixed(const char *tmp) {
   printf("%s", plan);
   CHECK(strstr(plan, "staging place: 6,400 B") != NULL);
   CHECK(strstr(plan, "c/07.png") != NULL);
-  CHECK(strstr(plan, "PNG headers of 11 files (0 did not count") != NULL);
+  CHECK(strstr(plan, "image headers of 11 files (0 did not count") != NULL);
   cfg.max_sample_bytes = 6399;
   gf_loader *l = NULL;
   CHECK_ERR(gf_loader_create(&cfg, &l), -EINVAL);
@@ -447,7 +447,7 @@ static void uncounted(const char *tmp) {
   char plan[4096];
   CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
   CHECK(strstr(plan, "staging place: 240 B") != NULL);
-  CHECK(strstr(plan, "PNG headers of 5 files (2 did not count") != NULL);
+  CHECK(strstr(plan, "image headers of 5 files (2 did not count") != NULL);
   gf_loader *l = NULL;
   CHECK_OK(gf_loader_create(&cfg, &l));
   int delivered = 0;

@@ -1,10 +1,13 @@
 /* Versioned structs: every struct of the API is accepted only at a size a
- * header has published for it (today exactly its version-1 sizeof); 4, 8,
- * one byte short and 8 bytes long are refused with -EINVAL naming the
- * struct and the size accepted, before anything else is read. */
+ * header has published for it (its version-1 sizeof; gf_loader_stats, at
+ * version 2, also version 1's size, and nothing is written past the size
+ * given); 4, 8, one byte short and 8 bytes long are refused with -EINVAL
+ * naming the struct and the sizes accepted, before anything else is
+ * read. */
 #include "loader_fixture.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,17 +19,26 @@ static void bad_sizes(uint32_t v1, uint32_t out[4]) {
   out[3] = v1 + 8;
 }
 
-/* rc is the refusal of `name` at size `given`, naming both and v1. */
-static void refused(int rc, const char *name, uint32_t given, uint32_t v1) {
+/* rc is the refusal of `name` at size `given`, naming both and the sizes
+ * accepted: v1 (version 1), and v2 (version 2) when not 0. */
+static void refused2(int rc, const char *name, uint32_t given, uint32_t v1,
+                     uint32_t v2) {
   CHECK_ERR(rc, -EINVAL);
   const char *m = gf_last_error()->message;
-  char g[48], a[48];
+  char g[48], a[96];
   snprintf(g, sizeof g, "struct_size %u ", given);
-  snprintf(a, sizeof a, "accepted: %u (version 1)", v1);
+  if (v2)
+    snprintf(a, sizeof a, "accepted: %u (version 1), %u (version 2)", v1, v2);
+  else
+    snprintf(a, sizeof a, "accepted: %u (version 1)", v1);
   if (!strstr(m, name) || !strstr(m, g) || !strstr(m, a)) {
     printf("unclear refusal of %s at %u: %s\n", name, given, m);
     gf_test_failures++;
   }
+}
+
+static void refused(int rc, const char *name, uint32_t given, uint32_t v1) {
+  refused2(rc, name, given, v1, 0);
 }
 
 int main(void) {
@@ -60,19 +72,31 @@ int main(void) {
   if (!l)
     return gf_test_finish();
 
-  /* gf_loader_stats: refused, and nothing written past the size field. */
-  v1 = sizeof(gf_loader_stats);
-  bad_sizes(v1, bad);
-  for (int i = 0; i < 4; i++) {
+  /* gf_loader_stats, at version 2 (the JPEG counters): other sizes
+   * refused, nothing written past the size field; version 1's size
+   * accepted, nothing written past it. */
+  v1 = offsetof(gf_loader_stats, jpeg_decoded);
+  uint32_t v2 = sizeof(gf_loader_stats);
+  uint32_t bad_stats[5] = {4, 8, v1 - 1, v1 + 8, v2 + 8};
+  for (int i = 0; i < 5; i++) {
     gf_loader_stats st;
     memset(&st, 0xee, sizeof st);
-    st.struct_size = bad[i];
-    refused(gf_loader_stats_get(l, &st), "gf_loader_stats", bad[i], v1);
+    st.struct_size = bad_stats[i];
+    refused2(gf_loader_stats_get(l, &st), "gf_loader_stats", bad_stats[i],
+             v1, v2);
     CHECK(st.threads == 0xeeeeeeeeu);
   }
-  gf_loader_stats st = {.struct_size = v1};
+  gf_loader_stats st;
+  memset(&st, 0xee, sizeof st);
+  st.struct_size = v1;
   CHECK_OK(gf_loader_stats_get(l, &st));
   CHECK(st.threads == 1);
+  CHECK(st.jpeg_decoded[0] == 0xeeeeeeeeeeeeeeeeull &&
+        st.jpeg_pixels_full == 0xeeeeeeeeeeeeeeeeull);
+  st.struct_size = v2;
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  CHECK(st.threads == 1 && st.jpeg_decoded[0] == 0 &&
+        st.jpeg_pixels_full == 0);
   gf_loader_destroy(l);
 
   /* gf_decode_opts. */

@@ -104,8 +104,9 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
     put(s, ": %s", p->largest_name);
   put(s, "\n");
   if (p->headers_counted || p->headers_uncounted)
-    put(s, "sizing  from the PNG headers of %s files (%s did not count: not "
-           "a PNG, unreadable or beyond the limits; they fail when loaded)\n",
+    put(s, "sizing  from the image headers of %s files (%s did not count: "
+           "not a PNG or JPEG, unreadable or beyond the limits; they fail "
+           "when loaded)\n",
         grouped(p->headers_counted + p->headers_uncounted, a),
         grouped(p->headers_uncounted, b));
   if (!p->out_sample_bytes)

@@ -86,7 +86,8 @@ def _resolve_device(device, local_rank):
 
 
 class Loader:
-    """Batches of a dataset folder (``gpufeed build``) or a PNG folder, one
+    """Batches of a dataset folder (``gpufeed build``) or a folder of PNG
+    and JPEG files, one
     rank's share, epoch after epoch; see the package documentation for
     every argument. Iterating yields ``(images, labels)`` torch tensors
     (on the device, ready on torch's current stream; CPU tensors in host
@@ -99,7 +100,8 @@ class Loader:
                  on_error="fail", channels=0, keep_16bit=False, io="auto",
                  io_queue_depth=0, io_direct=False, block_size=0,
                  max_sample_bytes=0, limits=None, staging_slots=0,
-                 device_pool_bytes=0, trace_events=0, cache_direct=True):
+                 device_pool_bytes=0, trace_events=0, cache_direct=True,
+                 jpeg_scale=True):
         self._core = None
         source = os.fspath(source)
         if not isinstance(source, str):
@@ -147,6 +149,7 @@ class Loader:
                                              "device_pool_bytes"),
             "trace_events": _uint(trace_events, "trace_events"),
             "cache_direct": 0 if cache_direct else 1,
+            "jpeg_scale": 0 if jpeg_scale else 1,
         }
         if labels_file is not None:
             cfg["labels_file"] = os.fsdecode(os.fspath(labels_file))

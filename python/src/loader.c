@@ -313,6 +313,20 @@ static int put_str(PyObject *d, const char *k, const char *s, size_t cap) {
   Py_XDECREF(x);
   return rc;
 }
+/* n counters as a list. */
+static int put_u64s(PyObject *d, const char *k, const uint64_t *v, size_t n) {
+  PyObject *x = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; x && i < n; i++) {
+    PyObject *e = PyLong_FromUnsignedLongLong(v[i]);
+    if (!e || PyList_SetItem(x, (Py_ssize_t)i, e) < 0) { /* steals e */
+      Py_CLEAR(x);
+      break;
+    }
+  }
+  int rc = x ? PyDict_SetItemString(d, k, x) : -1;
+  Py_XDECREF(x);
+  return rc;
+}
 static int put_stage(PyObject *d, const char *k, const gf_stage_stats *s) {
   PyObject *x = PyDict_New();
   int rc = x && put_u64(x, "samples", s->samples) == 0 &&
@@ -353,7 +367,9 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
       U_(device_pool_in_use) || U_(device_pool_peak) ||
       U_(device_pool_reserved) || S_(tuning) || U_(trace_recorded) ||
       U_(trace_dropped) || U_(cache_direct) || U_(cache_pinned_bytes) ||
-      U_(cache_pin_failures)) {
+      U_(cache_pin_failures) || put_u64s(d, "jpeg_decoded", st.jpeg_decoded,
+                                         4) < 0 ||
+      U_(jpeg_pixels_decoded) || U_(jpeg_pixels_full)) {
     Py_DECREF(d);
     return NULL;
   }
