@@ -4,9 +4,15 @@
 # jpeg codec. Fixtures from jpeg_fixture.c (the library's own encoders).
 add_library(gpufeed_jpeg_fixture STATIC ${CMAKE_CURRENT_LIST_DIR}/jpeg_fixture.c)
 target_link_libraries(gpufeed_jpeg_fixture PUBLIC gpufeed_testutil)
-foreach(t window folder)
+foreach(t window folder determinism)
   gpufeed_add_test(test_loader_jpeg_${t}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_jpeg_${t}.c
     LABELS threaded loader jpeg TIMEOUT 600)
   target_link_libraries(test_loader_jpeg_${t} PRIVATE gpufeed_jpeg_fixture)
 endforeach()
+# The builder's jpeg codec and JPEG sources, through the CLI.
+gpufeed_add_test(test_build_jpeg
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_build_jpeg.c
+  LABELS cli jpeg TIMEOUT 300)
+target_link_libraries(test_build_jpeg PRIVATE gpufeed_jpeg_fixture)
+add_dependencies(test_build_jpeg gpufeed_cli)
