@@ -25,5 +25,7 @@ gpufeed_add_script_test(cli_bench_small SCRIPT cli_bench_small.sh TIMEOUT 60 LAB
 gpufeed_add_script_test(cli_build_sources SCRIPT cli_build_sources.sh TIMEOUT 120 LABELS cli)
 # `synth --sizes` and inspect's size histogram.
 gpufeed_add_script_test(cli_sizes SCRIPT cli_sizes.sh TIMEOUT 60 LABELS cli)
+# `synth --format jpeg --quality Q`.
+gpufeed_add_script_test(cli_synth_jpeg SCRIPT cli_synth_jpeg.sh TIMEOUT 60 LABELS cli jpeg)
 # bench --rrc / --eval-crop / --resize / --mean / --std.
 gpufeed_add_script_test(cli_bench_resize SCRIPT cli_bench_resize.sh TIMEOUT 60 LABELS cli)

@@ -19,9 +19,12 @@ enum {
   GFC_EXIT_INTERRUPTED = 130 /* 128 + SIGINT, as shells report it */
 };
 
+enum { GFC_SYNTH_PNG = 0, GFC_SYNTH_JPEG = 1 };
 typedef struct gfc_synth_opts {
   const char *out;
-  const char *from; /* folder of PNG photos to crop, or NULL */
+  const char *from; /* folder of PNG or JPEG photos to crop, or NULL */
+  int format;       /* GFC_SYNTH_PNG or GFC_SYNTH_JPEG */
+  int quality;      /* JPEG quality 1-100 */
   uint64_t count;
   uint32_t height;
   uint32_t width;

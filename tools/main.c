@@ -16,7 +16,8 @@ static const char main_usage[] =
     "       gpufeed --help | --version\n"
     "\n"
     "Keeps GPUs fed with training data. Commands:\n"
-    "  synth    write a folder of synthetic (or photo-crop) PNG images\n"
+    "  synth    write a folder of synthetic (or photo-crop) PNG or JPEG\n"
+    "           images\n"
     "  build    build a dataset (index + shards) from a folder of PNG/JPEG\n"
     "           images\n"
     "  inspect  show what a dataset holds\n"
@@ -33,7 +34,8 @@ static const char synth_usage[] =
     "Usage: gpufeed synth OUT --count N [OPTIONS]\n"
     "\n"
     "Writes an ImageFolder tree OUT/class_000/img_000000.png ... of N RGB\n"
-    "PNG images that compress like photos (smooth fields plus noise).\n"
+    "PNG images (or .jpg JPEG images, --format jpeg) that compress like\n"
+    "photos (smooth fields plus noise).\n"
     "Image i goes to class i mod K. The output depends only on the options,\n"
     "not on the thread count.\n"
     "\n"
@@ -47,7 +49,11 @@ static const char synth_usage[] =
     "  --classes K      number of classes (default 10, or one per photo\n"
     "                   with --from)\n"
     "  --seed S         seed of the generator (default 1)\n"
-    "  --from DIR       take random HxW crops of the PNG photos in DIR\n"
+    "  --format F       png (default) or jpeg: baseline JPEG, 4:2:0, files\n"
+    "                   img_NNNNNN.jpg\n"
+    "  --quality Q      JPEG quality 1-100 (default 90; --format jpeg only)\n"
+    "  --from DIR       take random HxW crops of the PNG and JPEG photos in\n"
+    "                   DIR (.png, .jpg, .jpeg)\n"
     "                   (image i crops photo i mod P; class = photo index\n"
     "                   mod K); every photo must be at least HxW (HIxHI\n"
     "                   with --sizes)\n"
@@ -473,8 +479,9 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  bool have_count = false, have_size = false;
-  *o = (gfc_synth_opts){.height = 64, .width = 64, .seed = 1};
+  bool have_count = false, have_size = false, have_quality = false;
+  *o = (gfc_synth_opts){
+      .height = 64, .width = 64, .seed = 1, .quality = 90};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
       continue;
@@ -490,6 +497,16 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
       o->classes = (uint32_t)parse_u64(a, "--classes", v, 1, 1000);
     } else if (opt(a, "--seed", &v)) {
       o->seed = parse_u64(a, "--seed", v, 0, UINT64_MAX);
+    } else if (opt(a, "--format", &v)) {
+      if (v && strcmp(v, "png") == 0)
+        o->format = GFC_SYNTH_PNG;
+      else if (v && strcmp(v, "jpeg") == 0)
+        o->format = GFC_SYNTH_JPEG;
+      else
+        bad_value(a, "--format", v, "png or jpeg");
+    } else if (opt(a, "--quality", &v)) {
+      o->quality = (int)parse_u64(a, "--quality", v, 1, 100);
+      have_quality = true;
     } else if (opt(a, "--from", &v)) {
       o->from = v;
     } else if (opt(a, "--threads", &v)) {
@@ -510,6 +527,8 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
     usage_error(a, "synth needs --count N");
   else if (have_size && o->size_lo)
     usage_error(a, "--size and --sizes exclude each other");
+  else if (have_quality && o->format != GFC_SYNTH_JPEG)
+    usage_error(a, "--quality applies to --format jpeg only");
   if (o->size_lo) {
     o->height = o->size_hi; /* the largest image: buffers, photo check */
     o->width = o->size_hi;

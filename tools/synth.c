@@ -1,8 +1,8 @@
-/* gpufeed synth: writes an ImageFolder tree of PNG images for tests and
- * benchmarks, either generated (smooth fields plus noise, so PNG and zstd
- * compress them about as well as photos) or cropped from real photos. Each
- * image depends only on (seed, index), so any thread count gives the same
- * files. */
+/* gpufeed synth: writes an ImageFolder tree of PNG or JPEG images for
+ * tests and benchmarks, either generated (smooth fields plus noise, so PNG
+ * and zstd compress them about as well as photos) or cropped from real
+ * photos (PNG or JPEG). Each image depends only on (seed, index), so any
+ * thread count gives the same files. */
 #include "cli.h"
 
 #include "common/common.h"
@@ -209,20 +209,23 @@ static void *synth_worker(void *arg) {
       rc = generate(px, shape.height, shape.width, seed);
       cls = (uint32_t)(i % j->classes);
     }
-    void *png = NULL;
+    void *file = NULL;
     size_t len = 0;
+    bool jpeg = o->format == GFC_SYNTH_JPEG;
     /* zlib level 3: on 256x256 photo crops it gives files as small as
      * libpng's default (6) at 2.5x its speed. */
     if (rc == 0)
-      rc = gf_png_encode(px, &shape, 3, &png, &len);
+      rc = jpeg ? gf_jpeg_encode(px, &shape, o->quality, &file, &len)
+                : gf_png_encode(px, &shape, 3, &file, &len);
     if (rc == 0) {
       snprintf(dir, sizeof dir, "class_%03u", cls);
-      snprintf(name, sizeof name, "img_%06llu.png", (unsigned long long)i);
+      snprintf(name, sizeof name, "img_%06llu.%s", (unsigned long long)i,
+               jpeg ? "jpg" : "png");
       char *cdir = gfc_path_join(o->out, dir);
-      rc = cdir ? gfc_write_file_atomic(cdir, name, png, len) : -ENOMEM;
+      rc = cdir ? gfc_write_file_atomic(cdir, name, file, len) : -ENOMEM;
       free(cdir);
     }
-    free(png);
+    free(file);
     if (rc != 0) {
       record_error(j, rc);
       break;
@@ -234,9 +237,15 @@ static void *synth_worker(void *arg) {
   return NULL;
 }
 
-static bool has_png_ext(const char *n) {
+/* The codec of a photo file by its name: PNG, JPEG, or -1 (not a photo). */
+static int photo_codec(const char *n) {
   size_t l = strlen(n);
-  return l > 4 && strcasecmp(n + l - 4, ".png") == 0;
+  if (l > 4 && strcasecmp(n + l - 4, ".png") == 0)
+    return GF_CODEC_PNG;
+  if ((l > 4 && strcasecmp(n + l - 4, ".jpg") == 0) ||
+      (l > 5 && strcasecmp(n + l - 5, ".jpeg") == 0))
+    return GF_CODEC_JPEG;
+  return -1;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -251,7 +260,8 @@ static void free_photos(photo *ph, uint32_t n) {
   free(ph);
 }
 
-/* Loads every *.png of dir (sorted by name) as RGB 8-bit. */
+/* Loads every *.png, *.jpg and *.jpeg of dir (sorted by name) as RGB
+ * 8-bit. */
 static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
   *out = NULL;
   *n = 0;
@@ -264,7 +274,7 @@ static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
   int rc = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    if (de->d_name[0] == '.' || !has_png_ext(de->d_name))
+    if (de->d_name[0] == '.' || photo_codec(de->d_name) < 0)
       continue;
     if (cnt == MAX_PHOTOS) {
       rc = gf_fail(GF_ELIMIT, o->from, GF_NO_INDEX, GF_NO_INDEX,
@@ -289,7 +299,7 @@ static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
   closedir(d);
   if (rc == 0 && cnt == 0)
     rc = gf_fail(GF_EBADSOURCE, o->from, GF_NO_INDEX, GF_NO_INDEX,
-                 "no .png files in the photo folder");
+                 "no .png, .jpg or .jpeg files in the photo folder");
   photo *ph = NULL;
   if (rc == 0 && !(ph = calloc(cnt, sizeof *ph)))
     rc = -ENOMEM;
@@ -307,8 +317,9 @@ static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
     gf_shape sh;
     rc = path ? gfc_read_file(path, GF_LIMIT_DEFAULT_BYTES, &data, &len)
               : -ENOMEM;
+    int codec = photo_codec(ph[i].name);
     if (rc == 0)
-      rc = gf_png_shape(data, len, &dopts, &sh);
+      rc = gf_decode_shape(codec, data, len, NULL, &dopts, &sh);
     uint64_t bytes = rc == 0 ? gf_shape_bytes(&sh) : 0;
     if (rc == 0 && (total += bytes) > MAX_PHOTO_BYTES)
       rc = gf_fail(GF_ELIMIT, path, GF_NO_INDEX, GF_NO_INDEX,
@@ -317,7 +328,7 @@ static int load_photos(const gfc_synth_opts *o, photo **out, uint32_t *n) {
     if (rc == 0 && !(ph[i].px = malloc(bytes)))
       rc = -ENOMEM;
     if (rc == 0)
-      rc = gf_png_decode(data, len, &dopts, ph[i].px, bytes, &sh);
+      rc = gf_decode(codec, data, len, NULL, &dopts, ph[i].px, bytes, &sh);
     /* --sizes: a photo serves the crops it can hold (pick_photo), so
      * each must hold the smallest; fixed size: every crop. */
     uint32_t need_h = o->size_lo ? o->size_lo : o->height;
@@ -471,9 +482,10 @@ int gfc_synth(const gfc_synth_opts *o) {
     else
       snprintf(size, sizeof size, "%ux%u", o->height, o->width);
     printf("synth: wrote %llu %s RGB images in %u classes to %s "
-           "(%s of PNG%s%s) in %.2f s, %.0f images/s, %u threads\n",
+           "(%s of %s%s%s) in %.2f s, %.0f images/s, %u threads\n",
            (unsigned long long)o->count, size, (unsigned)used,
            o->out, gfc_fmt_bytes(atomic_load(&j.bytes), b, sizeof b),
+           o->format == GFC_SYNTH_JPEG ? "JPEG" : "PNG",
            o->from ? ", crops of the photos in " : "", o->from ? o->from : "",
            el, el > 0 ? (double)o->count / el : 0.0, nt);
   }

@@ -237,7 +237,8 @@ int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_encode does not produce %s (the builder stores "
                    "source %s files as they are)",
-                   gf_codec_name(codec), codec == GF_CODEC_PNG ? "PNG" : "JPEG");
+                   gf_codec_name(codec),
+                   codec == GF_CODEC_PNG ? "PNG" : "JPEG");
   uint64_t n64 = gf_shape_bytes(shape);
   if (!n64 || n64 > SIZE_MAX)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,

@@ -32,22 +32,24 @@ int gf_png_encode(const void *pixels, const gf_shape *shape, int level,
 
 /* JPEG (jpeg.c, the only includer of jpeglib.h), decoded by libjpeg-turbo
  * (8-bit samples, libjpeg's default islow IDCT and fancy upsampling, so a
- * full decode equals djpeg's). Output: the image's own channels (1 for
- * gray, 3 for YCbCr or RGB), converted to opts->channels by
- * gf_convert_pixels' rules; dtype always U8 (keep_16bit does not apply).
- * Baseline, extended, progressive and arithmetic-coded files are decoded.
- * Refused with GF_EUNSUPPORTED and the reason: 12-bit (and any non-8-bit)
- * JPEGs, lossless JPEGs, CMYK/YCCK and other colour spaces (no colour
- * management here: converting CMYK to RGB needs the profile to be right).
- * The EXIF orientation is ignored, as torchvision's decode_jpeg does by
- * default: pixels come in stored order. Every libjpeg warning (premature
- * end of data, corrupt Huffman data, extraneous bytes) is an error
- * (GF_EDECODE with libjpeg's words): no pixels are delivered as good from
- * a damaged file. The dimensions meet opts->limits before
- * jpeg_start_decompress allocates anything, and libjpeg's own memory is
- * bounded by 2 x limits.max_bytes + 16 MiB (a progressive or multi-scan
- * file buffers its whole coefficient image, 2 bytes a sample): beyond it
- * the decode fails with GF_ELIMIT. */
+ * full decode equals djpeg's; block smoothing off, which changes only a
+ * progressive file that ends before its last refinement scan). Output: the
+ * image's own channels (1 for gray, 3 for YCbCr or RGB), converted to
+ * opts->channels by gf_convert_pixels' rules; dtype always U8 (keep_16bit
+ * does not apply). Baseline, extended, progressive and arithmetic-coded
+ * files are decoded. Refused with GF_EUNSUPPORTED and the reason: 12-bit
+ * (and any non-8-bit) JPEGs, lossless JPEGs, CMYK/YCCK and other colour
+ * spaces (no colour management here: converting CMYK to RGB needs the
+ * profile to be right). The EXIF orientation is ignored, as torchvision's
+ * decode_jpeg does by default: pixels come in stored order. Every libjpeg
+ * warning (premature end of data, corrupt Huffman data, extraneous bytes) is
+ * an error (GF_EDECODE with libjpeg's words): no pixels are delivered as
+ * good from a damaged file. (One is let through: an unknown JFIF revision
+ * number, which says nothing about the pixels.) The dimensions meet
+ * opts->limits before jpeg_start_decompress allocates anything, and
+ * libjpeg's own memory is bounded by 2 x limits.max_bytes + 16 MiB (a
+ * progressive or multi-scan file buffers its whole coefficient image, 2
+ * bytes a sample): beyond it the decode fails with GF_ELIMIT. */
 
 /* Shape the JPEG decodes to under opts (NULL: defaults), from its header
  * only. Returns 0, GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED or -EINVAL. */
@@ -99,12 +101,14 @@ int gf_jpeg_encode(const void *pixels, const gf_shape *shape, int quality,
                    void **dst, size_t *dst_len);
 
 /* What gf_jpeg_encode_ex can vary, for the tests (the defaults of
- * gf_jpeg_encode are {GF_JPEG_420, false, false}). */
+ * gf_jpeg_encode are {GF_JPEG_420, false, false, 0}). */
 enum { GF_JPEG_420 = 0, GF_JPEG_422 = 1, GF_JPEG_444 = 2 };
 typedef struct gf_jpeg_enc_opts {
   int subsampling;  /* GF_JPEG_420/422/444, for RGB input */
   bool progressive; /* libjpeg's simple progression script */
   bool arithmetic;  /* arithmetic coding instead of Huffman */
+  int cmyk;         /* 1: 4-channel input stored as CMYK, 2: as YCCK (files
+                       the decoder refuses); 0: alpha dropped */
 } gf_jpeg_enc_opts;
 int gf_jpeg_encode_ex(const void *pixels, const gf_shape *shape, int quality,
                       const gf_jpeg_enc_opts *eo, void **dst, size_t *dst_len);

@@ -180,11 +180,14 @@ static int job_header(jpeg_job *j) {
                    "%d-bit JPEG is not supported: only 8-bit JPEGs are "
                    "decoded",
                    d->data_precision);
-  /* Exactly what a full decode gives, whichever libjpeg defaults: the
-   * islow IDCT and fancy upsampling (the reference decoder's output). */
+  /* The islow IDCT and fancy upsampling, whatever libjpeg's defaults: the
+   * reference decoder's output. Block smoothing off: it only changes a
+   * progressive file that ends before its last refinement scan, and
+   * libjpeg-turbo 2.1 smooths a cropped window differently from the whole
+   * image (a window would not equal its rectangle of the full decode). */
   d->dct_method = JDCT_ISLOW;
   d->do_fancy_upsampling = TRUE;
-  d->do_block_smoothing = TRUE;
+  d->do_block_smoothing = FALSE;
   d->quantize_colors = FALSE;
   j->native = (gf_shape){d->image_height, d->image_width, ch, GF_DTYPE_U8};
   j->out = j->native;
@@ -455,15 +458,18 @@ static int wjob_run(jpeg_wjob *j, const uint8_t *px, const gf_shape *s,
   j->sink.pub.empty_output_buffer = sink_grow;
   j->sink.pub.term_destination = sink_term;
   c->dest = &j->sink.pub;
-  uint32_t jc = s->channels >= 3 ? 3 : 1; /* alpha dropped */
+  bool cmyk = eo->cmyk && s->channels == 4;
+  uint32_t jc = cmyk ? 4 : s->channels >= 3 ? 3 : 1; /* alpha dropped */
   c->image_width = s->width;
   c->image_height = s->height;
   c->input_components = (int)jc;
-  c->in_color_space = jc == 3 ? JCS_RGB : JCS_GRAYSCALE;
+  c->in_color_space = cmyk ? JCS_CMYK : jc == 3 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(c);
+  if (cmyk)
+    jpeg_set_colorspace(c, eo->cmyk == 2 ? JCS_YCCK : JCS_CMYK);
   jpeg_set_quality(c, quality, TRUE);
   c->dct_method = JDCT_ISLOW;
-  if (jc == 3) {
+  if (jc == 3 && !cmyk) {
     /* Luma's factors; chroma stays 1x1. */
     static const int hv[3][2] = {{2, 2}, {2, 1}, {1, 1}};
     c->comp_info[0].h_samp_factor = hv[eo->subsampling][0];
@@ -496,7 +502,7 @@ int gf_jpeg_encode_ex(const void *pixels, const gf_shape *shape, int quality,
                    "gf_jpeg_encode: NULL argument");
   *dst = NULL;
   *dst_len = 0;
-  static const gf_jpeg_enc_opts defaults = {GF_JPEG_420, false, false};
+  static const gf_jpeg_enc_opts defaults = {GF_JPEG_420, false, false, 0};
   if (!eo)
     eo = &defaults;
   if (!gf_shape_bytes(shape) || shape->dtype != GF_DTYPE_U8 ||

@@ -232,6 +232,54 @@ static void png_seeds(const char *suite) {
   }
 }
 
+/* ---- fuzz_jpeg ------------------------------------------------------------- */
+
+/* JPEGs from gf_jpeg_encode_ex: gray and RGB, every subsampling,
+ * progressive and arithmetic-coded, sizes that do and do not fill whole
+ * MCUs, each with window parameters of its own. */
+static void jpeg_seeds(void) {
+  static const struct {
+    gf_shape s;
+    gf_jpeg_enc_opts eo; /* subsampling, progressive, arithmetic, cmyk */
+    uint8_t params[5];
+  } made[] = {
+      {{1, 1, 1, GF_DTYPE_U8}, {GF_JPEG_420, 0, 0, 0}, {0, 0, 0, 0, 0}},
+      {{8, 8, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 0, 0}, {19, 0, 0, 255, 255}},
+      {{13, 7, 3, GF_DTYPE_U8}, {GF_JPEG_422, 0, 0, 0}, {6, 100, 200, 50, 90}},
+      {{17, 33, 3, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 0}, {9, 255, 255, 30, 30}},
+      {{24, 20, 1, GF_DTYPE_U8},
+       {GF_JPEG_444, 1, 0, 0},
+       {13, 40, 80, 120, 160}},
+      {{33, 18, 3, GF_DTYPE_U8}, {GF_JPEG_420, 1, 0, 0}, {30, 128, 1, 64, 250}},
+      {{20, 21, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 1, 0}, {2, 200, 10, 20, 200}},
+      {{9, 40, 3, GF_DTYPE_U8}, {GF_JPEG_422, 1, 1, 0}, {23, 0, 255, 255, 1}},
+      {{12, 12, 4, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 1}, {0, 0, 0, 255, 255}},
+  };
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+    size_t bytes = (size_t)gf_shape_bytes(&made[i].s);
+    uint8_t *px = fuzz_alloc(bytes);
+    fill(px, bytes, (uint32_t)i + 300);
+    void *jpg;
+    size_t len;
+    FUZZ_ASSERT(gf_jpeg_encode_ex(px, &made[i].s, 60 + (int)i * 4,
+                                  &made[i].eo, &jpg, &len) == 0);
+    buf b = {0};
+    add(&b, made[i].params, sizeof made[i].params);
+    add(&b, jpg, len);
+    static const char *sub[] = {"420", "422", "444"};
+    char name[80];
+    snprintf(name, sizeof name, "made-%ux%ux%u-%s%s%s%s-opt%u",
+             made[i].s.height, made[i].s.width, made[i].s.channels,
+             sub[made[i].eo.subsampling], made[i].eo.progressive ? "-prog" : "",
+             made[i].eo.arithmetic ? "-arith" : "",
+             made[i].eo.cmyk ? "-cmyk" : "", made[i].params[0]);
+    put("fuzz_jpeg", name, b.p, b.len);
+    free(b.p);
+    free(jpg);
+    free(px);
+  }
+}
+
 /* ---- fuzz_zstd ------------------------------------------------------------- */
 
 static void zstd_seeds(void) {
@@ -424,6 +472,7 @@ int main(int argc, char **argv) {
   mkdir(out_root, 0755);
   dataset_seeds();
   png_seeds(argc == 3 ? argv[2] : NULL);
+  jpeg_seeds();
   zstd_seeds();
   labels_seeds();
   loader_state_seeds();
