@@ -85,6 +85,9 @@ SYSTEM_HEADER_OWNERS = {
     "cuda_runtime.h": r"(lib/gpu/[a-z_]+_cuda\.c|kernels/[a-z_]+\.(h|cu))$",
     "cuda_runtime_api.h": r"(lib/gpu/[a-z_]+_cuda\.c|kernels/[a-z_]+\.(h|cu))$",
     "cuda.h": r"(lib/gpu/[a-z_]+_cuda\.c|kernels/[a-z_]+\.(h|cu))$",
+    # Not installed everywhere: gpu/nvjpeg_api.h declares what nvjpeg_cuda.c
+    # takes from the library with dlsym, so no file includes the real one.
+    "nvjpeg.h": r"lib/gpu/nvjpeg_cuda\.c$",
 }
 SYSTEM_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
 

@@ -45,6 +45,9 @@ typedef enum gf_fault_site {
                                    create, the others in the background) */
   GF_FAULT_URING_REGISTER,      /* registering a read buffer with io_uring
                                    (a worker, before its first read) */
+  GF_FAULT_NVJPEG_BATCH,        /* one nvjpegDecodeBatched call over several
+                                   images failing as a whole (the error is
+                                   reported as nvJPEG's execution failure) */
   GF_FAULT_SITE_COUNT_
 } gf_fault_site;
 
