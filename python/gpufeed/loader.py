@@ -87,9 +87,10 @@ def _resolve_device(device, local_rank):
 
 class Loader:
     """Batches of a dataset folder (``gpufeed build``) or a folder of PNG
-    and JPEG files, one
-    rank's share, epoch after epoch; see the package documentation for
-    every argument. Iterating yields ``(images, labels)`` torch tensors
+    and JPEG files, one rank's share, epoch after epoch; see the package
+    documentation for every argument (``jpeg_scale``: JPEG windows decoded
+    at a reduced DCT scale where they allow, True by default; False:
+    full scale, the same bytes as a full decode). Iterating yields ``(images, labels)`` torch tensors
     (on the device, ready on torch's current stream; CPU tensors in host
     mode); ``batches()`` yields gpufeed.Batch objects without torch."""
 

@@ -347,10 +347,10 @@ def _dataset_source(dataset):
 class DataLoader:
     """``torch.utils.data.DataLoader``'s interface over a ``gpufeed.Loader``.
 
-    ``dataset``: a path (a PNG ImageFolder tree or a gpufeed dataset) or a
-    torchvision ``ImageFolder`` (its ``root`` is read by gpufeed, its
-    ``transform`` used when ``transform`` is not given; its own loading is
-    not used). ``shuffle`` and ``sampler`` as in PyTorch: a
+    ``dataset``: a path (an ImageFolder tree of PNG and JPEG files, or a
+    gpufeed dataset) or a torchvision ``ImageFolder`` (its ``root`` is read
+    by gpufeed, its ``transform`` used when ``transform`` is not given; its
+    own loading is not used). ``shuffle`` and ``sampler`` as in PyTorch: a
     ``DistributedSampler`` gives rank, world size, seed, shuffle and its
     ``drop_last`` (True: drop the tail so ranks get equal shares, gpufeed's
     ``partition="drop"``; False: pad, ``"pad"``), and its ``set_epoch`` is

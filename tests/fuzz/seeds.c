@@ -280,6 +280,66 @@ static void jpeg_seeds(void) {
   }
 }
 
+/* ---- fuzz_jpeg_header ------------------------------------------------------ */
+
+/* JPEGs whose frame header the scan must find: plain, gray, progressive,
+ * arithmetic, CMYK (found, not sized), after an APP1 that runs past the
+ * first 4 KiB, after fill bytes and a restart marker, and cut inside its
+ * headers. */
+static void jpeg_header_seeds(void) {
+  gf_shape s = {21, 34, 3, GF_DTYPE_U8}, g = {9, 5, 1, GF_DTYPE_U8};
+  gf_shape k = {8, 8, 4, GF_DTYPE_U8};
+  static const gf_jpeg_enc_opts plain = {GF_JPEG_420, 0, 0, 0},
+                                prog = {GF_JPEG_444, 1, 0, 0},
+                                ari = {GF_JPEG_422, 0, 1, 0},
+                                cmyk = {GF_JPEG_444, 0, 0, 1};
+  const struct {
+    const char *name;
+    const gf_shape *s;
+    const gf_jpeg_enc_opts *eo;
+  } made[] = {{"rgb", &s, &plain}, {"gray", &g, &plain},
+              {"prog", &s, &prog}, {"arith", &s, &ari}, {"cmyk", &k, &cmyk}};
+  uint8_t px[21 * 34 * 4];
+  fill(px, sizeof px, 77);
+  void *jpg = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+    void *j;
+    size_t n;
+    FUZZ_ASSERT(gf_jpeg_encode_ex(px, made[i].s, 80, made[i].eo, &j, &n) ==
+                0);
+    put("fuzz_jpeg_header", made[i].name, j, n);
+    if (i == 0) {
+      jpg = j;
+      len = n;
+    } else {
+      free(j);
+    }
+  }
+  const uint8_t *p = jpg;
+  /* An APP1 segment of 5000 bytes (its length field) after the SOI. */
+  buf b = {0};
+  static const uint8_t app1[] = {0xFF, 0xE1, 0x13, 0x88, 'E', 'x', 'i', 'f',
+                                 0, 0};
+  uint8_t body[5000 - 8];
+  fill(body, sizeof body, 5);
+  add(&b, p, 2);
+  add(&b, app1, sizeof app1);
+  add(&b, body, sizeof body);
+  add(&b, p + 2, len - 2);
+  put("fuzz_jpeg_header", "app1-5000", b.p, b.len);
+  b.len = 0;
+  /* Fill bytes and a restart marker before the first segment. */
+  static const uint8_t fillers[] = {0xFF, 0xFF, 0xFF, 0xD3};
+  add(&b, p, 2);
+  add(&b, fillers, sizeof fillers);
+  add(&b, p + 2, len - 2);
+  put("fuzz_jpeg_header", "fill-rst", b.p, b.len);
+  put("fuzz_jpeg_header", "cut-headers", p, len < 60 ? len : 60);
+  free(b.p);
+  free(jpg);
+}
+
 /* ---- fuzz_zstd ------------------------------------------------------------- */
 
 static void zstd_seeds(void) {
@@ -473,6 +533,7 @@ int main(int argc, char **argv) {
   dataset_seeds();
   png_seeds(argc == 3 ? argv[2] : NULL);
   jpeg_seeds();
+  jpeg_header_seeds();
   zstd_seeds();
   labels_seeds();
   loader_state_seeds();
