@@ -2,7 +2,10 @@
  * fixed output size is decoded as only the rectangle its window needs,
  * at the smallest DCT scale that keeps the window at least the size it is
  * resampled to (gf_jpeg_scale in gpufeed.h; the arithmetic in transform.h,
- * "Decoded regions"), and the statistics of every JPEG decode.
+ * "Decoded regions"), and the statistics of every JPEG decode. And JPEG
+ * on the GPU (gf_gpu_decode; docs/NVJPEG.md): the plan and the decoder's
+ * opening, the worker's choice of the samples nvJPEG takes, and their
+ * decode when their slot is finalised.
  *
  * The window is a pure function of (seed, epoch, index) and the image's
  * full size, which comes from the file's own frame header (a dataset's
@@ -13,6 +16,7 @@
 #include "pipeline/source_shapes.h"
 
 #include <stdio.h>
+#include <stdlib.h> /* getenv: GPUFEED_NVJPEG */
 
 bool jpeg_windows(const gf_loader_config *c) {
   /* A fixed output size: the transform cuts a window. With the DCT scaling
@@ -78,5 +82,209 @@ int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
   *region = (gf_xform_region){
       .full_h = H, .full_w = W, .denom = d, .y0 = y0, .x0 = x0};
   jpeg_count(l, d, shape, H, W);
+  return 0;
+}
+
+/* ---- JPEG on the GPU ------------------------------------------------------ */
+
+/* GPUFEED_NVJPEG=off (or 0), as gf_nvjpeg_open reads it. */
+static bool nvjpeg_env_off(void) {
+  const char *v = getenv("GPUFEED_NVJPEG");
+  return v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0);
+}
+
+void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z) {
+  z->jpeg_gpu_mode = 0;
+  z->jpeg_gpu_device_bytes = z->jpeg_gpu_pinned_bytes = 0;
+  const char *why = NULL;
+  if (!gpu)
+    why = "host mode: JPEG is decoded on the CPU";
+  else if (c->gpu_decode == GF_GPU_DECODE_OFF)
+    why = "gpu_decode off: JPEG is decoded on the CPU";
+  else if (nvjpeg_env_off())
+    why = "nvJPEG is turned off by GPUFEED_NVJPEG: JPEG is decoded on the "
+          "CPU";
+  else if (!z->jpeg_samples)
+    why = "the source has no JPEG samples";
+  else if (z->identity)
+    why = "the transform changes nothing, so a batch is its decoded pixels "
+          "on the host: JPEG is decoded on the CPU";
+  else if (c->channels == 4)
+    why = "channels 4: nvJPEG gives 1 or 3 channels, JPEG is decoded on the "
+          "CPU";
+  if (why) {
+    gf_strlcpy(z->jpeg_gpu_why, why, sizeof z->jpeg_gpu_why);
+    return;
+  }
+  z->jpeg_gpu_why[0] = '\0';
+  z->jpeg_gpu_mode = c->gpu_decode == GF_GPU_DECODE_ALL ? 2 : 1;
+  gf_nvjpeg_config nc;
+  memset(&nc, 0, sizeof nc);
+  nc.max_batch = c->batch_size;
+  /* The JPEG engines take nothing through the device budget (their
+   * buffers are nvJPEG's own): the base covers what a handle might ask.
+   * Any backend: the GPU hybrid one's default budget. */
+  nc.device_budget = z->jpeg_gpu_mode == 1 ? GF_NVJPEG_DEFAULT_DEVICE_BASE : 0;
+  gf_nvjpeg_plan(&nc, &z->jpeg_gpu_device_bytes, &z->jpeg_gpu_pinned_bytes);
+}
+
+void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
+  l->gpu_jpeg = false;
+  l->jpeg_gpu_backend[0] = '\0';
+  l->gpu_jpeg_pct = l->cfg.gpu_decode_percent ? l->cfg.gpu_decode_percent
+                                              : 100;
+  if (!z->jpeg_gpu_mode) {
+    gf_strlcpy(l->jpeg_gpu_why, z->jpeg_gpu_why, sizeof l->jpeg_gpu_why);
+    return;
+  }
+  gf_nvjpeg_config nc;
+  memset(&nc, 0, sizeof nc);
+  nc.backend = z->jpeg_gpu_mode == 1 ? GF_NVJPEG_HARDWARE : GF_NVJPEG_AUTO;
+  nc.max_batch = l->cfg.batch_size;
+  nc.device_budget = z->jpeg_gpu_device_bytes;
+  nc.pinned_budget = z->jpeg_gpu_pinned_bytes;
+  gf_error_info saved = *gf_last_error();
+  char why[256];
+  int rc = gf_stage_jpeg_open(l->stage, &nc, why, sizeof why);
+  gf_error_restore(&saved); /* not create's failure */
+  if (rc < 0) {
+    if (z->jpeg_gpu_mode == 1 && rc == GF_EUNSUPPORTED &&
+        strstr(why, "hardware backend"))
+      snprintf(l->jpeg_gpu_why, sizeof l->jpeg_gpu_why,
+               "gpu_decode auto uses the JPEG engines only, and this GPU has "
+               "none (the GPU hybrid backend would take the SMs the "
+               "training step needs; gpu_decode all asks for it): JPEG is "
+               "decoded on the CPU");
+    else
+      gf_strlcpy(l->jpeg_gpu_why, why, sizeof l->jpeg_gpu_why);
+    gf_log(GF_LOG_INFO, "JPEG on the GPU: %s", l->jpeg_gpu_why);
+    return;
+  }
+  gf_nvjpeg_stats ns;
+  gf_stage_jpeg_stats(l->stage, &ns);
+  l->allocs.jpeg_gpu_device_bytes = ns.device_budget;
+  l->allocs.jpeg_gpu_pinned_bytes = ns.pinned_budget;
+  gf_strlcpy(l->jpeg_gpu_backend, gf_stage_jpeg_backend(l->stage),
+             sizeof l->jpeg_gpu_backend);
+  l->jpeg_gpu_why[0] = '\0';
+  l->gpu_jpeg = true;
+  gf_log(GF_LOG_INFO, "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u%% "
+                      "of a batch's positions",
+         ns.version[0], ns.version[1], ns.version[2], l->jpeg_gpu_backend,
+         l->gpu_jpeg_pct);
+}
+
+/* Whether a 3-component JPEG whose frame header is at file offset sof
+ * stores RGB rather than YCbCr, as libjpeg tells it (an Adobe APP14
+ * segment with transform 0, or components named 'R', 'G', 'B'): libjpeg
+ * then converts nothing, where nvJPEG would convert from YCbCr. The
+ * segments before sof were walked by gf_jpeg_header_scan already. */
+static bool stored_rgb(const uint8_t *buf, uint64_t sof) {
+  if (buf[sof + 10] == 'R' && buf[sof + 13] == 'G' && buf[sof + 16] == 'B')
+    return true;
+  uint64_t q = 2;
+  while (q + 4 <= sof) {
+    while (q + 1 < sof && buf[q] == 0xFF && buf[q + 1] == 0xFF)
+      q++; /* fill bytes */
+    uint8_t m = buf[q + 1];
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      q += 2;
+      continue;
+    }
+    uint64_t seg = (uint64_t)buf[q + 2] << 8 | buf[q + 3];
+    if (m == 0xEE && seg >= 14 && q + 2 + seg <= sof &&
+        memcmp(buf + q + 4, "Adobe", 5) == 0 && buf[q + 15] == 0)
+      return true;
+    q += 2 + seg;
+  }
+  return false;
+}
+
+int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
+                  uint64_t len, uint8_t *dst, gf_shape *shape) {
+  /* The whole file must be there, ending in its EOI: a file cut short goes
+   * to the CPU decoder, whose verdict names it (nvJPEG may decode what it
+   * is given). */
+  if (len < 8 || len > l->stride || len > UINT32_MAX || buf[0] != 0xFF ||
+      buf[1] != 0xD8 ||
+      buf[len - 2] != 0xFF || buf[len - 1] != 0xD9)
+    return 0;
+  uint64_t pos = 2;
+  gf_jpeg_frame f;
+  gf_shape out, native;
+  if (gf_jpeg_header_scan(buf, (size_t)len, 0, &pos, &f) != 0)
+    return 0;
+  /* Huffman-coded 8-bit baseline, extended or progressive frames of gray
+   * or YCbCr: what nvJPEG decodes (the rest is the CPU's). */
+  if ((f.marker != 0xC0 && f.marker != 0xC1 && f.marker != 0xC2) ||
+      gf_jpeg_frame_shape(&f, &l->dopts, &out, &native) != 0 ||
+      (out.channels != 1 && out.channels != 3) ||
+      (f.components == 3 && (pos + 19 > len || stored_rgb(buf, pos))))
+    return 0;
+  if (gf_source_is_dataset(l->src) && smp->stored.height &&
+      (smp->stored.height != f.height || smp->stored.width != f.width))
+    return 0; /* the CPU path says what disagrees */
+  gf_error_info saved = *gf_last_error();
+  bool within = gf_limits_check(&l->dopts.limits, &out, NULL, GF_NO_INDEX) == 0;
+  gf_error_restore(&saved);
+  if (!within || gf_shape_bytes(&out) > l->stride)
+    return 0;
+  memcpy(dst, buf, (size_t)len);
+  *shape = out;
+  return 1;
+}
+
+int jpeg_gpu_decode(gf_loader *l, slot *s, uint32_t tid) {
+  uint32_t n = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    if (!s->gpu_len[j])
+      continue;
+    gf_nvjpeg_image *im = &s->jimg[n];
+    memset(im, 0, sizeof *im);
+    im->data = s->data + (uint64_t)j * l->stride;
+    im->len = s->gpu_len[j];
+    im->channels = s->shapes[j].channels;
+    im->sample = s->indices[j];
+    s->joff[n] = (uint64_t)j * l->stride;
+    s->jpos[n] = j;
+    n++;
+  }
+  if (!n)
+    return 0;
+  uint64_t t0 = l->trace ? now_ns() : 0;
+  range_push(l, "nvjpeg");
+  gf_nvjpeg_result res;
+  int rc = gf_stage_jpeg_decode(l->stage, s->index, s->jimg, s->joff,
+                                l->stride, n, &res);
+  range_pop(l);
+  span(l, GF_TR_DECODE, tid, t0, l->trace ? now_ns() : 0, s->seq);
+  if (rc == -EINVAL || rc == GF_EINTERNAL)
+    return rc;
+  if (rc < 0)
+    gf_log(GF_LOG_WARN, "JPEG on the GPU: %s (its samples are decoded on "
+                        "the CPU)",
+           gf_last_error()->message);
+  uint32_t ok = 0, refused = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    if (s->jimg[k].status == 0)
+      ok++;
+    else
+      refused++;
+  }
+  add(&l->jpeg_gpu_decoded, ok);
+  if (!refused)
+    return 0;
+  add(&l->jpeg_gpu_refused, refused);
+  /* nvJPEG may have read a refused file's bytes on the stream (a batch
+   * that failed as a whole, then each image alone): they are replaced by
+   * pixels only once the stream has passed the decode. Rare. */
+  if ((rc = gf_stage_copied_wait(l->stage, s->index)) < 0)
+    return rc;
+  for (uint32_t k = 0; k < n; k++)
+    if (s->jimg[k].status != 0) {
+      gf_log(GF_LOG_DEBUG, "JPEG on the GPU: %s: decoded on the CPU",
+             s->jimg[k].why);
+      (void)decode_again(l, s, s->jpos[k], tid);
+    }
   return 0;
 }
