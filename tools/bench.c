@@ -80,6 +80,15 @@ static void bottleneck(const gf_loader_stats *st, double wall, double stall,
              "consumer-bound: the %s waited for data %.1f%% of the time; "
              "the loader keeps up",
              step_ms > 0 ? "simulated training step" : "consumer", stall);
+  } else if (st->jpeg_gpu_decoded > st->jpeg_cpu_decoded && idle > 40.0) {
+    snprintf(buf, cap, "GPU-decode-bound: nvJPEG (%s backend) decoded "
+             "%.0f%% of the JPEG samples while the workers idled %.0f%%: "
+             "the GPU's decode sets the rate (--gpu-decode-percent gives "
+             "the workers a share)",
+             st->jpeg_gpu_backend,
+             pct((double)st->jpeg_gpu_decoded,
+                 (double)(st->jpeg_gpu_decoded + st->jpeg_cpu_decoded)),
+             idle);
   } else if (decode >= read && decode >= cache && decode + read > 60.0) {
     snprintf(buf, cap, "decode-bound: %u threads %.0f%% busy decoding "
              "(%.0f%% reading)", st->threads, decode, read);

@@ -171,6 +171,10 @@ void gf_gpu_range_end(uint64_t id);
  * any submit, on the thread that created the stage. */
 int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
                        size_t cap);
+/* gf_nvjpeg_probe with the stage's decoder (serialised with the decode
+ * calls). Returns what it returns, or GF_EINTERNAL when none is open. */
+int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
+                        gf_nvjpeg_info *info);
 /* The open decoder's backend name ("hardware", "gpu_hybrid"), or NULL. */
 const char *gf_stage_jpeg_backend(const gf_stage *st);
 /* Queues the decode of imgs[0..n) for slot i: image k's pixels go to

@@ -497,6 +497,17 @@ int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
   return rc;
 }
 
+int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
+                        gf_nvjpeg_info *info) {
+  if (!st->jpeg)
+    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "GPU JPEG probe: no decoder is open");
+  pthread_mutex_lock(&st->jpeg_mu);
+  int rc = gf_nvjpeg_probe(st->jpeg, data, len, info);
+  pthread_mutex_unlock(&st->jpeg_mu);
+  return rc;
+}
+
 const char *gf_stage_jpeg_backend(const gf_stage *st) {
   return st->jpeg ? gf_nvjpeg_backend_name(st->jpeg) : NULL;
 }

@@ -94,6 +94,11 @@ int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
     gf_strlcpy(why, gf_last_error()->message, cap);
   return rc;
 }
+int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
+                        gf_nvjpeg_info *info) {
+  (void)st, (void)data, (void)len, (void)info;
+  return GF_ENODEVICE;
+}
 const char *gf_stage_jpeg_backend(const gf_stage *st) {
   (void)st;
   return NULL;

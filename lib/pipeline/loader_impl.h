@@ -200,6 +200,9 @@ struct gf_loader {
    * why none, and the samples decoded there and refused there. */
   bool gpu_jpeg;
   bool gpu_jpeg_tables;
+  bool gpu_progressive; /* the decoder takes progressive JPEG (a probe at
+                           open: the JPEG engines of nvJPEG 13.0 on an
+                           H200 took none; the GPU hybrid backend does) */
   uint32_t gpu_jpeg_pct;
   char jpeg_gpu_backend[16];
   char jpeg_gpu_why[256];

@@ -87,6 +87,9 @@ int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
 
 /* ---- JPEG on the GPU ------------------------------------------------------ */
 
+/* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
+#define JPEG_ENGINES_BUDGET (16ull << 20)
+
 /* GPUFEED_NVJPEG=off (or 0), as gf_nvjpeg_open reads it. */
 static bool nvjpeg_env_off(void) {
   const char *v = getenv("GPUFEED_NVJPEG");
@@ -121,11 +124,35 @@ void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z) {
   gf_nvjpeg_config nc;
   memset(&nc, 0, sizeof nc);
   nc.max_batch = c->batch_size;
-  /* The JPEG engines take nothing through the device budget (their
-   * buffers are nvJPEG's own): the base covers what a handle might ask.
-   * Any backend: the GPU hybrid one's default budget. */
-  nc.device_budget = z->jpeg_gpu_mode == 1 ? GF_NVJPEG_DEFAULT_DEVICE_BASE : 0;
+  /* The JPEG engines take nothing through either budget (their buffers
+   * are nvJPEG's own: 0 bytes of both measured with nvJPEG 13.0 on an
+   * H200, batches of 8 to 256): a small reservation each covers what a
+   * later nvJPEG might ask (beyond it a decode fails, and its images are
+   * decoded on the CPU). Any backend: the GPU hybrid one's defaults. */
+  if (z->jpeg_gpu_mode == 1)
+    nc.device_budget = nc.pinned_budget = JPEG_ENGINES_BUDGET;
   gf_nvjpeg_plan(&nc, &z->jpeg_gpu_device_bytes, &z->jpeg_gpu_pinned_bytes);
+}
+
+/* Whether the stage's decoder takes a progressive JPEG: a 48 x 40 colour
+ * one of libjpeg's simple progression, 4:2:0, made here and probed. */
+static bool progressive_taken(gf_loader *l) {
+  enum { H = 40, W = 48 };
+  uint8_t px[H * W * 3];
+  for (uint32_t i = 0; i < H * W * 3; i++)
+    px[i] = (uint8_t)(i * 7 + (i / (W * 3)) * 13);
+  gf_shape s = {H, W, 3, GF_DTYPE_U8};
+  gf_jpeg_enc_opts eo = {GF_JPEG_420, true, false, 0};
+  void *jpg = NULL;
+  size_t len = 0;
+  gf_nvjpeg_info info;
+  gf_error_info saved = *gf_last_error();
+  bool ok = gf_jpeg_encode_ex(px, &s, 90, &eo, &jpg, &len) == 0 &&
+            gf_stage_jpeg_probe(l->stage, jpg, len, &info) == 0 &&
+            info.supported;
+  gf_error_restore(&saved);
+  free(jpg);
+  return ok;
 }
 
 void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
@@ -160,6 +187,10 @@ void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
     gf_log(GF_LOG_INFO, "JPEG on the GPU: %s", l->jpeg_gpu_why);
     return;
   }
+  /* Progressive files: whether this decoder takes them, from one made
+   * here. Where it does not, workers decode them (in parallel) rather
+   * than sending them to be refused and decoded one by one at finalise. */
+  l->gpu_progressive = progressive_taken(l);
   gf_nvjpeg_stats ns;
   gf_stage_jpeg_stats(l->stage, &ns);
   l->allocs.jpeg_gpu_device_bytes = ns.device_budget;
@@ -169,9 +200,10 @@ void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
   l->jpeg_gpu_why[0] = '\0';
   l->gpu_jpeg = true;
   gf_log(GF_LOG_INFO, "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u%% "
-                      "of a batch's positions",
+                      "of a batch's positions%s",
          ns.version[0], ns.version[1], ns.version[2], l->jpeg_gpu_backend,
-         l->gpu_jpeg_pct);
+         l->gpu_jpeg_pct,
+         l->gpu_progressive ? "" : "; progressive JPEG stays on the CPU");
 }
 
 /* Whether a 3-component JPEG whose frame header is at file offset sof
@@ -200,6 +232,79 @@ static bool stored_rgb(const uint8_t *buf, uint64_t sof) {
   return false;
 }
 
+/* The segments from the SOI to the first scan, checked as libjpeg reads
+ * them: each table's size against its segment (a Huffman table's code
+ * counts at most 256 in all), the frame's and the first scan's fields,
+ * the quantisation tables the frame names defined before the scan. A file
+ * libjpeg would refuse for its headers goes to the CPU decoder, for its
+ * verdict: nvJPEG's parser takes some of them (a Huffman table whose
+ * counts overflow, then decoded as garbage on the JPEG engines). */
+static bool headers_ok(const uint8_t *b, uint64_t len) {
+  uint64_t q = 2;
+  uint32_t dqt = 0, need_q = 0; /* quantisation tables: defined, named */
+  bool sof = false;
+  for (int k = 0; k < 4096; k++) {
+    while (q + 1 < len && b[q] == 0xFF && b[q + 1] == 0xFF)
+      q++; /* fill bytes */
+    if (q + 4 > len || b[q] != 0xFF)
+      return false;
+    uint8_t m = b[q + 1];
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      q += 2;
+      continue;
+    }
+    if (m == 0x00 || m == 0xD8 || m == 0xD9)
+      return false;
+    uint64_t seg = (uint64_t)b[q + 2] << 8 | b[q + 3];
+    if (seg < 2 || q + 2 + seg > len)
+      return false;
+    const uint8_t *p = b + q + 4;
+    uint64_t n = seg - 2;
+    if (m == 0xC4) { /* DHT: class/id, 16 counts, the symbols; repeated */
+      while (n) {
+        if (n < 17 || (p[0] >> 4) > 1 || (p[0] & 15) > 3)
+          return false;
+        uint64_t sum = 0;
+        for (int i = 1; i <= 16; i++)
+          sum += p[i];
+        if (sum > 256 || 17 + sum > n)
+          return false;
+        p += 17 + sum;
+        n -= 17 + sum;
+      }
+    } else if (m == 0xDB) { /* DQT: precision/id, 64 values; repeated */
+      while (n) {
+        uint64_t each = 1 + 64 * (uint64_t)((p[0] >> 4) + 1);
+        if ((p[0] >> 4) > 1 || (p[0] & 15) > 3 || each > n)
+          return false;
+        dqt |= 1u << (p[0] & 15);
+        p += each;
+        n -= each;
+      }
+    } else if (m == 0xDD) { /* DRI */
+      if (seg != 4)
+        return false;
+    } else if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 &&
+               m != 0xCC) { /* the frame */
+      if (sof || n < 6 || seg != 8 + 3 * (uint64_t)p[5])
+        return false;
+      for (uint32_t c = 0; c < p[5]; c++) {
+        uint8_t hv = p[7 + 3 * c], tq = p[8 + 3 * c];
+        if ((hv >> 4) < 1 || (hv >> 4) > 4 || (hv & 15) < 1 ||
+            (hv & 15) > 4 || tq > 3)
+          return false;
+        need_q |= 1u << tq;
+      }
+      sof = true;
+    } else if (m == 0xDA) { /* the first scan: its header, then data */
+      return sof && n >= 1 && p[0] >= 1 && p[0] <= 4 &&
+             seg == 6 + 2 * (uint64_t)p[0] && (need_q & ~dqt) == 0;
+    }
+    q += 2 + seg;
+  }
+  return false;
+}
+
 int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
                   uint64_t len, uint8_t *dst, gf_shape *shape) {
   /* The whole file must be there, ending in its EOI: a file cut short goes
@@ -216,10 +321,12 @@ int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
     return 0;
   /* Huffman-coded 8-bit baseline, extended or progressive frames of gray
    * or YCbCr: what nvJPEG decodes (the rest is the CPU's). */
-  if ((f.marker != 0xC0 && f.marker != 0xC1 && f.marker != 0xC2) ||
+  if ((f.marker != 0xC0 && f.marker != 0xC1 &&
+       (f.marker != 0xC2 || !l->gpu_progressive)) ||
       gf_jpeg_frame_shape(&f, &l->dopts, &out, &native) != 0 ||
       (out.channels != 1 && out.channels != 3) ||
-      (f.components == 3 && (pos + 19 > len || stored_rgb(buf, pos))))
+      (f.components == 3 && (pos + 19 > len || stored_rgb(buf, pos))) ||
+      !headers_ok(buf, len))
     return 0;
   if (gf_source_is_dataset(l->src) && smp->stored.height &&
       (smp->stored.height != f.height || smp->stored.width != f.width))
@@ -277,8 +384,14 @@ int jpeg_gpu_decode(gf_loader *l, slot *s, uint32_t tid) {
   add(&l->jpeg_gpu_refused, refused);
   /* nvJPEG may have read a refused file's bytes on the stream (a batch
    * that failed as a whole, then each image alone): they are replaced by
-   * pixels only once the stream has passed the decode. Rare. */
-  if ((rc = gf_stage_copied_wait(l->stage, s->index)) < 0)
+   * pixels only once the stream has passed the decode. Not for an image
+   * refused by its header check (GF_EUNSUPPORTED), which never reached a
+   * decode. */
+  bool tried = false;
+  for (uint32_t k = 0; k < n; k++)
+    tried = tried || (s->jimg[k].status != 0 &&
+                      s->jimg[k].status != GF_EUNSUPPORTED);
+  if (tried && (rc = gf_stage_copied_wait(l->stage, s->index)) < 0)
     return rc;
   for (uint32_t k = 0; k < n; k++)
     if (s->jimg[k].status != 0) {
