@@ -63,14 +63,14 @@ du -sh "$dir" >&2
 cat "$dir"/*/*.jpg >/dev/null   # page cache warm
 
 B=256
-norm=(--dtype f16 --layout nchw --mean 123.675,116.28,103.53 --std 58.395,57.12,57.375)
-run=(--device "$device" --threads "$threads" --epochs "$epochs" --batch $B --json --quiet)
+norm=(--dtype f16 --layout nchw --mean "123.675,116.28,103.53" --std "58.395,57.12,57.375")
+run=(--device "$device" --threads "$threads" --epochs "$epochs" --batch "$B" --json --quiet)
 record scale_on "$gf" bench "$dir" --rrc 224 "${norm[@]}" "${run[@]}" --jpeg-scale on
 record scale_off "$gf" bench "$dir" --rrc 224 "${norm[@]}" "${run[@]}" --jpeg-scale off
 if [ "$skip_peer" != 1 ]; then
   for m in dataloader nvjpeg nvjpeg-decode-only cpu-ceiling; do
     record "peer_$m" env PYTHONUNBUFFERED=1 "$py" "$peer" "$dir" --mode "$m" \
-      --workers "$threads" --batch $B
+      --workers "$threads" --batch "$B"
   done
 fi
 

@@ -178,8 +178,8 @@ int jfix_reference(const char *path, const gf_transform *t, uint64_t epoch,
     gf_xform_sample_init(t, epoch, index, 0, &s, t->height, t->width, 0, &p);
     size_t need = (size_t)t->height * t->width * s.channels *
                   gf_out_dtype_size(t->out_dtype);
-    rc = need <= cap ? gf_xform_ref(t, px, gf_shape_bytes(&s), &p, 1,
-                                    t->height, t->width, s.channels, out)
+    rc = need <= cap ? gf_xform_ref(t, px, gf_shape_bytes(&s), &p, 1, t->height,
+                                    t->width, s.channels, out)
                      : -ENOSPC;
     *c = s.channels;
   }

@@ -70,8 +70,11 @@ static int folder(const char *dir, bool mixed) {
     char p[4500];
     bool png = mixed && i % 5 == 2;
     snprintf(p, sizeof p, "%s/k%u/s%02u.%s", dir, i % 2, i,
-             png ? "png" : i % 2 ? "jpeg" : "jpg");
-    rc = png ? jfix_write_png(p, h, w, c, i) : jfix_write_jpeg(p, h, w, c, i, 88);
+             png     ? "png"
+             : i % 2 ? "jpeg"
+                     : "jpg");
+    rc = png ? jfix_write_png(p, h, w, c, i)
+             : jfix_write_jpeg(p, h, w, c, i, 88);
   }
   return rc;
 }
@@ -145,8 +148,8 @@ int main(void) {
     size_t flen;
     uint8_t *file = gf_test_read_file(p, &flen);
     uint8_t *rec = malloc(si.length);
-    CHECK(file && rec && gf_dataset_read(d, i, rec, si.length) ==
-                              (int64_t)si.length);
+    CHECK(file && rec &&
+          gf_dataset_read(d, i, rec, si.length) == (int64_t)si.length);
     CHECK(file && flen == si.length && memcmp(file, rec, flen) == 0);
     free(file);
     free(rec);

@@ -300,7 +300,9 @@ static void random_case(int idx) {
 /* Resized batches (xform_resize) against gf_xform_ref: every mode,
  * antialiased and plain, flips, dtypes, layouts, ragged sizes from 1 pixel
  * up (shrinking and enlarging), CenterCrop's padding (small resize_size),
- * destinations at any alignment. */
+ * a third of the samples with a full-scale geometry (geom_h/geom_w, a
+ * JPEG window decoded at a reduced scale), destinations at any
+ * alignment. */
 /* many: 64 to 323 (71 under --quick) small samples, so that the staged
  * tiles' blocks each make 2 or 4 samples (resize_path 0). */
 static void resize_case(int idx, bool big, bool many) {
@@ -342,6 +344,15 @@ static void resize_case(int idx, bool big, bool many) {
   }
   CHECK_OK(gf_xform_check(&c.t));
   build_source(&c, sh, rnd(100), 0);
+  /* Some samples as a JPEG window decoded at 1/d: the geometry from the
+   * full-scale window (geom_h x geom_w), the resampling from the scaled
+   * one (SHORTER_CENTER_CROP's sizes and offsets change with it). */
+  for (uint32_t i = 0; i < c.n; i++)
+    if (rnd(3) == 0) {
+      uint32_t d = 2u << rnd(3);
+      c.s[i].geom_h = c.s[i].win_h * d + rnd(d);
+      c.s[i].geom_w = c.s[i].win_w * d + rnd(d);
+    }
   c.dst_shift = rnd(3) ? 0 : rnd(4);
   int bad = check_case(&c);
   if (bad)

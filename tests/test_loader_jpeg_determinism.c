@@ -79,8 +79,8 @@ static int run(gf_loader *l, uint64_t first_epoch, uint64_t *h, int cap) {
   return n;
 }
 
-static int whole(const char *dir, uint32_t threads, uint32_t scale,
-                 uint64_t *h, int cap, gf_loader_stats *st) {
+static int whole(const char *dir, uint32_t threads, uint32_t scale, uint64_t *h,
+                 int cap, gf_loader_stats *st) {
   gf_loader_config c = config(dir, threads, scale);
   gf_loader *l = NULL;
   CHECK_OK(gf_loader_create(&c, &l));

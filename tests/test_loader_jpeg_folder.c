@@ -169,8 +169,7 @@ static void exactly_once(const char *dir, const refs *r) {
       continue;
     for (uint64_t e = 0; e < 2; e++) {
       uint32_t seen[NFILES] = {0};
-      CHECK_ERR(epoch(l, e, seen, NFILES, mode == 0 ? r : NULL),
-                GF_EEPOCHEND);
+      CHECK_ERR(epoch(l, e, seen, NFILES, mode == 0 ? r : NULL), GF_EEPOCHEND);
       for (int i = 0; i < NFILES; i++)
         if (seen[i] != 1) {
           printf("mode %d epoch %llu: sample %d delivered %u times\n", mode,
@@ -197,7 +196,8 @@ static void exactly_once(const char *dir, const refs *r) {
   if (!strstr(plan, "c2/f17.JPEG") ||
       !strstr(plan, "image headers of 30 files (0 did not count")) {
     printf("the plan does not name the largest file f17.JPEG, or not every "
-           "header counted:\n%s\n", plan);
+           "header counted:\n%s\n",
+           plan);
     gf_test_failures++;
   }
 }

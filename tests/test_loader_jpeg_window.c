@@ -45,8 +45,8 @@ typedef struct mode {
 } mode;
 
 static const mode modes[] = {
-    {"RandomResizedCrop 48x48 + flip", GF_RESIZE_RANDOM_RESIZED_CROP, 48, 48,
-     0, 0, 1, true},
+    {"RandomResizedCrop 48x48 + flip", GF_RESIZE_RANDOM_RESIZED_CROP, 48, 48, 0,
+     0, 1, true},
     {"Resize + CenterCrop 40x40", GF_RESIZE_SHORTER_CENTER_CROP, 40, 40, 0, 0,
      0, false},
     {"Resize 36x52", GF_RESIZE_EXACT, 36, 52, 0, 0, 0, false},
@@ -54,8 +54,8 @@ static const mode modes[] = {
     /* The training and evaluation sizes of the benchmark (photos only). */
     {"RandomResizedCrop 224x224 + flip", GF_RESIZE_RANDOM_RESIZED_CROP, 224,
      224, 0, 0, 1, true},
-    {"Resize 256 + CenterCrop 224x224", GF_RESIZE_SHORTER_CENTER_CROP, 224,
-     224, 0, 0, 0, false},
+    {"Resize 256 + CenterCrop 224x224", GF_RESIZE_SHORTER_CENTER_CROP, 224, 224,
+     0, 0, 0, false},
 };
 #define SMALL_MODES 4
 
@@ -85,8 +85,8 @@ static int scaled_reference(const char *path, const gf_transform *t,
   uint8_t *px = malloc(gf_shape_bytes(&full));
   gf_shape s;
   uint32_t y0, x0;
-  int rc = gf_jpeg_decode_region(buf, len, o, &r, px, gf_shape_bytes(&full),
-                                 &s, &y0, &x0);
+  int rc = gf_jpeg_decode_region(buf, len, o, &r, px, gf_shape_bytes(&full), &s,
+                                 &y0, &x0);
   free(buf);
   if (rc == 0) {
     gf_xform_region reg = {full.height, full.width, d, y0, x0};
@@ -262,14 +262,13 @@ static void all_modes(const char *dir, const char *what, size_t nmodes) {
       /* (the stats count batches prefetched past the last one read too) */
       CHECK(frac_on <= frac_off + 0.05);
       if (mean > TOL_MEAN || on.max > TOL_MAX) {
-        printf("  beyond the stated tolerance (mean %.1f, max %d)\n",
-               TOL_MEAN, TOL_MAX);
+        printf("  beyond the stated tolerance (mean %.1f, max %d)\n", TOL_MEAN,
+               TOL_MAX);
         gf_test_failures++;
       }
     } else {
       /* No resampling: no scaling, the same bytes. */
-      CHECK(sn.jpeg_decoded[1] + sn.jpeg_decoded[2] + sn.jpeg_decoded[3] ==
-                0 &&
+      CHECK(sn.jpeg_decoded[1] + sn.jpeg_decoded[2] + sn.jpeg_decoded[3] == 0 &&
             on.sum == 0);
     }
   }

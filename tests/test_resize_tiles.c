@@ -141,8 +141,10 @@ static void emulate(const gf_xform_sample *s, const uint8_t *src,
                     gf_rs_shared *sm) {
   const uint32_t th = v == V_TILE16 ? 16u : GF_RS_TILE_H;
   gf_rs_tile t;
-  gf_xform_geom(s->resize, s->win_h, s->win_w, oh, ow, S, &t.rs_h, &t.rs_w,
-                &t.off_y, &t.off_x);
+  uint32_t gh, gw; /* as the kernel's tile_sample */
+  gf_xform_geom_size(s, &gh, &gw);
+  gf_xform_geom(s->resize, gh, gw, oh, ow, S, &t.rs_h, &t.rs_w, &t.off_y,
+                &t.off_x);
   const uint32_t aa = !(s->resize & GF_XFORM_NO_AA);
   gf_rs_axis_init(&t.ay, s->win_h, t.rs_h, aa);
   gf_rs_axis_init(&t.ax, s->win_w, t.rs_w, aa);

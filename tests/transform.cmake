@@ -28,3 +28,9 @@ target_include_directories(test_resize_tiles PRIVATE ${CMAKE_SOURCE_DIR}/kernels
 gpufeed_add_test(test_resize_ref
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_resize_ref.c
   TIMEOUT 120 LABELS transform)
+# A sample decoded as a region of its image (a JPEG window, possibly at a
+# reduced DCT scale): the window in the region's coordinates against the
+# documented arithmetic.
+gpufeed_add_test(test_xform_region
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_xform_region.c
+  TIMEOUT 120 LABELS transform jpeg)

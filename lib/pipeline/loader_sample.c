@@ -98,15 +98,17 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                             (size_t)l->stride);
     *shape = smp->stored;
     *filtered = 1;
-  } else if (codec == GF_CODEC_JPEG && l->jpeg_window &&
-             (rc = jpeg_decode_window(l, smp, epoch, buf, len, dst, shape,
-                                      region)) != 1) {
-    /* rc: decoded as its window, or the error */
-  } else if (codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG) {
-    rc = decode_file(l, smp, codec, buf, len, dst, shape);
   } else {
-    rc = gf_decode(codec, buf, (size_t)len, &smp->stored, &l->dopts, dst,
-                   (size_t)l->stride, shape);
+    /* A JPEG as its window; 1: its header is not one sized here, so it is
+     * decoded whole (libjpeg then gives its verdict). */
+    rc = codec == GF_CODEC_JPEG && l->jpeg_window
+             ? jpeg_decode_window(l, smp, epoch, buf, len, dst, shape, region)
+             : 1;
+    if (rc == 1 && (codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG))
+      rc = decode_file(l, smp, codec, buf, len, dst, shape);
+    else if (rc == 1)
+      rc = gf_decode(codec, buf, (size_t)len, &smp->stored, &l->dopts, dst,
+                     (size_t)l->stride, shape);
   }
   range_pop(l);
   if (rc == GF_ESHAPE && !gf_source_is_dataset(l->src)) {

@@ -101,8 +101,6 @@ int gf_jpeg_header_scan(const uint8_t *p, size_t len, uint64_t base,
       return 1;
     }
     uint32_t seg = (uint32_t)p[i + 2] << 8 | p[i + 3];
-    if (seg < 2)
-      return GF_EDECODE;
     if (sof) {
       if (seg < 8)
         return GF_EDECODE;
@@ -114,7 +112,10 @@ int gf_jpeg_header_scan(const uint8_t *p, size_t len, uint64_t base,
       *pos = at;
       return 0;
     }
-    at += 2 + (uint64_t)seg;
+    /* A length below 2 (the length field's own bytes) is read as 2, as
+     * libjpeg does (fuzz_jpeg_header's regression): the next marker
+     * follows the length field. */
+    at += 2 + (uint64_t)(seg < 2 ? 2 : seg);
   }
 }
 

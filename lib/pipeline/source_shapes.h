@@ -70,8 +70,9 @@ typedef struct gf_jpeg_frame {
  * at its marker), 1 when the bytes run out first (*pos: the file offset of
  * the next marker, fill bytes skipped; read on from there with base =
  * *pos), or GF_EDECODE when the bytes are not the segments of a JPEG
- * before its frame (no marker where one must be, a scan or EOI first, a
- * length below 2). Any thread. */
+ * before its frame (no marker where one must be, a scan or EOI first). A
+ * segment length below 2 is taken as 2, as libjpeg takes it. Any
+ * thread. */
 int gf_jpeg_header_scan(const uint8_t *p, size_t len, uint64_t base,
                         uint64_t *pos, gf_jpeg_frame *out);
 /* The decoded shape a frame header promises under opts (channels as opts
