@@ -1,5 +1,6 @@
 /* The loader's batch finalize: a filled slot becomes one dense array and
- * the transform's output (on the CPU, or submitted to the GPU). */
+ * the transform's output (on the CPU, or submitted to the GPU), its JPEG
+ * samples that wait for nvJPEG decoded on the GPU first. */
 #include "pipeline/loader_impl.h"
 
 #include <stdio.h>
@@ -63,6 +64,80 @@ static uint32_t make_segs(gf_loader *l, slot *s) {
   return n;
 }
 
+/* Slot s with samples whose files wait for nvJPEG (gpu_len; their places
+ * j * stride): queues their decode into the device input, and decodes on
+ * the CPU those nvJPEG refused (decode_again). Returns 0 (a sample the
+ * CPU could not decode either is recorded failed in s) or an error of the
+ * call (GF_EINTERNAL, -EINVAL). */
+static int gpu_decode(gf_loader *l, slot *s, uint32_t tid) {
+  uint32_t n = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    if (!s->gpu_len[j])
+      continue;
+    gf_nvjpeg_image *im = &s->jimg[n];
+    memset(im, 0, sizeof *im);
+    im->data = s->data + (uint64_t)j * l->stride;
+    im->len = s->gpu_len[j];
+    im->channels = s->shapes[j].channels;
+    im->sample = s->indices[j];
+    s->joff[n] = (uint64_t)j * l->stride;
+    s->jpos[n] = j;
+    n++;
+  }
+  if (!n)
+    return 0;
+  uint64_t t0 = l->trace ? now_ns() : 0;
+  range_push(l, "nvjpeg");
+  gf_nvjpeg_result res;
+  int rc = gf_stage_jpeg_decode(l->stage, s->index, s->jimg, s->joff,
+                                l->stride, n, &res);
+  range_pop(l);
+  span(l, GF_TR_DECODE, tid, t0, l->trace ? now_ns() : 0, s->seq);
+  if (rc == -EINVAL || rc == GF_EINTERNAL)
+    return rc;
+  if (rc < 0)
+    gf_log(GF_LOG_WARN, "JPEG on the GPU: %s (its samples are decoded on "
+                        "the CPU)",
+           gf_last_error()->message);
+  uint32_t ok = 0, refused = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    if (s->jimg[k].status == 0)
+      ok++;
+    else
+      refused++;
+  }
+  add(&l->jpeg_gpu_decoded, ok);
+  if (!refused)
+    return 0;
+  add(&l->jpeg_gpu_refused, refused);
+  /* nvJPEG may have read a refused file's bytes on the stream (a batch
+   * that failed as a whole, then each image alone): they are replaced by
+   * pixels only once the stream has passed the decode. Not for an image
+   * refused by its header check (GF_EUNSUPPORTED), which never reached a
+   * decode. */
+  bool tried = false;
+  for (uint32_t k = 0; k < n; k++)
+    tried = tried || (s->jimg[k].status != 0 &&
+                      s->jimg[k].status != GF_EUNSUPPORTED);
+  if (tried && (rc = gf_stage_copied_wait(l->stage, s->index)) < 0)
+    return rc;
+  for (uint32_t k = 0; k < n; k++)
+    if (s->jimg[k].status != 0) {
+      gf_log(GF_LOG_DEBUG, "JPEG on the GPU: %s: decoded on the CPU",
+             s->jimg[k].why);
+      (void)decode_again(l, s, s->jpos[k], tid);
+    }
+  return 0;
+}
+
+/* Whether a sample of s failed (status not 0). */
+static bool any_failed(const slot *s) {
+  for (uint32_t j = 0; j < s->count; j++)
+    if (s->status[j] != 0)
+      return true;
+  return false;
+}
+
 /* Keeps rc (< 0) as the slot's finalise failure, for next() to return. */
 static void fin_fail(slot *s, int rc) {
   s->fin_rc = rc;
@@ -91,12 +166,12 @@ static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
   for (uint32_t j = 0; s->gpu_len && j < s->count; j++)
     ng += s->gpu_len[j] != 0;
   if (ng) {
-    int rc = jpeg_gpu_decode(l, s, tid);
+    int rc = gpu_decode(l, s, tid);
     if (rc < 0) {
       fin_fail(s, rc);
       return;
     }
-    if (slot_failed(s))
+    if (any_failed(s))
       return;
     ng = 0;
     for (uint32_t j = 0; j < s->count; j++)

@@ -5,10 +5,11 @@
  * Files, one job each:
  *   loader_sample.c    one sample: cache, read, decode into the slot, failures
  *   loader_jpeg.c      a JPEG sample decoded as its window; JPEG statistics;
- *                      JPEG samples decoded on the GPU (nvJPEG)
+ *                      which JPEG samples nvJPEG decodes (plan, open, route)
  *   loader_dispatch.c  dispatch and claim, the worker loop (its read buffer
  *                      readied first), cancel
- *   loader_finalize.c  a filled slot's final form (dense array, transform)
+ *   loader_finalize.c  a filled slot's final form (nvJPEG's decode, dense
+ *                      array, transform)
  *   loader_plan.c      config resolution, sizing, autotune, the memory plan
  *   loader_create.c    create / destroy: slots, workers, direct fds, pinning
  *   loader_consumer.c  next / release, the skip policy's repair
@@ -281,9 +282,7 @@ static inline void range_pop(const gf_loader *l) {
 #define jpeg_gpu_plan gf_loader__jpeg_gpu_plan
 #define jpeg_gpu_open gf_loader__jpeg_gpu_open
 #define jpeg_gpu_take gf_loader__jpeg_gpu_take
-#define jpeg_gpu_decode gf_loader__jpeg_gpu_decode
 #define decode_again gf_loader__decode_again
-#define record_failure gf_loader__record_failure
 
 /* loader_sample.c */
 /* Loads one sample of `epoch` on the calling thread with plain preads (the
@@ -296,12 +295,10 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
 /* Sample j of slot s, whose file bytes wait in its place for the GPU
  * (gpu_len[j]), decoded on the CPU instead, by the worker's own path (the
  * CPU decoder's verdict): its pixels, shape and region replace the file;
- * on failure the sample is recorded failed (record_failure). Returns 0 or
- * the error. The thread finalising s. */
+ * on failure the sample is recorded failed (its status and, when it is
+ * the first, the slot's error). Returns 0 or the error. The thread
+ * finalising s. */
 int decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid);
-/* Records sample j of s failed with rc (the calling thread's last error
- * its context). Outside mu. */
-void record_failure(gf_loader *l, slot *s, uint32_t j, int rc, uint64_t idx);
 
 /* loader_jpeg.c */
 /* Whether a resolved config decodes JPEG samples as their windows (a fixed
@@ -340,12 +337,6 @@ void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z);
  * worker. */
 int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
                   uint64_t len, uint8_t *dst, gf_shape *shape);
-/* Finalise, slot s with GPU samples (their offsets: j * stride): queues
- * their decode into the device input, and decodes on the CPU those nvJPEG
- * refused (decode_again). Returns 0 (a sample the CPU could not decode
- * either is recorded failed in s) or an error of the call (GF_EINTERNAL,
- * -EINVAL). */
-int jpeg_gpu_decode(gf_loader *l, slot *s, uint32_t tid);
 
 /* loader_dispatch.c */
 /* Tests only: when set, called on a worker's thread at two of its events

@@ -290,8 +290,8 @@ typedef struct pending {
   bool in_place;
 } pending;
 
-void record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
-                    uint64_t idx) {
+static void record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
+                           uint64_t idx) {
   s->status[j] = rc;
   const gf_error_info *e = gf_last_error();
   pthread_mutex_lock(&l->mu);
