@@ -510,8 +510,10 @@ typedef enum gf_cache_direct {
 /* JPEG on the GPU (GPU mode only). Where nvJPEG is found at run time
  * (libnvjpeg.so, CUDA 11 or later; nothing is linked at build time), a JPEG
  * sample the GPU can take is not decoded by a worker: the worker checks
- * its headers (8-bit baseline, extended or progressive Huffman frame, 1 or
- * 3 components, ending in its EOI marker, within `limits`), puts the
+ * its headers (an 8-bit baseline, extended or progressive Huffman frame,
+ * progressive only where the decoder takes it (asked at create), 1 or 3
+ * components, its segments up to the first scan as libjpeg reads them,
+ * ending in its EOI marker, within `limits`), puts the
  * file's bytes where its pixels would go in the pinned staging slot, and
  * nvJPEG decodes it on the loader's copy stream straight into the batch's
  * device input, before the transform. Such a sample is decoded whole, at

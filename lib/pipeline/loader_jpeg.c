@@ -85,7 +85,7 @@ int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
   return 0;
 }
 
-/* ---- JPEG on the GPU ------------------------------------------------------ */
+/* ---- JPEG on the GPU ----------------------------------------------------- */
 
 /* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
 #define JPEG_ENGINES_BUDGET (16ull << 20)
