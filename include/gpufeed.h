@@ -18,7 +18,8 @@
  *   (or pass NULL for defaults). Reserved fields must stay zero. A struct
  *   is accepted only with a struct_size some version of this header has
  *   published for it (each is at version 1, exactly its sizeof, but
- *   gf_loader_stats, at version 2, which also accepts version 1's size);
+ *   gf_loader_stats, at version 3, which also accepts the sizes of
+ *   versions 1 and 2);
  *   any other size is refused with -EINVAL naming the struct and the
  *   sizes accepted, and no field past struct_size is ever read or
  *   written. A later version that grows a struct keeps accepting the older
@@ -460,7 +461,13 @@ typedef struct gf_loader_config {
                              transform decoded at a reduced DCT scale
                              (GF_JPEG_SCALE_AUTO, the default) or at full
                              scale (GF_JPEG_SCALE_OFF); see below */
-  uint64_t reserved[7];   /* must be zero */
+  uint32_t gpu_decode;    /* gf_gpu_decode: which JPEG samples nvJPEG
+                             decodes on the GPU in GPU mode (default
+                             GF_GPU_DECODE_AUTO); see below */
+  uint32_t gpu_decode_percent; /* of the JPEG samples the GPU would take,
+                             the share it gets, 1-100, by position in the
+                             batch (0: 100) */
+  uint64_t reserved[6];   /* must be zero */
 } gf_loader_config;
 /* JPEG samples (a folder's .jpg/.jpeg files, a dataset's jpeg records)
  * under a transform with a fixed output size (height/width set) are
@@ -500,12 +507,52 @@ typedef enum gf_cache_direct {
   GF_CACHE_DIRECT_AUTO = 0,
   GF_CACHE_DIRECT_OFF = 1,
 } gf_cache_direct;
+/* JPEG on the GPU (GPU mode only). Where nvJPEG is found at run time
+ * (libnvjpeg.so, CUDA 11 or later; nothing is linked at build time), a JPEG
+ * sample the GPU can take is not decoded by a worker: the worker checks
+ * its headers (an 8-bit baseline, extended or progressive Huffman frame,
+ * progressive only where the decoder takes it (asked at create), 1 or 3
+ * components, its segments up to the first scan as libjpeg reads them,
+ * ending in its EOI marker, within `limits`), puts the
+ * file's bytes where its pixels would go in the pinned staging slot, and
+ * nvJPEG decodes it on the loader's copy stream straight into the batch's
+ * device input, before the transform. Such a sample is decoded whole, at
+ * full scale (no window, no DCT scaling: the transform's window is then
+ * exactly torchvision's); its pixels are within 3 of the CPU decoder's
+ * (chroma interpolated as libjpeg does; docs/NVJPEG.md). What the GPU
+ * cannot give stays on the CPU: channels 4, an identity transform (the
+ * batch is then the host pixels), arithmetic coding, 12-bit, CMYK, a file
+ * larger than its sample's place in the slot. A sample nvJPEG refuses or
+ * fails on is decoded again by the CPU decoder, which has the last word:
+ * a corrupt file fails or is skipped as it would be on the CPU, named.
+ * Damage inside the entropy-coded data that nvJPEG does not report (the
+ * JPEG engines decode what they are given) is not seen on the GPU path;
+ * a truncated file (no EOI) always goes to the CPU. A batch with samples
+ * decoded on the GPU has data == NULL (its host slot holds their files,
+ * not their pixels): use `output`. The decoder's memory is its own, two
+ * reservations the memory plan prints beside the device pool (which
+ * keeps exactly its bytes). gf_loader_stats says which backend decodes,
+ * or why none does, and counts the samples decoded on each side.
+ * GPUFEED_NVJPEG=off in the environment turns it off as
+ * GF_GPU_DECODE_OFF does. */
+typedef enum gf_gpu_decode {
+  /* The JPEG engines only (A100, H100, H200 and later): every JPEG sample
+   * they take goes to them. Without engines nothing goes to the GPU: the
+   * GPU hybrid backend decodes on the SMs, which the training step needs
+   * more than the CPU workers' help (ask for it with GF_GPU_DECODE_ALL). */
+  GF_GPU_DECODE_AUTO = 0,
+  GF_GPU_DECODE_OFF = 1, /* every JPEG sample decoded by the CPU workers */
+  /* Every JPEG sample the GPU takes: the JPEG engines where there are
+   * some, else the GPU hybrid backend (its device budget, 64 MiB + 4 MiB
+   * a sample of a batch, reserved whichever backend opens). */
+  GF_GPU_DECODE_ALL = 2,
+} gf_gpu_decode;
 #define GF_DEVICE_AUTO (-2)
 #define GF_DEVICE_CPU (-1)
 #define GF_LOADER_CONFIG_INIT \
   {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
    0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, 0, 0,   \
-   {0}}
+   0, 0, {0}}
 
 /* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
  * and have shape shapes[i] (HWC); when `uniform` is set every sample has
@@ -517,7 +564,9 @@ typedef struct gf_batch {
   uint32_t uniform;
   gf_shape shape;          /* when uniform */
   void *data;              /* host memory, owned by the loader; NULL when
-                              direct_count > 0 (see gf_cache_direct) */
+                              direct_count > 0 (see gf_cache_direct) or
+                              samples were decoded on the GPU (see
+                              gf_gpu_decode) */
   uint64_t data_bytes;     /* bytes of data in use */
   uint64_t stride;         /* bytes between consecutive samples' starts */
   const gf_shape *shapes;  /* [count] */
@@ -815,6 +864,23 @@ typedef struct gf_loader_stats {
                                    size: decoded / full is the fraction of
                                    the pixels that had to be decoded */
   uint64_t reserved2[6];
+  /* Version 3 (version 2's struct_size is offsetof(gf_loader_stats,
+   * jpeg_gpu_backend)): JPEG decoded on the GPU (gf_gpu_decode). */
+  char jpeg_gpu_backend[16];    /* nvJPEG's backend, "hardware" or
+                                   "gpu_hybrid"; "" when JPEG is not
+                                   decoded on the GPU */
+  char jpeg_gpu_why[256];       /* when jpeg_gpu_backend is "": why (host
+                                   mode, gpu_decode off, nvJPEG not found,
+                                   no JPEG engines under auto...) */
+  uint64_t jpeg_gpu_decoded;    /* JPEG samples nvJPEG decoded */
+  uint64_t jpeg_cpu_decoded;    /* JPEG samples the CPU decoded (the sum of
+                                   jpeg_decoded) */
+  uint64_t jpeg_gpu_refused;    /* of those, sent to the GPU and refused
+                                   or failed there: decoded again on the
+                                   CPU */
+  uint64_t jpeg_gpu_device_budget, jpeg_gpu_device_peak; /* nvJPEG's own */
+  uint64_t jpeg_gpu_pinned_budget, jpeg_gpu_pinned_peak; /* reservations */
+  uint64_t reserved3[4];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */

@@ -27,7 +27,7 @@ target_link_libraries(test_loader_plan PRIVATE gpufeed_loader_fixture)
 gpufeed_add_test(test_loader_plan_create
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_plan_create.c
   LABELS threaded loader TIMEOUT 300)
-target_link_libraries(test_loader_plan_create PRIVATE gpufeed_loader_fixture)
+target_link_libraries(test_loader_plan_create PRIVATE gpufeed_loader_fixture gpufeed_jpeg_fixture)
 # Versioned structs of the API: only the published sizes accepted.
 gpufeed_add_test(test_struct_size
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_struct_size.c LABELS loader TIMEOUT 60)

@@ -2,7 +2,10 @@
  * figures gf_loader_plan prints are compared with the bytes a loader made
  * from the same configuration really allocated, summed at its allocation
  * sites (gf_loader_allocated), and with the threads and slots it runs.
- * Host mode always; GPU mode too when a device is there (device 0). */
+ * Host mode always; GPU mode too when a device is there (device 0), with
+ * a JPEG folder too, whose plan holds nvJPEG's reservations where the GPU
+ * may decode it (they are what create reserved when the decoder opened). */
+#include "jpeg_fixture.h"
 #include "loader_fixture.h"
 
 #include "gpu/stage.h"
@@ -43,7 +46,7 @@ static bool row_total(const char *text, const char *where, const char *item,
   return strstr(line + strlen(head), want) != NULL;
 }
 
-static int checked;
+static int checked, jpeg_opened;
 
 static void compare(const gf_loader_config *cfg, bool gpu, const char *what) {
   gf_memory_plan p;
@@ -73,15 +76,32 @@ static void compare(const gf_loader_config *cfg, bool gpu, const char *what) {
   CHECK(row_total(text, "host", "batch outputs", a.slot_out_bytes));
   CHECK(row_total(text, "host", "batch tables", a.slot_table_bytes));
   CHECK(row_total(text, "host", "read buffers", a.read_buffer_bytes));
+  /* nvJPEG's reservations (a JPEG source, GPU mode): beside the pool,
+   * what create reserved when the decoder opened; where it does not open
+   * (no nvJPEG here) the plan still prints them and nothing is reserved. */
+  uint64_t jdev = p.jpeg_gpu_mode ? p.jpeg_gpu_device_bytes : 0;
+  uint64_t jpin = p.jpeg_gpu_mode ? p.jpeg_gpu_pinned_bytes : 0;
+  CHECK(gpu || !p.jpeg_gpu_mode);
+  CHECK(row_total(text, "host", "nvJPEG pinned budget", jpin));
+  CHECK(row_total(text, "device", "nvJPEG budget (own pool)", jdev));
+  if (st.jpeg_gpu_backend[0]) {
+    CHECK(a.jpeg_gpu_device_bytes == jdev && a.jpeg_gpu_pinned_bytes == jpin);
+    CHECK(st.jpeg_gpu_device_budget == jdev &&
+          st.jpeg_gpu_pinned_budget == jpin);
+    jpeg_opened++;
+  } else {
+    CHECK(a.jpeg_gpu_device_bytes == 0 && a.jpeg_gpu_pinned_bytes == 0);
+    CHECK(st.jpeg_gpu_why[0] != '\0');
+  }
   CHECK(row_total(text, "host", "total",
                   pinned + a.slot_out_bytes + a.slot_table_bytes +
-                      a.read_buffer_bytes + cfg->cache_bytes));
+                      a.read_buffer_bytes + cfg->cache_bytes + jpin));
   if (gpu) {
     uint64_t need = gf_memory_plan_device_need(&p);
     uint64_t pool = cfg->device_pool_bytes > need ? cfg->device_pool_bytes
                                                   : need;
     CHECK(st.device_pool_reserved == pool);
-    CHECK(row_total(text, "device", "total", pool));
+    CHECK(row_total(text, "device", "total", pool + jdev));
   } else {
     CHECK(strstr(text, "none (host mode)") != NULL);
   }
@@ -132,15 +152,55 @@ static void sweep(const fixture *f, int32_t device) {
   }
 }
 
+/* A JPEG folder under transforms that let the GPU decode it (gpu_decode
+ * auto and all), one that does not (the identity), and gpu_decode off. */
+static void sweep_jpeg(const char *dir, int32_t device) {
+  static const uint32_t batch[] = {1, 3, 16};
+  for (int i = 0; i < 12; i++) {
+    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+    cfg.source = dir;
+    cfg.device = device;
+    cfg.batch_size = batch[i % 3];
+    cfg.threads = 1 + i % 2;
+    cfg.gpu_decode = (uint32_t)(i / 3) % 3; /* auto, off, all */
+    cfg.channels = i % 2 ? 3 : 1;
+    if (i != 5) {
+      cfg.transform.out_dtype = GF_OUT_F16;
+      cfg.transform.height = 8;
+      cfg.transform.width = 8;
+      cfg.transform.resize = GF_RESIZE_RANDOM_RESIZED_CROP;
+    }
+    if (device >= 0 && i % 4 == 1)
+      cfg.device_pool_bytes = 64u << 20;
+    char what[160];
+    snprintf(what, sizeof what, "jpeg device %d batch %u gpu_decode %u",
+             device, cfg.batch_size, cfg.gpu_decode);
+    compare(&cfg, device >= 0, what);
+  }
+}
+
 int main(void) {
   fixture f;
   CHECK_OK(fixture_make(&f, gf_test_tmpdir(), 40, 2, true, 4096, 0));
   if (gf_test_failures)
     return gf_test_finish();
+  char jdir[4200], p[4400];
+  snprintf(jdir, sizeof jdir, "%s/jpg", gf_test_tmpdir());
+  snprintf(p, sizeof p, "%s/c0", jdir);
+  CHECK_OK(jfix_mkdir(jdir));
+  CHECK_OK(jfix_mkdir(p));
+  for (uint32_t i = 0; i < 20; i++) {
+    snprintf(p, sizeof p, "%s/c0/%02u.jpg", jdir, i);
+    CHECK_OK(jfix_write_jpeg(p, 9 + i * 7, 30 - i, i % 3 ? 3 : 1, i, 85));
+  }
   sweep(&f, GF_DEVICE_CPU);
+  sweep_jpeg(jdir, GF_DEVICE_CPU);
   char why[256];
-  if (gf_stage_probe(0, why, sizeof why))
+  if (gf_stage_probe(0, why, sizeof why)) {
     sweep(&f, 0);
+    sweep_jpeg(jdir, 0);
+    printf("nvJPEG opened in %d configurations\n", jpeg_opened);
+  }
   else if (getenv("GPUFEED_REQUIRE_GPU") &&
            strcmp(getenv("GPUFEED_REQUIRE_GPU"), "1") == 0)
     CHECK(!"GPUFEED_REQUIRE_GPU=1 but GPU mode cannot be checked");

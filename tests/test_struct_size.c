@@ -20,14 +20,18 @@ static void bad_sizes(uint32_t v1, uint32_t out[4]) {
 }
 
 /* rc is the refusal of `name` at size `given`, naming both and the sizes
- * accepted: v1 (version 1), and v2 (version 2) when not 0. */
-static void refused2(int rc, const char *name, uint32_t given, uint32_t v1,
-                     uint32_t v2) {
+ * accepted: v1 (version 1), and v2, v3 (versions 2 and 3) when not 0. */
+static void refused3(int rc, const char *name, uint32_t given, uint32_t v1,
+                     uint32_t v2, uint32_t v3) {
   CHECK_ERR(rc, -EINVAL);
   const char *m = gf_last_error()->message;
-  char g[48], a[96];
+  char g[48], a[128];
   snprintf(g, sizeof g, "struct_size %u ", given);
-  if (v2)
+  if (v3)
+    snprintf(a, sizeof a,
+             "accepted: %u (version 1), %u (version 2), %u (version 3)", v1,
+             v2, v3);
+  else if (v2)
     snprintf(a, sizeof a, "accepted: %u (version 1), %u (version 2)", v1, v2);
   else
     snprintf(a, sizeof a, "accepted: %u (version 1)", v1);
@@ -38,7 +42,7 @@ static void refused2(int rc, const char *name, uint32_t given, uint32_t v1,
 }
 
 static void refused(int rc, const char *name, uint32_t given, uint32_t v1) {
-  refused2(rc, name, given, v1, 0);
+  refused3(rc, name, given, v1, 0, 0);
 }
 
 int main(void) {
@@ -72,18 +76,19 @@ int main(void) {
   if (!l)
     return gf_test_finish();
 
-  /* gf_loader_stats, at version 2 (the JPEG counters): other sizes
-   * refused, nothing written past the size field; version 1's size
-   * accepted, nothing written past it. */
+  /* gf_loader_stats, at version 3 (2: the JPEG counters, 3: the GPU
+   * decoder's): other sizes refused, nothing written past the size field;
+   * the older versions' sizes accepted, nothing written past them. */
   v1 = offsetof(gf_loader_stats, jpeg_decoded);
-  uint32_t v2 = sizeof(gf_loader_stats);
-  uint32_t bad_stats[5] = {4, 8, v1 - 1, v1 + 8, v2 + 8};
-  for (int i = 0; i < 5; i++) {
+  uint32_t v2 = offsetof(gf_loader_stats, jpeg_gpu_backend);
+  uint32_t v3 = sizeof(gf_loader_stats);
+  uint32_t bad_stats[6] = {4, 8, v1 - 1, v1 + 8, v2 + 8, v3 + 8};
+  for (int i = 0; i < 6; i++) {
     gf_loader_stats st;
     memset(&st, 0xee, sizeof st);
     st.struct_size = bad_stats[i];
-    refused2(gf_loader_stats_get(l, &st), "gf_loader_stats", bad_stats[i],
-             v1, v2);
+    refused3(gf_loader_stats_get(l, &st), "gf_loader_stats", bad_stats[i],
+             v1, v2, v3);
     CHECK(st.threads == 0xeeeeeeeeu);
   }
   gf_loader_stats st;
@@ -97,6 +102,13 @@ int main(void) {
   CHECK_OK(gf_loader_stats_get(l, &st));
   CHECK(st.threads == 1 && st.jpeg_decoded[0] == 0 &&
         st.jpeg_pixels_full == 0);
+  CHECK(st.jpeg_gpu_decoded == 0xeeeeeeeeeeeeeeeeull &&
+        (uint8_t)st.jpeg_gpu_why[0] == 0xee);
+  st.struct_size = v3;
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  /* Host mode: no GPU decoder, and the reason said. */
+  CHECK(st.jpeg_gpu_decoded == 0 && st.jpeg_gpu_backend[0] == '\0' &&
+        st.jpeg_gpu_why[0] != '\0');
   gf_loader_destroy(l);
 
   /* gf_decode_opts. */

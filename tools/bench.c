@@ -80,6 +80,15 @@ static void bottleneck(const gf_loader_stats *st, double wall, double stall,
              "consumer-bound: the %s waited for data %.1f%% of the time; "
              "the loader keeps up",
              step_ms > 0 ? "simulated training step" : "consumer", stall);
+  } else if (st->jpeg_gpu_decoded > st->jpeg_cpu_decoded && idle > 40.0) {
+    snprintf(buf, cap, "GPU-decode-bound: nvJPEG (%s backend) decoded "
+             "%.0f%% of the JPEG samples while the workers idled %.0f%%: "
+             "the GPU's decode sets the rate (--gpu-decode-percent gives "
+             "the workers a share)",
+             st->jpeg_gpu_backend,
+             pct((double)st->jpeg_gpu_decoded,
+                 (double)(st->jpeg_gpu_decoded + st->jpeg_cpu_decoded)),
+             idle);
   } else if (decode >= read && decode >= cache && decode + read > 60.0) {
     snprintf(buf, cap, "decode-bound: %u threads %.0f%% busy decoding "
              "(%.0f%% reading)", st->threads, decode, read);
@@ -202,6 +211,8 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.cache_direct =
       o->no_cache_direct ? GF_CACHE_DIRECT_OFF : GF_CACHE_DIRECT_AUTO;
   cfg.jpeg_scale = o->jpeg_scale_off ? GF_JPEG_SCALE_OFF : GF_JPEG_SCALE_AUTO;
+  cfg.gpu_decode = o->gpu_decode;
+  cfg.gpu_decode_percent = o->gpu_decode_percent;
 
   if (o->plan) {
     char plan[8192];
@@ -456,6 +467,21 @@ int gfc_bench(const gfc_bench_opts *o) {
            (unsigned long long)st.jpeg_decoded[3],
            (unsigned long long)st.jpeg_pixels_decoded,
            (unsigned long long)st.jpeg_pixels_full, jpeg_frac);
+    static const char *const gd[] = {"auto", "off", "all"};
+    printf(",\"jpeg_decode\":{\"gpu_decode\":\"%s\",\"gpu\":%llu,"
+           "\"cpu\":%llu,\"gpu_refused\":%llu,\"backend\":",
+           gd[o->gpu_decode % 3], (unsigned long long)st.jpeg_gpu_decoded,
+           (unsigned long long)st.jpeg_cpu_decoded,
+           (unsigned long long)st.jpeg_gpu_refused);
+    json_str(st.jpeg_gpu_backend);
+    printf(",\"why\":");
+    json_str(st.jpeg_gpu_why);
+    printf(",\"device_budget_bytes\":%llu,\"device_peak_bytes\":%llu,"
+           "\"pinned_budget_bytes\":%llu,\"pinned_peak_bytes\":%llu}",
+           (unsigned long long)st.jpeg_gpu_device_budget,
+           (unsigned long long)st.jpeg_gpu_device_peak,
+           (unsigned long long)st.jpeg_gpu_pinned_budget,
+           (unsigned long long)st.jpeg_gpu_pinned_peak);
     if (o->trace) {
       printf(",\"trace\":{\"file\":");
       json_str(o->trace);
@@ -538,6 +564,15 @@ int gfc_bench(const gfc_bench_opts *o) {
              (unsigned long long)st.jpeg_decoded[2],
              (unsigned long long)st.jpeg_decoded[3],
              o->jpeg_scale_off ? "off" : "on", 100.0 * jpeg_frac);
+    if (st.jpeg_gpu_backend[0])
+      printf("  jpeg decode       %llu on the GPU (nvJPEG, %s backend), %llu "
+             "on the CPU (%llu of them refused by the GPU)\n",
+             (unsigned long long)st.jpeg_gpu_decoded, st.jpeg_gpu_backend,
+             (unsigned long long)st.jpeg_cpu_decoded,
+             (unsigned long long)st.jpeg_gpu_refused);
+    else if (st.jpeg_cpu_decoded)
+      printf("  jpeg decode       %llu on the CPU; not on the GPU: %s\n",
+             (unsigned long long)st.jpeg_cpu_decoded, st.jpeg_gpu_why);
     if (st.skipped)
       printf("  skipped           %llu bad samples (last: %s)\n",
              (unsigned long long)st.skipped, st.last_skip_reason);

@@ -94,6 +94,8 @@ typedef struct gfc_bench_opts {
   bool h2d_probe;
   bool no_cache_direct; /* GF_CACHE_DIRECT_OFF */
   bool jpeg_scale_off;  /* GF_JPEG_SCALE_OFF */
+  uint32_t gpu_decode;  /* gf_gpu_decode */
+  uint32_t gpu_decode_percent; /* 0: 100 */
   bool plan;
   bool json;
   bool quiet;

@@ -202,6 +202,11 @@ static const char bench_usage[] =
     "                   1/8) where the window allows, or at full scale\n"
     "                   (output identical to a full decode's); either way\n"
     "                   only the window's rows and columns are decoded\n"
+    "  --gpu-decode M   auto (default), off or all: JPEG samples decoded by\n"
+    "                   nvJPEG on the GPU: auto where the GPU has JPEG\n"
+    "                   engines, all also on the SMs elsewhere, off never\n"
+    "  --gpu-decode-percent P  of those, the share (1-100) of a batch's\n"
+    "                   positions that go to the GPU (default 100)\n"
     "  --step-ms X      simulate a training step of X ms a batch (a kernel\n"
     "                   on the consumer's stream on a GPU, a sleep in host\n"
     "                   mode); the stall is then the share of wall time not\n"
@@ -750,6 +755,13 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       static const char *const onoff[] = {"on", "off"};
       o->jpeg_scale_off =
           pick(a, "--jpeg-scale", v, onoff, 2, "on or off") == 1;
+    } else if (opt(a, "--gpu-decode", &v)) {
+      static const char *const gd[] = {"auto", "off", "all"};
+      o->gpu_decode =
+          (uint32_t)pick(a, "--gpu-decode", v, gd, 3, "auto, off or all");
+    } else if (opt(a, "--gpu-decode-percent", &v)) {
+      o->gpu_decode_percent =
+          (uint32_t)parse_u64(a, "--gpu-decode-percent", v, 1, 100);
     } else if (opt(a, "--json", NULL)) {
       o->json = true;
     } else if (opt(a, "--quiet", NULL)) {

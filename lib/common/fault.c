@@ -43,6 +43,7 @@ static const char *const site_names[GF_FAULT_SITE_COUNT_] = {
     [GF_FAULT_CUDA_STAGE_REGISTER] = "cuda_stage_register",
     [GF_FAULT_URING_REGISTER] = "uring_register",
     [GF_FAULT_NVJPEG_BATCH] = "nvjpeg_batch",
+    [GF_FAULT_NVJPEG_IMAGE] = "nvjpeg_image",
 };
 
 /* Sites whose calls move a byte count, where GF_FAULT_SHORT makes sense. */

@@ -48,6 +48,11 @@ typedef enum gf_fault_site {
   GF_FAULT_NVJPEG_BATCH,        /* one nvjpegDecodeBatched call over several
                                    images failing as a whole (the error is
                                    reported as nvJPEG's execution failure) */
+  GF_FAULT_NVJPEG_IMAGE,        /* one image of a gf_nvjpeg_decode call
+                                   refused after its header check, as an
+                                   image nvJPEG does not take (status
+                                   GF_EUNSUPPORTED: its caller decodes it
+                                   on the CPU) */
   GF_FAULT_SITE_COUNT_
 } gf_fault_site;
 

@@ -7,10 +7,12 @@
 #include <string.h>
 
 /* Every size a header has published for the struct, oldest first. Each
- * struct at version 1 has one size, this build's sizeof. A version 2
- * (gf_loader_stats, which grew the JPEG counters) keeps the version-1 size as offsetof(T, its first new field)
- * and appends sizeof(T): callers built with either header are accepted,
- * and fields past a caller's struct_size take their defaults. */
+ * struct at version 1 has one size, this build's sizeof. A struct that
+ * grew (gf_loader_stats: version 2 the JPEG counters, version 3 the GPU
+ * decoder's) keeps each older size as offsetof(T, the first field the
+ * next version added) and appends sizeof(T): callers built with any of
+ * those headers are accepted, and fields past a caller's struct_size take
+ * their defaults. */
 #define GF_MAX_VERSIONS 4
 typedef struct published {
   const char *name;
@@ -21,7 +23,8 @@ static const published table[] = {
     {"gf_decode_opts", {sizeof(gf_decode_opts)}},
     {"gf_loader_config", {sizeof(gf_loader_config)}},
     {"gf_loader_stats",
-     {offsetof(gf_loader_stats, jpeg_decoded), sizeof(gf_loader_stats)}},
+     {offsetof(gf_loader_stats, jpeg_decoded),
+      offsetof(gf_loader_stats, jpeg_gpu_backend), sizeof(gf_loader_stats)}},
     {"gf_device_pool_config", {sizeof(gf_device_pool_config)}},
     {"gf_device_pool_stats", {sizeof(gf_device_pool_stats)}},
 };

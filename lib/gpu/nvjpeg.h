@@ -15,7 +15,10 @@
  * GF_NVJPEG_AUTO takes the hardware backend where the GPU has engines and
  * the GPU hybrid one elsewhere. What a handle's batched decoder takes is
  * what nvjpegDecodeBatchedSupported says (nvJPEG 13.0's hardware handle
- * took the progressive test image too); whatever it does not take, and
+ * took the progressive test image too, but on an H200 none of the
+ * progressive files libjpeg writes with its simple progression, gray or
+ * 4:2:0: the loader asks with one of those at open); whatever it does not
+ * take, and
  * what nvJPEG never decodes (arithmetic coding, 12-bit samples, CMYK), is
  * reported per image (GF_EUNSUPPORTED) so the caller routes it to the CPU
  * decoder; nothing is refused for its size.

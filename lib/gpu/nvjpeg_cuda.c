@@ -927,6 +927,10 @@ int gf_nvjpeg_decode(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t n,
       set_status(im, i, GF_EUNSUPPORTED, "%s", info.why);
       continue;
     }
+    if (gf_fault_check(GF_FAULT_NVJPEG_IMAGE)) {
+      set_status(im, i, GF_EUNSUPPORTED, "refused (injected fault)");
+      continue;
+    }
     uint64_t need = (uint64_t)info.width * info.height * im->channels;
     if (need > im->dst_cap)
       set_status(im, i, GF_ESHAPE,

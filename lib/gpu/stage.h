@@ -24,6 +24,7 @@
 #define GF_GPU_STAGE_H
 
 #include "common/common.h"
+#include "gpu/nvjpeg.h"
 #include "xform/transform.h"
 
 typedef struct gf_stage gf_stage;
@@ -157,6 +158,44 @@ void gf_gpu_range_pop(void);
  * the caller): nvtxRangeStartA / nvtxRangeEnd; 0 without CUDA. */
 uint64_t gf_gpu_range_start(const char *name);
 void gf_gpu_range_end(uint64_t id);
+
+/* JPEG decoding on the GPU (gpu/nvjpeg.h), on the stage's copy stream
+ * into the slots' device input blocks. The decoder is the stage's: its
+ * stream is the copy stream, it is closed with the stage (before the
+ * stream), and its two reservations are its own (the stage's pool is
+ * untouched). */
+
+/* Opens the decoder from *cfg (its device and stream are the stage's; the
+ * rest as gf_nvjpeg_open takes it). Returns what gf_nvjpeg_open returns,
+ * the reason in why[0..cap) too; 0 at once when one is open. Call before
+ * any submit, on the thread that created the stage. */
+int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
+                       size_t cap);
+/* gf_nvjpeg_probe with the stage's decoder (serialised with the decode
+ * calls). Returns what it returns, or GF_EINTERNAL when none is open. */
+int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
+                        gf_nvjpeg_info *info);
+/* The open decoder's backend name ("hardware", "gpu_hybrid"), or NULL. */
+const char *gf_stage_jpeg_backend(const gf_stage *st);
+/* Queues the decode of imgs[0..n) for slot i: image k's pixels go to
+ * dst_off[k] of the slot's device input (each image's dst and dst_cap are
+ * set here: dst_cap is cap, the range checked against the input block),
+ * on the copy stream after the slot's release events, and the slot's
+ * `copied` event is recorded after it (nvJPEG reads the files' bytes, in
+ * the staging memory, until the stream passes it): gf_stage_host_free
+ * then answers for the decode too. Each image's status as gf_nvjpeg_decode
+ * sets it. Any thread: calls are serialised (one decoder). Returns what
+ * gf_nvjpeg_decode returns, GF_EINTERNAL (a range outside the input, no
+ * decoder, slot not pinned) or GF_ECUDA. */
+int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
+                         const uint64_t *dst_off, uint64_t cap,
+                         uint32_t n, gf_nvjpeg_result *res);
+/* Waits until the copy stream has passed slot i's `copied` event (the
+ * staging memory is no longer read). Returns 0 or GF_ECUDA. */
+int gf_stage_copied_wait(gf_stage *st, uint32_t i);
+/* The decoder's statistics; false (and *out zeroed) when none is open.
+ * Any thread. */
+bool gf_stage_jpeg_stats(gf_stage *st, gf_nvjpeg_stats *out);
 
 /* The loader's device pool (for the caller's own buffers). */
 gf_device_pool *gf_stage_pool(gf_stage *st);

@@ -55,6 +55,16 @@ struct gf_stage {
   uint32_t gather_blocks;  /* kernel gathers: grid bound */
   size_t params_span;      /* round256(max_samples * sizeof params) */
   size_t segs_span;        /* round256(max_samples * sizeof gather seg) */
+  gf_nvjpeg *jpeg;         /* the JPEG decoder on the copy stream, or NULL */
+  pthread_mutex_t jpeg_mu; /* one decode call at a time (nvJPEG's states
+                              are not thread-safe; workers finalise slots
+                              in parallel) */
+  bool jpeg_mu_init;
+  gf_nvjpeg_stats jpeg_snap; /* the decoder's statistics after its last
+                              call, under snap_mu: read without waiting
+                              for a decode */
+  pthread_mutex_t snap_mu;
+  bool snap_mu_init;
 };
 
 static int cuda_fail(cudaError_t e, const char *what) {
@@ -311,6 +321,18 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     return -ENOMEM;
   st->cfg = *cfg;
   int rc;
+  if (pthread_mutex_init(&st->jpeg_mu, NULL) != 0) {
+    free(st);
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "GPU stage: pthread_mutex_init failed");
+  }
+  st->jpeg_mu_init = true;
+  if (pthread_mutex_init(&st->snap_mu, NULL) != 0) {
+    rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "GPU stage: pthread_mutex_init failed");
+    goto fail;
+  }
+  st->snap_mu_init = true;
   cudaError_t e = cudaSetDevice(cfg->device);
   if (e != cudaSuccess) {
     rc = cuda_fail(e, "cudaSetDevice");
@@ -420,6 +442,9 @@ void gf_stage_destroy(gf_stage *st) {
   cudaSetDevice(st->cfg.device);
   if (st->have_stream)
     cudaStreamSynchronize(st->copy);
+  /* Before the stream it decodes on. */
+  gf_nvjpeg_close(st->jpeg);
+  st->jpeg = NULL;
   for (uint32_t i = 0; st->slots && i < st->cfg.slots; i++) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
@@ -450,7 +475,109 @@ void gf_stage_destroy(gf_stage *st) {
     cudaStreamDestroy(st->copy);
   /* The pool frees every block with its chunks. */
   gf_device_pool_destroy(st->pool);
+  if (st->jpeg_mu_init)
+    pthread_mutex_destroy(&st->jpeg_mu);
+  if (st->snap_mu_init)
+    pthread_mutex_destroy(&st->snap_mu);
   free(st);
+}
+
+/* ---- JPEG on the GPU ----------------------------------------------------- */
+
+int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
+                       size_t cap) {
+  if (st->jpeg)
+    return 0;
+  gf_nvjpeg_config c = *cfg;
+  c.device = st->cfg.device;
+  c.stream = st->copy;
+  int rc = gf_nvjpeg_open(&c, &st->jpeg, why, cap);
+  if (rc == 0)
+    gf_nvjpeg_stats_get(st->jpeg, &st->jpeg_snap);
+  return rc;
+}
+
+int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
+                        gf_nvjpeg_info *info) {
+  if (!st->jpeg)
+    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "GPU JPEG probe: no decoder is open");
+  pthread_mutex_lock(&st->jpeg_mu);
+  int rc = gf_nvjpeg_probe(st->jpeg, data, len, info);
+  pthread_mutex_unlock(&st->jpeg_mu);
+  return rc;
+}
+
+const char *gf_stage_jpeg_backend(const gf_stage *st) {
+  return st->jpeg ? gf_nvjpeg_backend_name(st->jpeg) : NULL;
+}
+
+int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
+                         const uint64_t *dst_off, uint64_t cap,
+                         uint32_t n, gf_nvjpeg_result *res) {
+  stage_slot *s = &st->slots[i];
+  if (!st->jpeg || !s->registered)
+    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "GPU JPEG decode for slot %u: %s", i,
+                   !st->jpeg ? "no decoder is open" : "the slot is not pinned");
+  uint64_t in = st->cfg.in_bytes;
+  for (uint32_t k = 0; k < n; k++) {
+    if (dst_off[k] > in || cap > in - dst_off[k])
+      return gf_fail(GF_EINTERNAL, NULL, imgs[k].sample, GF_NO_INDEX,
+                     "GPU JPEG decode: image %u's place (%llu bytes at "
+                     "%llu) is outside the batch input of %llu bytes",
+                     k, (unsigned long long)cap,
+                     (unsigned long long)dst_off[k], (unsigned long long)in);
+    imgs[k].dst = (uint8_t *)s->d_in + dst_off[k];
+    imgs[k].dst_cap = cap;
+  }
+  pthread_mutex_lock(&st->jpeg_mu);
+  cudaError_t e = cudaSetDevice(st->cfg.device);
+  int rc = 0;
+  /* The device input may still be read for the slot's previous batch by
+   * the caller's streams: the decode writes it after they are done. */
+  for (uint32_t k = 0; e == cudaSuccess && k < s->release_pending; k++)
+    e = cudaStreamWaitEvent(st->copy, s->released[k], 0);
+  if (e != cudaSuccess) {
+    rc = cuda_fail(e, "cudaStreamWaitEvent (release, before a JPEG decode)");
+  } else {
+    rc = gf_nvjpeg_decode(st->jpeg, imgs, n, res);
+    gf_error_info saved = *gf_last_error();
+    /* Whatever was queued reads the staging memory until this point. */
+    if ((e = cudaEventRecord(s->copied, st->copy)) == cudaSuccess)
+      s->submitted = true;
+    else if (rc == 0)
+      rc = cuda_fail(e, "cudaEventRecord (after a JPEG decode)");
+    if (rc < 0 && saved.code == rc)
+      gf_error_restore(&saved);
+  }
+  gf_nvjpeg_stats snap;
+  gf_nvjpeg_stats_get(st->jpeg, &snap);
+  pthread_mutex_unlock(&st->jpeg_mu);
+  pthread_mutex_lock(&st->snap_mu);
+  st->jpeg_snap = snap;
+  pthread_mutex_unlock(&st->snap_mu);
+  return rc;
+}
+
+int gf_stage_copied_wait(gf_stage *st, uint32_t i) {
+  stage_slot *s = &st->slots[i];
+  if (!s->submitted)
+    return 0;
+  cudaError_t e = cudaSetDevice(st->cfg.device);
+  if (e == cudaSuccess)
+    e = cudaEventSynchronize(s->copied);
+  return e == cudaSuccess ? 0 : cuda_fail(e, "waiting for the staging copy");
+}
+
+bool gf_stage_jpeg_stats(gf_stage *st, gf_nvjpeg_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (!st->jpeg)
+    return false;
+  pthread_mutex_lock(&st->snap_mu);
+  *out = st->jpeg_snap;
+  pthread_mutex_unlock(&st->snap_mu);
+  return true;
 }
 
 uint8_t *gf_stage_host(gf_stage *st, uint32_t i) { return st->slots[i].host; }

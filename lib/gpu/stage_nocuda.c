@@ -3,6 +3,7 @@
 #include "gpu/stage.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int gf_stage_probe(int32_t device, char *why, size_t cap) {
   (void)device;
@@ -82,6 +83,41 @@ void gf_gpu_range_end(uint64_t id) { (void)id; }
 int gf_stage_host_free(gf_stage *st, uint32_t i) {
   (void)st, (void)i;
   return 1;
+}
+int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
+                       size_t cap) {
+  (void)st, (void)cfg;
+  int rc = gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "nvJPEG is not available, JPEG is decoded on the CPU: "
+                   "this gpufeed was built without CUDA");
+  if (why && cap)
+    gf_strlcpy(why, gf_last_error()->message, cap);
+  return rc;
+}
+int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
+                        gf_nvjpeg_info *info) {
+  (void)st, (void)data, (void)len, (void)info;
+  return GF_ENODEVICE;
+}
+const char *gf_stage_jpeg_backend(const gf_stage *st) {
+  (void)st;
+  return NULL;
+}
+int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
+                         const uint64_t *dst_off, uint64_t cap,
+                         uint32_t n, gf_nvjpeg_result *res) {
+  (void)st, (void)i, (void)imgs, (void)dst_off, (void)cap, (void)n;
+  (void)res;
+  return GF_ENODEVICE;
+}
+int gf_stage_copied_wait(gf_stage *st, uint32_t i) {
+  (void)st, (void)i;
+  return 0;
+}
+bool gf_stage_jpeg_stats(gf_stage *st, gf_nvjpeg_stats *out) {
+  (void)st;
+  memset(out, 0, sizeof *out);
+  return false;
 }
 gf_device_pool *gf_stage_pool(gf_stage *st) {
   (void)st;

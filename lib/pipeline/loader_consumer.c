@@ -52,6 +52,8 @@ static void repair(gf_loader *l, slot *s) {
       s->indices[j] = idx;
       if (s->dsrc_dev)
         s->dsrc_dev[j] = 0;
+      if (s->gpu_len)
+        s->gpu_len[j] = 0; /* repairs decode on the CPU */
       test_hook(l, "repair: load");
       s->status[j] = load_sync(l, s->epoch, idx, dst, &s->shapes[j],
                                &s->filtered[j], &s->regions[j],
@@ -76,6 +78,8 @@ static void repair(gf_loader *l, slot *s) {
         s->dsrc_dev[out] = s->dsrc_dev[j];
         s->dsrc_host[out] = s->dsrc_host[j];
       }
+      if (s->gpu_len)
+        s->gpu_len[out] = s->gpu_len[j];
     }
     out++;
   }
@@ -103,8 +107,9 @@ static void present(slot *s) {
   b->index = s->k;
   b->count = s->count;
   /* Samples gathered from the pinned cache never passed through the host
-   * slot: its pixels are not the batch's. */
-  b->data = s->ndirect ? NULL : s->data;
+   * slot, and the slot holds the files of those nvJPEG decoded: its
+   * pixels are not the batch's. */
+  b->data = s->ndirect || s->ngpu ? NULL : s->data;
   b->direct_count = s->ndirect;
   b->shapes = s->shapes;
   b->offsets = s->offsets;

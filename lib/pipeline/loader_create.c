@@ -53,8 +53,24 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
   if (l->direct) {
     s->dsrc_dev = table(a, B, sizeof *s->dsrc_dev);
     s->dsrc_host = table(a, B, sizeof *s->dsrc_host);
+    if (!s->dsrc_dev || !s->dsrc_host)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch slot's gather list");
+  }
+  /* JPEG on the GPU as the plan has it (whether or not the decoder then
+   * opened: the tables are the plan's). */
+  if (l->gpu_jpeg_tables) {
+    s->gpu_len = table(a, B, sizeof *s->gpu_len);
+    s->jimg = table(a, B, sizeof *s->jimg);
+    s->joff = table(a, B, sizeof *s->joff);
+    s->jpos = table(a, B, sizeof *s->jpos);
+    if (!s->gpu_len || !s->jimg || !s->joff || !s->jpos)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch slot's GPU JPEG tables");
+  }
+  if (l->direct || l->gpu_jpeg_tables) {
     s->segs = table(a, B, sizeof *s->segs);
-    if (!s->dsrc_dev || !s->dsrc_host || !s->segs)
+    if (!s->segs)
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "cannot allocate a batch slot's gather list");
   }
@@ -144,6 +160,10 @@ static void free_slot(gf_loader *l, slot *s) {
   free(s->dsrc_dev);
   free(s->dsrc_host);
   free(s->segs);
+  free(s->gpu_len);
+  free(s->jimg);
+  free(s->joff);
+  free(s->jpos);
 }
 
 /* O_DIRECT: a second set of shard descriptors opened with O_DIRECT; reads
@@ -330,6 +350,13 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
              gf_stage_direct_copy(l->stage));
     }
   }
+  /* JPEG on the GPU: the decoder opens on the stage's copy stream, or JPEG
+   * stays on the CPU and the stats say why. */
+  l->gpu_jpeg_tables = z.jpeg_gpu_mode != 0;
+  if (l->stage)
+    jpeg_gpu_open(l, &z);
+  else
+    gf_strlcpy(l->jpeg_gpu_why, z.jpeg_gpu_why, sizeof l->jpeg_gpu_why);
   uint64_t t_stage = now_ns();
   l->slots = calloc(l->nslots, sizeof *l->slots);
   if (!l->slots) {

@@ -1,5 +1,6 @@
 /* The loader's batch finalize: a filled slot becomes one dense array and
- * the transform's output (on the CPU, or submitted to the GPU). */
+ * the transform's output (on the CPU, or submitted to the GPU), its JPEG
+ * samples that wait for nvJPEG decoded on the GPU first. */
 #include "pipeline/loader_impl.h"
 
 #include <stdio.h>
@@ -9,11 +10,11 @@
  * mode) or submitted to the GPU. Runs on the worker that finished the slot
  * (or the consumer after a repair), outside the lock: nothing else touches
  * the slot meanwhile. A failure is kept in fin_rc for next() to return. */
-static void finalize_body(gf_loader *l, slot *s);
+static void finalize_body(gf_loader *l, slot *s, uint32_t tid);
 void finalize(gf_loader *l, slot *s, uint32_t tid) {
   uint64_t t0 = l->trace ? now_ns() : 0;
   range_push(l, "finalize");
-  finalize_body(l, s);
+  finalize_body(l, s, tid);
   range_pop(l);
   span(l, GF_TR_FINALIZE, tid, t0, l->trace ? now_ns() : 0, s->seq);
 }
@@ -39,19 +40,20 @@ static void materialize(gf_loader *l, slot *s) {
     }
 }
 
-/* Direct mode: the gather list of slot s (its samples at offsets[j] of the
- * device input, from the cache or from the staging slot). */
+/* The gather list of slot s (its samples at offsets[j] of the device
+ * input, from the cache (direct mode) or from the staging slot), without
+ * the samples nvJPEG decodes there itself. */
 static uint32_t make_segs(gf_loader *l, slot *s) {
   uint64_t base = gf_stage_host_dev(l->stage, s->index);
   uint32_t n = 0;
   for (uint32_t j = 0; j < s->count; j++) {
     uint64_t len = gf_shape_bytes(&s->shapes[j]);
-    if (len == 0)
+    if (len == 0 || (s->gpu_len && s->gpu_len[j]))
       continue;
     gf_stage_seg *g = &s->segs[n++];
     g->dst = s->offsets[j];
     g->len = len;
-    if (s->dsrc_dev[j]) {
+    if (s->dsrc_dev && s->dsrc_dev[j]) {
       g->host = s->dsrc_host[j];
       g->dev = s->dsrc_dev[j];
     } else {
@@ -62,9 +64,120 @@ static uint32_t make_segs(gf_loader *l, slot *s) {
   return n;
 }
 
-static void finalize_body(gf_loader *l, slot *s) {
+/* Slot s with samples whose files wait for nvJPEG (gpu_len; their places
+ * j * stride): queues their decode into the device input, and decodes on
+ * the CPU those nvJPEG refused (decode_again). Returns 0 (a sample the
+ * CPU could not decode either is recorded failed in s) or an error of the
+ * call (GF_EINTERNAL, -EINVAL). */
+static int gpu_decode(gf_loader *l, slot *s, uint32_t tid) {
+  uint32_t n = 0;
+  for (uint32_t j = 0; j < s->count; j++) {
+    if (!s->gpu_len[j])
+      continue;
+    gf_nvjpeg_image *im = &s->jimg[n];
+    memset(im, 0, sizeof *im);
+    im->data = s->data + (uint64_t)j * l->stride;
+    im->len = s->gpu_len[j];
+    im->channels = s->shapes[j].channels;
+    im->sample = s->indices[j];
+    s->joff[n] = (uint64_t)j * l->stride;
+    s->jpos[n] = j;
+    n++;
+  }
+  if (!n)
+    return 0;
+  uint64_t t0 = l->trace ? now_ns() : 0;
+  range_push(l, "nvjpeg");
+  gf_nvjpeg_result res;
+  int rc = gf_stage_jpeg_decode(l->stage, s->index, s->jimg, s->joff,
+                                l->stride, n, &res);
+  range_pop(l);
+  span(l, GF_TR_DECODE, tid, t0, l->trace ? now_ns() : 0, s->seq);
+  if (rc == -EINVAL || rc == GF_EINTERNAL)
+    return rc;
+  if (rc < 0)
+    gf_log(GF_LOG_WARN, "JPEG on the GPU: %s (its samples are decoded on "
+                        "the CPU)",
+           gf_last_error()->message);
+  uint32_t ok = 0, refused = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    if (s->jimg[k].status == 0)
+      ok++;
+    else
+      refused++;
+  }
+  add(&l->jpeg_gpu_decoded, ok);
+  if (!refused)
+    return 0;
+  add(&l->jpeg_gpu_refused, refused);
+  /* nvJPEG may have read a refused file's bytes on the stream (a batch
+   * that failed as a whole, then each image alone): they are replaced by
+   * pixels only once the stream has passed the decode. Not for an image
+   * refused by its header check (GF_EUNSUPPORTED), which never reached a
+   * decode. */
+  bool tried = false;
+  for (uint32_t k = 0; k < n; k++)
+    tried = tried || (s->jimg[k].status != 0 &&
+                      s->jimg[k].status != GF_EUNSUPPORTED);
+  if (tried && (rc = gf_stage_copied_wait(l->stage, s->index)) < 0)
+    return rc;
+  for (uint32_t k = 0; k < n; k++)
+    if (s->jimg[k].status != 0) {
+      gf_log(GF_LOG_DEBUG, "JPEG on the GPU: %s: decoded on the CPU",
+             s->jimg[k].why);
+      (void)decode_again(l, s, s->jpos[k], tid);
+    }
+  return 0;
+}
+
+/* Whether a sample of s failed (status not 0). */
+static bool any_failed(const slot *s) {
+  for (uint32_t j = 0; j < s->count; j++)
+    if (s->status[j] != 0)
+      return true;
+  return false;
+}
+
+/* Keeps rc (< 0) as the slot's finalise failure, for next() to return. */
+static void fin_fail(slot *s, int rc) {
+  s->fin_rc = rc;
+  s->fin_err = *gf_last_error();
+  if (s->fin_err.code != rc) {
+    memset(&s->fin_err, 0, sizeof s->fin_err);
+    s->fin_err.code = rc;
+    s->fin_err.sample = s->fin_err.offset = GF_NO_INDEX;
+    snprintf(s->fin_err.message, sizeof s->fin_err.message,
+             "making batch %llu of epoch %llu: %s", (unsigned long long)s->k,
+             (unsigned long long)s->epoch, gf_strerror(rc));
+  }
+}
+
+static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
   s->fin_rc = 0;
   uint64_t stride = l->stride;
+  /* Samples whose files wait for nvJPEG: decoded into the device input
+   * first (each at j * stride: their places, which the batch then keeps
+   * rather than packing the samples densely), those it refuses decoded
+   * on the CPU meanwhile. A sample the CPU cannot decode either fails the
+   * batch here, before anything is submitted: next() applies the error
+   * policy (the skip policy's repair finalises the batch again). */
+  uint32_t ng = 0;
+  s->ngpu = 0;
+  for (uint32_t j = 0; s->gpu_len && j < s->count; j++)
+    ng += s->gpu_len[j] != 0;
+  if (ng) {
+    int rc = gpu_decode(l, s, tid);
+    if (rc < 0) {
+      fin_fail(s, rc);
+      return;
+    }
+    if (any_failed(s))
+      return;
+    ng = 0;
+    for (uint32_t j = 0; j < s->count; j++)
+      ng += s->gpu_len[j] != 0;
+    s->ngpu = ng;
+  }
   bool same = s->count > 0;
   for (uint32_t j = 1; j < s->count && same; j++)
     same = memcmp(&s->shapes[j], &s->shapes[0], sizeof(gf_shape)) == 0;
@@ -83,10 +196,11 @@ static void finalize_body(gf_loader *l, slot *s) {
     uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
     /* One dense array; when gathering, the gather list places each sample
      * where it belongs and the staging copies stay where they are. */
-    if (bytes < stride && !nd)
+    if (bytes < stride && !nd && !ng)
       for (uint32_t j = 1; j < s->count; j++)
         memmove(s->data + j * bytes, s->data + (uint64_t)j * stride, bytes);
-    stride = bytes;
+    if (!ng)
+      stride = bytes;
     s->batch.shape = s->shapes[0];
   }
   s->batch.stride = stride;
@@ -137,10 +251,11 @@ static void finalize_body(gf_loader *l, slot *s) {
       uint64_t len;
       take_gpu_span(l, s, true);
       s->gpu_seq = s->seq;
-      uint32_t nsegs = nd ? make_segs(l, s) : 0;
+      bool gather = nd || ng;
+      uint32_t nsegs = gather ? make_segs(l, s) : 0;
       rc = gf_stage_submit(l->stage, s->index, t, s->params, s->labels,
                            s->count, nf, s->batch.data_bytes,
-                           nd ? s->segs : NULL, nsegs, oh, ow, oc, &out,
+                           gather ? s->segs : NULL, nsegs, oh, ow, oc, &out,
                            &labels_dev, &len);
       if (rc == 0) {
         s->batch.output = out;
@@ -166,17 +281,7 @@ static void finalize_body(gf_loader *l, slot *s) {
     }
   }
   if (rc < 0) {
-    s->fin_rc = rc;
-    s->fin_err = *gf_last_error();
-    if (s->fin_err.code != rc) {
-      memset(&s->fin_err, 0, sizeof s->fin_err);
-      s->fin_err.code = rc;
-      s->fin_err.sample = s->fin_err.offset = GF_NO_INDEX;
-      snprintf(s->fin_err.message, sizeof s->fin_err.message,
-               "making batch %llu of epoch %llu: %s",
-               (unsigned long long)s->k, (unsigned long long)s->epoch,
-               gf_strerror(rc));
-    }
+    fin_fail(s, rc);
     return;
   }
   s->batch.out_height = oh;

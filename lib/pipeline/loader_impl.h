@@ -4,10 +4,12 @@
  *
  * Files, one job each:
  *   loader_sample.c    one sample: cache, read, decode into the slot, failures
- *   loader_jpeg.c      a JPEG sample decoded as its window; JPEG statistics
+ *   loader_jpeg.c      a JPEG sample decoded as its window; JPEG statistics;
+ *                      which JPEG samples nvJPEG decodes (plan, open, route)
  *   loader_dispatch.c  dispatch and claim, the worker loop (its read buffer
  *                      readied first), cancel
- *   loader_finalize.c  a filled slot's final form (dense array, transform)
+ *   loader_finalize.c  a filled slot's final form (nvJPEG's decode, dense
+ *                      array, transform)
  *   loader_plan.c      config resolution, sizing, autotune, the memory plan
  *   loader_create.c    create / destroy: slots, workers, direct fds, pinning
  *   loader_consumer.c  next / release, the skip policy's repair
@@ -118,6 +120,16 @@ typedef struct slot {
   const uint8_t **dsrc_host;
   gf_stage_seg *segs;
   uint32_t ndirect;
+  /* JPEG on the GPU (l->gpu_jpeg; NULL otherwise): per sample, the bytes
+   * of its file in its place in the slot (0: pixels are there, as for
+   * every other sample); the decode call's images, their device offsets
+   * and positions; how many samples of the finalised batch nvJPEG
+   * decoded. */
+  uint32_t *gpu_len;
+  gf_nvjpeg_image *jimg;
+  uint64_t *joff;
+  uint32_t *jpos;
+  uint32_t ngpu;
 } slot;
 
 typedef struct worker {
@@ -183,6 +195,19 @@ struct gf_loader {
   /* JPEG decodes by DCT scale (1, 1/2, 1/4, 1/8) and their pixels:
    * decoded, and the same images' at full size. */
   _Atomic uint64_t jpeg_decoded[4], jpeg_px_decoded, jpeg_px_full;
+  /* JPEG on the GPU (loader_jpeg.c): whether samples go to nvJPEG (the
+   * stage's decoder is open), the share of a batch's positions that may
+   * (percent), the slot tables made for it (the plan's), the backend or
+   * why none, and the samples decoded there and refused there. */
+  bool gpu_jpeg;
+  bool gpu_jpeg_tables;
+  bool gpu_progressive; /* the decoder takes progressive JPEG (a probe at
+                           open: the JPEG engines of nvJPEG 13.0 on an
+                           H200 took none; the GPU hybrid backend does) */
+  uint32_t gpu_jpeg_pct;
+  char jpeg_gpu_backend[16];
+  char jpeg_gpu_why[256];
+  _Atomic uint64_t jpeg_gpu_decoded, jpeg_gpu_refused;
   _Atomic uint64_t batches, consumer_wait_ns, skipped, cache_hits,
       cache_misses, next_calls, ready_sum;
   pthread_mutex_t stat_mu; /* last_skip_reason */
@@ -254,6 +279,10 @@ static inline void range_pop(const gf_loader *l) {
 #define jpeg_windows gf_loader__jpeg_windows
 #define jpeg_count gf_loader__jpeg_count
 #define jpeg_decode_window gf_loader__jpeg_decode_window
+#define jpeg_gpu_plan gf_loader__jpeg_gpu_plan
+#define jpeg_gpu_open gf_loader__jpeg_gpu_open
+#define jpeg_gpu_take gf_loader__jpeg_gpu_take
+#define decode_again gf_loader__decode_again
 
 /* loader_sample.c */
 /* Loads one sample of `epoch` on the calling thread with plain preads (the
@@ -263,6 +292,13 @@ int load_sync(gf_loader *l, uint64_t epoch, uint64_t idx, uint8_t *dst,
               int64_t *label);
 /* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
 void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
+/* Sample j of slot s, whose file bytes wait in its place for the GPU
+ * (gpu_len[j]), decoded on the CPU instead, by the worker's own path (the
+ * CPU decoder's verdict): its pixels, shape and region replace the file;
+ * on failure the sample is recorded failed (its status and, when it is
+ * the first, the slot's error). Returns 0 or the error. The thread
+ * finalising s. */
+int decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid);
 
 /* loader_jpeg.c */
 /* Whether a resolved config decodes JPEG samples as their windows (a fixed
@@ -283,6 +319,24 @@ void jpeg_count(gf_loader *l, uint32_t denom, const gf_shape *decoded,
 int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
                        const uint8_t *buf, uint64_t len, uint8_t *dst,
                        gf_shape *shape, gf_xform_region *region);
+/* Sizing (config and source alone): whether the GPU may decode JPEG
+ * samples under the resolved config c in GPU mode (gpu) and, if so, the
+ * decoder's mode and reservations; else why not. Fills z's jpeg_gpu_*
+ * fields (z's jpeg_samples and identity already set). */
+void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z);
+/* Create, GPU mode: opens the stage's nvJPEG decoder when the sizes say
+ * the GPU may decode JPEG (z->jpeg_gpu_mode), and says in
+ * l->jpeg_gpu_backend or l->jpeg_gpu_why how it went; a decoder that does
+ * not open leaves JPEG to the CPU (not an error). */
+void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z);
+/* Whether JPEG sample smp (its len stored bytes in buf) goes to the GPU:
+ * its headers are ones nvJPEG decodes into what the transform expects, its
+ * file and its pixels fit its place. Then its bytes are copied to dst,
+ * *shape is its full decoded shape, and 1 is returned; else 0 (the CPU
+ * decodes it, and says what is wrong with it if anything is). Any
+ * worker. */
+int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
+                  uint64_t len, uint8_t *dst, gf_shape *shape);
 
 /* loader_dispatch.c */
 /* Tests only: when set, called on a worker's thread at two of its events

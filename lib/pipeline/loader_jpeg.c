@@ -2,7 +2,10 @@
  * fixed output size is decoded as only the rectangle its window needs,
  * at the smallest DCT scale that keeps the window at least the size it is
  * resampled to (gf_jpeg_scale in gpufeed.h; the arithmetic in transform.h,
- * "Decoded regions"), and the statistics of every JPEG decode.
+ * "Decoded regions"), and the statistics of every JPEG decode. And JPEG
+ * on the GPU (gf_gpu_decode; docs/NVJPEG.md): the plan and the decoder's
+ * opening, the worker's choice of the samples nvJPEG takes, and their
+ * decode when their slot is finalised.
  *
  * The window is a pure function of (seed, epoch, index) and the image's
  * full size, which comes from the file's own frame header (a dataset's
@@ -13,6 +16,7 @@
 #include "pipeline/source_shapes.h"
 
 #include <stdio.h>
+#include <stdlib.h> /* getenv: GPUFEED_NVJPEG */
 
 bool jpeg_windows(const gf_loader_config *c) {
   /* A fixed output size: the transform cuts a window. With the DCT scaling
@@ -79,4 +83,260 @@ int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
       .full_h = H, .full_w = W, .denom = d, .y0 = y0, .x0 = x0};
   jpeg_count(l, d, shape, H, W);
   return 0;
+}
+
+/* ---- JPEG on the GPU ----------------------------------------------------- */
+
+/* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
+#define JPEG_ENGINES_BUDGET (16ull << 20)
+
+/* GPUFEED_NVJPEG=off (or 0), as gf_nvjpeg_open reads it. */
+static bool nvjpeg_env_off(void) {
+  const char *v = getenv("GPUFEED_NVJPEG");
+  return v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0);
+}
+
+void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z) {
+  z->jpeg_gpu_mode = 0;
+  z->jpeg_gpu_device_bytes = z->jpeg_gpu_pinned_bytes = 0;
+  const char *why = NULL;
+  if (!gpu)
+    why = "host mode: JPEG is decoded on the CPU";
+  else if (c->gpu_decode == GF_GPU_DECODE_OFF)
+    why = "gpu_decode off: JPEG is decoded on the CPU";
+  else if (nvjpeg_env_off())
+    why = "nvJPEG is turned off by GPUFEED_NVJPEG: JPEG is decoded on the "
+          "CPU";
+  else if (!z->jpeg_samples)
+    why = "the source has no JPEG samples";
+  else if (z->identity)
+    why = "the transform changes nothing, so a batch is its decoded pixels "
+          "on the host: JPEG is decoded on the CPU";
+  else if (c->channels == 4)
+    why = "channels 4: nvJPEG gives 1 or 3 channels, JPEG is decoded on the "
+          "CPU";
+  if (why) {
+    gf_strlcpy(z->jpeg_gpu_why, why, sizeof z->jpeg_gpu_why);
+    return;
+  }
+  z->jpeg_gpu_why[0] = '\0';
+  z->jpeg_gpu_mode = c->gpu_decode == GF_GPU_DECODE_ALL ? 2 : 1;
+  gf_nvjpeg_config nc;
+  memset(&nc, 0, sizeof nc);
+  nc.max_batch = c->batch_size;
+  /* The JPEG engines take nothing through either budget (their buffers
+   * are nvJPEG's own: 0 bytes of both measured with nvJPEG 13.0 on an
+   * H200, batches of 8 to 256): a small reservation each covers what a
+   * later nvJPEG might ask (beyond it a decode fails, and its images are
+   * decoded on the CPU). Any backend: the GPU hybrid one's defaults. */
+  if (z->jpeg_gpu_mode == 1)
+    nc.device_budget = nc.pinned_budget = JPEG_ENGINES_BUDGET;
+  gf_nvjpeg_plan(&nc, &z->jpeg_gpu_device_bytes, &z->jpeg_gpu_pinned_bytes);
+}
+
+/* Whether the stage's decoder takes a progressive JPEG: a 48 x 40 colour
+ * one of libjpeg's simple progression, 4:2:0, made here and probed. */
+static bool progressive_taken(gf_loader *l) {
+  enum { H = 40, W = 48 };
+  uint8_t px[H * W * 3];
+  for (uint32_t i = 0; i < H * W * 3; i++)
+    px[i] = (uint8_t)(i * 7 + (i / (W * 3)) * 13);
+  gf_shape s = {H, W, 3, GF_DTYPE_U8};
+  gf_jpeg_enc_opts eo = {GF_JPEG_420, true, false, 0};
+  void *jpg = NULL;
+  size_t len = 0;
+  gf_nvjpeg_info info;
+  gf_error_info saved = *gf_last_error();
+  bool ok = gf_jpeg_encode_ex(px, &s, 90, &eo, &jpg, &len) == 0 &&
+            gf_stage_jpeg_probe(l->stage, jpg, len, &info) == 0 &&
+            info.supported;
+  gf_error_restore(&saved);
+  free(jpg);
+  return ok;
+}
+
+void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
+  l->gpu_jpeg = false;
+  l->jpeg_gpu_backend[0] = '\0';
+  l->gpu_jpeg_pct = l->cfg.gpu_decode_percent ? l->cfg.gpu_decode_percent
+                                              : 100;
+  if (!z->jpeg_gpu_mode) {
+    gf_strlcpy(l->jpeg_gpu_why, z->jpeg_gpu_why, sizeof l->jpeg_gpu_why);
+    return;
+  }
+  gf_nvjpeg_config nc;
+  memset(&nc, 0, sizeof nc);
+  nc.backend = z->jpeg_gpu_mode == 1 ? GF_NVJPEG_HARDWARE : GF_NVJPEG_AUTO;
+  nc.max_batch = l->cfg.batch_size;
+  nc.device_budget = z->jpeg_gpu_device_bytes;
+  nc.pinned_budget = z->jpeg_gpu_pinned_bytes;
+  gf_error_info saved = *gf_last_error();
+  char why[256];
+  int rc = gf_stage_jpeg_open(l->stage, &nc, why, sizeof why);
+  gf_error_restore(&saved); /* not create's failure */
+  if (rc < 0) {
+    if (z->jpeg_gpu_mode == 1 && rc == GF_EUNSUPPORTED &&
+        strstr(why, "hardware backend"))
+      snprintf(l->jpeg_gpu_why, sizeof l->jpeg_gpu_why,
+               "gpu_decode auto uses the JPEG engines only, and this GPU has "
+               "none (the GPU hybrid backend would take the SMs the "
+               "training step needs; gpu_decode all asks for it): JPEG is "
+               "decoded on the CPU");
+    else
+      gf_strlcpy(l->jpeg_gpu_why, why, sizeof l->jpeg_gpu_why);
+    gf_log(GF_LOG_INFO, "JPEG on the GPU: %s", l->jpeg_gpu_why);
+    return;
+  }
+  /* Progressive files: whether this decoder takes them, from one made
+   * here. Where it does not, workers decode them (in parallel) rather
+   * than sending them to be refused and decoded one by one at finalise. */
+  l->gpu_progressive = progressive_taken(l);
+  gf_nvjpeg_stats ns;
+  gf_stage_jpeg_stats(l->stage, &ns);
+  l->allocs.jpeg_gpu_device_bytes = ns.device_budget;
+  l->allocs.jpeg_gpu_pinned_bytes = ns.pinned_budget;
+  gf_strlcpy(l->jpeg_gpu_backend, gf_stage_jpeg_backend(l->stage),
+             sizeof l->jpeg_gpu_backend);
+  l->jpeg_gpu_why[0] = '\0';
+  l->gpu_jpeg = true;
+  gf_log(GF_LOG_INFO, "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u%% "
+                      "of a batch's positions%s",
+         ns.version[0], ns.version[1], ns.version[2], l->jpeg_gpu_backend,
+         l->gpu_jpeg_pct,
+         l->gpu_progressive ? "" : "; progressive JPEG stays on the CPU");
+}
+
+/* Whether a 3-component JPEG whose frame header is at file offset sof
+ * stores RGB rather than YCbCr, as libjpeg tells it (an Adobe APP14
+ * segment with transform 0, or components named 'R', 'G', 'B'): libjpeg
+ * then converts nothing, where nvJPEG would convert from YCbCr. The
+ * segments before sof were walked by gf_jpeg_header_scan already. */
+static bool stored_rgb(const uint8_t *buf, uint64_t sof) {
+  if (buf[sof + 10] == 'R' && buf[sof + 13] == 'G' && buf[sof + 16] == 'B')
+    return true;
+  uint64_t q = 2;
+  while (q + 4 <= sof) {
+    while (q + 1 < sof && buf[q] == 0xFF && buf[q + 1] == 0xFF)
+      q++; /* fill bytes */
+    uint8_t m = buf[q + 1];
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      q += 2;
+      continue;
+    }
+    uint64_t seg = (uint64_t)buf[q + 2] << 8 | buf[q + 3];
+    if (m == 0xEE && seg >= 14 && q + 2 + seg <= sof &&
+        memcmp(buf + q + 4, "Adobe", 5) == 0 && buf[q + 15] == 0)
+      return true;
+    q += 2 + seg;
+  }
+  return false;
+}
+
+/* The segments from the SOI to the first scan, checked as libjpeg reads
+ * them: each table's size against its segment (a Huffman table's code
+ * counts at most 256 in all), the frame's and the first scan's fields,
+ * the quantisation tables the frame names defined before the scan. A file
+ * libjpeg would refuse for its headers goes to the CPU decoder, for its
+ * verdict: nvJPEG's parser takes some of them (a Huffman table whose
+ * counts overflow, then decoded as garbage on the JPEG engines). */
+static bool headers_ok(const uint8_t *b, uint64_t len) {
+  uint64_t q = 2;
+  uint32_t dqt = 0, need_q = 0; /* quantisation tables: defined, named */
+  bool sof = false;
+  for (int k = 0; k < 4096; k++) {
+    while (q + 1 < len && b[q] == 0xFF && b[q + 1] == 0xFF)
+      q++; /* fill bytes */
+    if (q + 4 > len || b[q] != 0xFF)
+      return false;
+    uint8_t m = b[q + 1];
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      q += 2;
+      continue;
+    }
+    if (m == 0x00 || m == 0xD8 || m == 0xD9)
+      return false;
+    uint64_t seg = (uint64_t)b[q + 2] << 8 | b[q + 3];
+    if (seg < 2 || q + 2 + seg > len)
+      return false;
+    const uint8_t *p = b + q + 4;
+    uint64_t n = seg - 2;
+    if (m == 0xC4) { /* DHT: class/id, 16 counts, the symbols; repeated */
+      while (n) {
+        if (n < 17 || (p[0] >> 4) > 1 || (p[0] & 15) > 3)
+          return false;
+        uint64_t sum = 0;
+        for (int i = 1; i <= 16; i++)
+          sum += p[i];
+        if (sum > 256 || 17 + sum > n)
+          return false;
+        p += 17 + sum;
+        n -= 17 + sum;
+      }
+    } else if (m == 0xDB) { /* DQT: precision/id, 64 values; repeated */
+      while (n) {
+        uint64_t each = 1 + 64 * (uint64_t)((p[0] >> 4) + 1);
+        if ((p[0] >> 4) > 1 || (p[0] & 15) > 3 || each > n)
+          return false;
+        dqt |= 1u << (p[0] & 15);
+        p += each;
+        n -= each;
+      }
+    } else if (m == 0xDD) { /* DRI */
+      if (seg != 4)
+        return false;
+    } else if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 &&
+               m != 0xCC) { /* the frame */
+      if (sof || n < 6 || seg != 8 + 3 * (uint64_t)p[5])
+        return false;
+      for (uint32_t c = 0; c < p[5]; c++) {
+        uint8_t hv = p[7 + 3 * c], tq = p[8 + 3 * c];
+        if ((hv >> 4) < 1 || (hv >> 4) > 4 || (hv & 15) < 1 ||
+            (hv & 15) > 4 || tq > 3)
+          return false;
+        need_q |= 1u << tq;
+      }
+      sof = true;
+    } else if (m == 0xDA) { /* the first scan: its header, then data */
+      return sof && n >= 1 && p[0] >= 1 && p[0] <= 4 &&
+             seg == 6 + 2 * (uint64_t)p[0] && (need_q & ~dqt) == 0;
+    }
+    q += 2 + seg;
+  }
+  return false;
+}
+
+int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
+                  uint64_t len, uint8_t *dst, gf_shape *shape) {
+  /* The whole file must be there, ending in its EOI: a file cut short goes
+   * to the CPU decoder, whose verdict names it (nvJPEG may decode what it
+   * is given). */
+  if (len < 8 || len > l->stride || len > UINT32_MAX || buf[0] != 0xFF ||
+      buf[1] != 0xD8 ||
+      buf[len - 2] != 0xFF || buf[len - 1] != 0xD9)
+    return 0;
+  uint64_t pos = 2;
+  gf_jpeg_frame f;
+  gf_shape out, native;
+  if (gf_jpeg_header_scan(buf, (size_t)len, 0, &pos, &f) != 0)
+    return 0;
+  /* Huffman-coded 8-bit baseline, extended or progressive frames of gray
+   * or YCbCr: what nvJPEG decodes (the rest is the CPU's). */
+  if ((f.marker != 0xC0 && f.marker != 0xC1 &&
+       (f.marker != 0xC2 || !l->gpu_progressive)) ||
+      gf_jpeg_frame_shape(&f, &l->dopts, &out, &native) != 0 ||
+      (out.channels != 1 && out.channels != 3) ||
+      (f.components == 3 && (pos + 19 > len || stored_rgb(buf, pos))) ||
+      !headers_ok(buf, len))
+    return 0;
+  if (gf_source_is_dataset(l->src) && smp->stored.height &&
+      (smp->stored.height != f.height || smp->stored.width != f.width))
+    return 0; /* the CPU path says what disagrees */
+  gf_error_info saved = *gf_last_error();
+  bool within = gf_limits_check(&l->dopts.limits, &out, NULL, GF_NO_INDEX) == 0;
+  gf_error_restore(&saved);
+  if (!within || gf_shape_bytes(&out) > l->stride)
+    return 0;
+  memcpy(dst, buf, (size_t)len);
+  *shape = out;
+  return 1;
 }

@@ -65,6 +65,11 @@ int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
                                   "off)");
   if (c->cache_direct > GF_CACHE_DIRECT_OFF)
     return cfg_fail("cache_direct", "is not a gf_cache_direct value");
+  if (c->gpu_decode > GF_GPU_DECODE_ALL)
+    return cfg_fail("gpu_decode", "is not a gf_gpu_decode value (0 auto, 1 "
+                                  "off, 2 all)");
+  if (c->gpu_decode_percent > 100)
+    return cfg_fail("gpu_decode_percent", "is above 100");
   if (c->staging_slots > 64)
     return cfg_fail("staging_slots", "is above 64");
   if (c->device < GF_DEVICE_AUTO)
@@ -234,6 +239,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   uint64_t max_dec = ex.max_decoded, max_stored = ex.max_stored;
   uint32_t cmax = ex.max_channels;
   z->max_decoded = max_dec;
+  z->jpeg_samples = ex.jpeg;
   z->max_native = ex.max_native;
   z->max_index = ex.max_index;
   z->headers_counted = gf_source_is_dataset(src) ? 0 : ex.counted;
@@ -296,14 +302,19 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
 }
 
 /* A slot's per-sample tables (alloc_slot makes them). */
-static uint64_t table_bytes(uint64_t B, bool direct) {
+static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg) {
   const slot *s = NULL;
   uint64_t each = sizeof *s->shapes + sizeof *s->offsets + sizeof *s->labels +
                   sizeof *s->indices + sizeof *s->status +
                   sizeof *s->filtered + sizeof *s->regions +
                   sizeof *s->params;
   if (direct)
-    each += sizeof *s->dsrc_dev + sizeof *s->dsrc_host + sizeof *s->segs;
+    each += sizeof *s->dsrc_dev + sizeof *s->dsrc_host;
+  if (gpu_jpeg)
+    each += sizeof *s->gpu_len + sizeof *s->jimg + sizeof *s->joff +
+            sizeof *s->jpos;
+  if (direct || gpu_jpeg) /* the gather list */
+    each += sizeof *s->segs;
   return B * each;
 }
 
@@ -321,7 +332,8 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
    * list. */
   bool direct = gpu && c->cache_bytes &&
                 c->cache_direct == GF_CACHE_DIRECT_AUTO;
-  z->slot_table_bytes = table_bytes(B, direct);
+  jpeg_gpu_plan(c, gpu, z);
+  z->slot_table_bytes = table_bytes(B, direct, z->jpeg_gpu_mode != 0);
   autotune(c, z, gpu);
   z->slots = c->staging_slots ? c->staging_slots : z->prefetch;
   z->chunk = chunk_for(c, z->threads);
@@ -382,6 +394,9 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
     /* What the stage reserves: a configured reservation below what the
      * slots need is raised to it. */
     p->device_pool_bytes = c->device_pool_bytes ? z->device_pool_bytes : 0;
+    p->jpeg_gpu_mode = z->jpeg_gpu_mode;
+    p->jpeg_gpu_device_bytes = z->jpeg_gpu_device_bytes;
+    p->jpeg_gpu_pinned_bytes = z->jpeg_gpu_pinned_bytes;
   }
 }
 

@@ -47,6 +47,14 @@ typedef struct gf_loader_sizes {
                                  or at least what the slots need) */
   uint64_t cache_bytes;       /* the sample cache's budget (filled lazily) */
   char tuning[256];           /* how threads and prefetch were chosen */
+  /* JPEG on the GPU (gf_gpu_decode): 0 not planned (why says why), 1 the
+   * JPEG engines only (gpu_decode auto), 2 any backend (all); the
+   * decoder's two reservations, made when it opens. */
+  uint64_t jpeg_samples;      /* the source's JPEG samples (those whose
+                                 header counted, for a folder) */
+  uint32_t jpeg_gpu_mode;
+  uint64_t jpeg_gpu_device_bytes, jpeg_gpu_pinned_bytes;
+  char jpeg_gpu_why[256];
 } gf_loader_sizes;
 
 /* Sizes a loader. cfg: resolved (gf_loader__resolve_config); gpu: whether
@@ -73,6 +81,8 @@ typedef struct gf_loader_allocs {
   uint64_t read_buffer_bytes; /* all workers */
   uint64_t stage_in_bytes;    /* GPU: asked of the stage a slot */
   uint64_t stage_slots;       /* GPU: slots asked of the stage */
+  uint64_t jpeg_gpu_device_bytes; /* GPU: nvJPEG's reservations, when its */
+  uint64_t jpeg_gpu_pinned_bytes; /* decoder opened (else 0) */
 } gf_loader_allocs;
 
 /* Fills *out with l's allocations. Any thread. */

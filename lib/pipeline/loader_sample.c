@@ -54,15 +54,20 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
  * cache (not a JPEG window: it depends on the epoch). A folder's file is
- * decoded by what its first bytes say it is (gf_source_file_codec).
+ * decoded by what its first bytes say it is (gf_source_file_codec). With
+ * gpu (a sample the GPU may take), a JPEG nvJPEG decodes is not decoded
+ * here: its bytes go to dst and *gpu gets their length (jpeg_gpu_take).
  * Records context and returns the error on failure. */
 static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                          uint64_t epoch, const uint8_t *buf, uint64_t len,
                          bool in_place, uint8_t *dst, gf_shape *shape,
-                         uint8_t *filtered, gf_xform_region *region) {
+                         uint8_t *filtered, gf_xform_region *region,
+                         uint32_t *gpu) {
   int rc;
   *filtered = 0;
   region->denom = 0;
+  if (gpu)
+    *gpu = 0;
   if (smp->has_crc) {
     uint32_t crc = gf_crc32c(0, buf, (size_t)len);
     if (crc != smp->crc) {
@@ -78,6 +83,11 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
   if (!gf_source_is_dataset(l->src) &&
       (codec = gf_source_file_codec(l->src, smp->index, buf, (size_t)len)) < 0)
     return codec;
+  if (gpu && codec == GF_CODEC_JPEG && !in_place &&
+      jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
+    *gpu = (uint32_t)len; /* jpeg_gpu_take: below 4 GiB */
+    return 0;
+  }
   uint64_t t0 = now_ns();
   range_push(l, "decode");
   if (in_place) {
@@ -258,7 +268,8 @@ int load_sync(gf_loader *l, uint64_t epoch, uint64_t idx, uint8_t *dst,
         add(&l->st_read.samples, 1);
         add(&l->st_read.bytes, smp.length);
         rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, epoch, buf,
-                           smp.length, false, dst, shape, filtered, region);
+                           smp.length, false, dst, shape, filtered, region,
+                           NULL);
       }
       free(buf);
     }
@@ -296,6 +307,42 @@ static void record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
   pthread_mutex_unlock(&l->mu);
 }
 
+/* Whether position j of a batch may go to the GPU: gpu_decode_percent of
+ * the positions, spread evenly (floor((j + 1) p / 100) > floor(j p / 100)),
+ * the same ones every batch whatever the timing. */
+static bool gpu_position(const gf_loader *l, uint32_t j) {
+  uint64_t p = l->gpu_jpeg_pct;
+  return l->gpu_jpeg && (p >= 100 || ((uint64_t)j + 1) * p / 100 >
+                                         (uint64_t)j * p / 100);
+}
+
+int decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
+  uint64_t len = s->gpu_len[j], idx = s->indices[j];
+  uint8_t *dst = s->data + (uint64_t)j * l->stride;
+  s->gpu_len[j] = 0;
+  /* The file's bytes are where its pixels go: decoded from a copy. Rare
+   * (a file nvJPEG refused), so a malloc. */
+  uint8_t *copy = malloc(len ? len : 1);
+  gf_src_sample smp;
+  int rc = copy ? gf_source_sample(l->src, idx, &smp)
+                : gf_fail(-ENOMEM, NULL, idx, GF_NO_INDEX,
+                          "out of memory for a JPEG file of %llu bytes "
+                          "the GPU refused",
+                          (unsigned long long)len);
+  if (rc == 0) {
+    memcpy(copy, dst, len);
+    smp.length = len;
+    rc = finish_sample(l, tid, &smp, s->epoch, copy, len, false, dst,
+                       &s->shapes[j], &s->filtered[j], &s->regions[j], NULL);
+  }
+  free(copy);
+  if (rc < 0)
+    record_failure(l, s, j, rc, idx);
+  else
+    s->status[j] = 0;
+  return rc;
+}
+
 /* Processes positions [j0, j0 + n) of slot s. */
 void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   gf_loader *l = w->l;
@@ -317,6 +364,8 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
     }
     s->labels[j] = p->smp.label;
     s->regions[j].denom = 0;
+    if (s->gpu_len)
+      s->gpu_len[j] = 0;
     if (s->dsrc_dev)
       s->dsrc_dev[j] = 0;
     if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
@@ -420,7 +469,8 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       add(&l->st_read.bytes, p->smp.length);
       rc = finish_sample(l, w->tid, &p->smp, s->epoch, p->buf + p->skew,
                          p->smp.length, p->in_place, dst, &s->shapes[p->j],
-                         &s->filtered[p->j], &s->regions[p->j]);
+                         &s->filtered[p->j], &s->regions[p->j],
+                         gpu_position(l, p->j) ? &s->gpu_len[p->j] : NULL);
       if (rc < 0)
         record_failure(l, s, p->j, rc, p->smp.index);
       else

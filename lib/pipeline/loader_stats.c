@@ -56,6 +56,19 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   memcpy(o.host_mode_reason, l->host_reason, sizeof o.host_mode_reason);
   memcpy(o.tuning, l->tuning, sizeof o.tuning);
   gf_trace_counts(l->trace, &o.trace_recorded, &o.trace_dropped);
+  memcpy(o.jpeg_gpu_backend, l->jpeg_gpu_backend, sizeof o.jpeg_gpu_backend);
+  memcpy(o.jpeg_gpu_why, l->jpeg_gpu_why, sizeof o.jpeg_gpu_why);
+  o.jpeg_gpu_decoded = atomic_load(&l->jpeg_gpu_decoded);
+  o.jpeg_gpu_refused = atomic_load(&l->jpeg_gpu_refused);
+  for (int k = 0; k < 4; k++)
+    o.jpeg_cpu_decoded += o.jpeg_decoded[k];
+  gf_nvjpeg_stats ns;
+  if (l->stage && gf_stage_jpeg_stats(l->stage, &ns)) {
+    o.jpeg_gpu_device_budget = ns.device_budget;
+    o.jpeg_gpu_device_peak = ns.device_peak;
+    o.jpeg_gpu_pinned_budget = ns.pinned_budget;
+    o.jpeg_gpu_pinned_peak = ns.pinned_peak;
+  }
   if (l->stage) {
     gf_device_pool_stats ps = {.struct_size = sizeof ps};
     if (gf_device_pool_stats_get(gf_stage_pool(l->stage), &ps) == 0) {

@@ -129,6 +129,15 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
            "output, its parameters and gather list, and its labels (%s B, "
            "int64)\n",
         grouped(p->device_slot_bytes, a), grouped(p->device_label_bytes, b));
+  if (p->jpeg_gpu_mode == 1)
+    put(s, "sizing  nvJPEG (gpu_decode auto: the JPEG engines only): its "
+           "own reservations, made when it opens; the engines' buffers "
+           "(24-44 MiB measured on an H200) are nvJPEG's, beside them\n");
+  else if (p->jpeg_gpu_mode == 2)
+    put(s, "sizing  nvJPEG (gpu_decode all: the JPEG engines, else the GPU "
+           "hybrid backend, which takes about 12 B a pixel of a batch's "
+           "images a decode state from its device budget): its own "
+           "reservations, made when it opens\n");
 }
 
 uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
@@ -178,7 +187,10 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
       (rc = plan_product(p->device_slots, p->device_slot_bytes,
                          "device batch slots", &slots)) < 0)
     return rc;
-  if ((rc = plan_sum(&host, pinned, "host")) < 0 ||
+  uint64_t jdev = p->jpeg_gpu_mode ? p->jpeg_gpu_device_bytes : 0;
+  uint64_t jpin = p->jpeg_gpu_mode ? p->jpeg_gpu_pinned_bytes : 0;
+  if ((rc = plan_sum(&host, jpin, "host")) < 0 ||
+      (rc = plan_sum(&host, pinned, "host")) < 0 ||
       (rc = plan_sum(&host, outs, "host")) < 0 ||
       (rc = plan_sum(&host, tables, "host")) < 0 ||
       (rc = plan_sum(&host, reads, "host")) < 0 ||
@@ -193,6 +205,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
                    (unsigned long long)p->device_slots,
                    (unsigned long long)p->device_slot_bytes);
   uint64_t pool = p->device_pool_bytes ? p->device_pool_bytes : need;
+  uint64_t device = pool;
+  if ((rc = plan_sum(&device, jdev, "device")) < 0)
+    return rc;
 
   sbuf s = {buf, cap, 0};
   put(&s, "%-7s %-26s %6s %15s %17s\n", "memory", "item", "count",
@@ -217,6 +232,8 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
         p->cache_pinned ? "sample cache (pinned)"
                         : "sample cache (budget)",
         0, 0, p->cache_budget, false);
+  if (jpin)
+    row(&s, "host", "nvJPEG pinned budget", 0, 0, jpin, false);
   row(&s, "host", "total", 0, 0, host, false);
   if (pool) {
     if (p->device_slots)
@@ -225,7 +242,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     row(&s, "device", p->device_pool_bytes ? "pool reservation"
                                            : "pool reservation (= slots)",
         0, 0, pool, false);
-    row(&s, "device", "total", 0, 0, pool, false);
+    if (jdev)
+      row(&s, "device", "nvJPEG budget (own pool)", 0, 0, jdev, false);
+    row(&s, "device", "total", 0, 0, device, false);
     if (pool < need) {
       char a[32], b[32];
       put(&s, "device note: the pool (%s bytes) is smaller than its batch "

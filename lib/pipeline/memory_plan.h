@@ -45,6 +45,12 @@ typedef struct gf_memory_plan {
                                    the staging slot is the batch) */
   uint64_t scratch_bound;       /* bytes a worker's decode scratch takes at
                                    most (taken as a sample needs it) */
+  /* JPEG on the GPU (gf_gpu_decode): the nvJPEG decoder's own two
+   * reservations, beside the pool, made when it opens; mode 1: the JPEG
+   * engines only, 2: any backend; 0: none planned (no rows). */
+  uint32_t jpeg_gpu_mode;
+  uint64_t jpeg_gpu_device_bytes;
+  uint64_t jpeg_gpu_pinned_bytes;
 } gf_memory_plan;
 
 /* Device bytes the batch slots need inside a pool with the default

@@ -149,6 +149,7 @@ int gf_jpeg_frame_shape(const gf_jpeg_frame *f, const gf_decode_opts *opts,
 
 typedef struct scan_part {
   uint64_t max_decoded, max_index, max_stored, max_native, counted, uncounted;
+  uint64_t jpeg;      /* of the counted, JPEG files */
   uint64_t first_bad; /* the first file that did not count, or GF_NO_INDEX */
   uint32_t max_channels;
 } scan_part;
@@ -223,6 +224,7 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   gf_shape out, native;
   int rc = got < 0 ? GF_EDECODE
                    : gf_source_file_codec(j->src, idx, head, (size_t)got);
+  bool jpeg = rc == GF_CODEC_JPEG;
   if (rc == GF_CODEC_JPEG) {
     rc = jpeg_shape(fd, head, (size_t)got, size, j->opts, &out, &native);
   } else if (rc == GF_CODEC_PNG) {
@@ -248,6 +250,7 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   }
   uint64_t d = gf_shape_bytes(&out), n = gf_shape_bytes(&native);
   pt->counted++;
+  pt->jpeg += jpeg;
   /* Ties keep the first file: the same name whatever the thread count. */
   if (d > pt->max_decoded || (d == pt->max_decoded && idx < pt->max_index)) {
     pt->max_decoded = d;
@@ -289,6 +292,7 @@ static void merge(scan_part *a, const scan_part *b) {
     a->max_channels = b->max_channels;
   a->counted += b->counted;
   a->uncounted += b->uncounted;
+  a->jpeg += b->jpeg;
   if (b->first_bad < a->first_bad)
     a->first_bad = b->first_bad;
 }
@@ -403,6 +407,7 @@ static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
   out->max_native = all.max_native;
   out->counted = all.counted;
   out->uncounted = all.uncounted;
+  out->jpeg = all.jpeg;
   /* Any file may be rewritten with another channel count: a folder's
    * outputs are sized for 4 unless the options fix the count. */
   out->max_channels = opts->channels ? opts->channels : 4;
@@ -417,7 +422,8 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
   if (!gf_source_is_dataset(src))
     return scan_folder(src, opts, threads, strict, out);
   int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,
-                               &out->max_native, &out->max_channels);
+                               &out->max_native, &out->max_channels,
+                               &out->jpeg);
   if (rc < 0)
     return rc;
   out->counted = gf_source_count(src);

@@ -23,6 +23,8 @@ typedef struct gf_source_extent {
   uint64_t uncounted;    /* folder: files whose header did not count (not
                             a PNG, unreadable, beyond the limits): they fail
                             when loaded, under the error policy) */
+  uint64_t jpeg;         /* JPEG samples: a dataset's jpeg records, a
+                            folder's files whose JPEG header counted */
 } gf_source_extent;
 
 /* Fills *out for src under opts. A dataset: gf_source_max_sizes's scan of

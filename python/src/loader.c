@@ -369,7 +369,11 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
       U_(trace_dropped) || U_(cache_direct) || U_(cache_pinned_bytes) ||
       U_(cache_pin_failures) || put_u64s(d, "jpeg_decoded", st.jpeg_decoded,
                                          4) < 0 ||
-      U_(jpeg_pixels_decoded) || U_(jpeg_pixels_full)) {
+      U_(jpeg_pixels_decoded) || U_(jpeg_pixels_full) ||
+      S_(jpeg_gpu_backend) || S_(jpeg_gpu_why) || U_(jpeg_gpu_decoded) ||
+      U_(jpeg_cpu_decoded) || U_(jpeg_gpu_refused) ||
+      U_(jpeg_gpu_device_budget) || U_(jpeg_gpu_device_peak) ||
+      U_(jpeg_gpu_pinned_budget) || U_(jpeg_gpu_pinned_peak)) {
     Py_DECREF(d);
     return NULL;
   }
