@@ -536,15 +536,22 @@ typedef enum gf_cache_direct {
  * GPUFEED_NVJPEG=off in the environment turns it off as
  * GF_GPU_DECODE_OFF does. */
 typedef enum gf_gpu_decode {
-  /* The JPEG engines only (A100, H100, H200 and later): every JPEG sample
-   * they take goes to them. Without engines nothing goes to the GPU: the
-   * GPU hybrid backend decodes on the SMs, which the training step needs
-   * more than the CPU workers' help (ask for it with GF_GPU_DECODE_ALL). */
+  /* The JPEG engines only (A100, H100, H200 and later), and only for a
+   * built dataset (`gpufeed build --codec jpeg`: every file decoded by
+   * libjpeg at build time, its CRC32C checked on every read): every JPEG
+   * sample they take goes to them. A folder's JPEG files stay on the CPU:
+   * nvJPEG does not detect damage inside the entropy-coded data (a file
+   * cut short and closed with an end marker decodes to garbage without an
+   * error), libjpeg does, and gpufeed never delivers a damaged sample as
+   * good unless asked (GF_GPU_DECODE_ALL). Without engines nothing goes to
+   * the GPU: the GPU hybrid backend decodes on the SMs, which the training
+   * step needs more than the CPU workers' help. */
   GF_GPU_DECODE_AUTO = 0,
   GF_GPU_DECODE_OFF = 1, /* every JPEG sample decoded by the CPU workers */
-  /* Every JPEG sample the GPU takes: the JPEG engines where there are
-   * some, else the GPU hybrid backend (its device budget, 64 MiB + 4 MiB
-   * a sample of a batch, reserved whichever backend opens). */
+  /* Every JPEG sample the GPU takes, a folder's too (its files trusted:
+   * see AUTO): the JPEG engines where there are some, else the GPU hybrid
+   * backend (its device budget, 64 MiB + 4 MiB a sample of a batch,
+   * reserved whichever backend opens). */
   GF_GPU_DECODE_ALL = 2,
 } gf_gpu_decode;
 #define GF_DEVICE_AUTO (-2)

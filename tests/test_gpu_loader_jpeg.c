@@ -416,11 +416,12 @@ static void host_checks(void) {
   CHECK(strstr(gf_last_error()->message, "gpu_decode_percent") != NULL);
   cfg.gpu_decode_percent = 50;
   /* All: the GPU hybrid backend's default budgets (64 MiB + 4 MiB a
-   * sample of a batch, 64 MiB pinned); auto: the JPEG engines', 16 MiB
-   * each. */
+   * sample of a batch, 64 MiB pinned); auto: nothing for a folder (its
+   * files are not known good: the engines would not see damage inside
+   * the image data), the JPEG engines' 16 MiB each for a built dataset. */
   plan_rows(&cfg, (64u << 20) + 8 * (4u << 20), 64u << 20);
   cfg.gpu_decode = GF_GPU_DECODE_AUTO;
-  plan_rows(&cfg, 16u << 20, 16u << 20);
+  plan_rows(&cfg, 0, 0);
   cfg.gpu_decode = GF_GPU_DECODE_OFF;
   plan_rows(&cfg, 0, 0);
   cfg.gpu_decode = GF_GPU_DECODE_AUTO;

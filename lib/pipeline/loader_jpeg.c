@@ -109,6 +109,13 @@ void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z) {
           "CPU";
   else if (!z->jpeg_samples)
     why = "the source has no JPEG samples";
+  else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->folder_source)
+    why = "gpu_decode auto decodes a folder's JPEG files on the CPU: the "
+          "JPEG engines do not see damage inside the image data (a file cut "
+          "short and closed with an end marker decodes as garbage), libjpeg "
+          "does; a built dataset's files (decoded at build, checksummed on "
+          "every read) go to the engines, and gpu_decode all sends a "
+          "folder's too";
   else if (z->identity)
     why = "the transform changes nothing, so a batch is its decoded pixels "
           "on the host: JPEG is decoded on the CPU";

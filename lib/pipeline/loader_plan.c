@@ -240,6 +240,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   uint32_t cmax = ex.max_channels;
   z->max_decoded = max_dec;
   z->jpeg_samples = ex.jpeg;
+  z->folder_source = !gf_source_is_dataset(src);
   z->max_native = ex.max_native;
   z->max_index = ex.max_index;
   z->headers_counted = gf_source_is_dataset(src) ? 0 : ex.counted;
