@@ -67,6 +67,19 @@ norm=(--dtype f16 --layout nchw --mean "123.675,116.28,103.53" --std "58.395,57.
 run=(--device "$device" --threads "$threads" --epochs "$epochs" --batch "$B" --json --quiet)
 record scale_on "$gf" bench "$dir" --rrc 224 "${norm[@]}" "${run[@]}" --jpeg-scale on
 record scale_off "$gf" bench "$dir" --rrc 224 "${norm[@]}" "${run[@]}" --jpeg-scale off
+if [ "$gpu" != "no GPU" ] && [ "$device" != cpu ]; then
+  # nvJPEG: gpu_decode auto sends a built dataset's JPEGs (known good) to the
+  # JPEG engines; a folder's only with gpu_decode all. PCT of each batch's
+  # positions to the engines, the rest to the workers, PREFETCH slots.
+  ds=$work/jpeg-ds
+  [ -f "$ds/index.gfi" ] || "$gf" build "$dir" "$ds" --codec jpeg --force --quiet
+  cat "$ds"/*.gfs >/dev/null
+  gp=(--prefetch "${PREFETCH:-4}")
+  record gpu_ds_engines "$gf" bench "$ds" --rrc 224 "${norm[@]}" "${run[@]}" "${gp[@]}" --gpu-decode auto
+  record gpu_ds_split "$gf" bench "$ds" --rrc 224 "${norm[@]}" "${run[@]}" "${gp[@]}" --gpu-decode auto --gpu-decode-percent "${PCT:-60}"
+  record gpu_folder_split "$gf" bench "$dir" --rrc 224 "${norm[@]}" "${run[@]}" "${gp[@]}" --gpu-decode all --gpu-decode-percent "${PCT:-60}"
+  record cpu_ds "$gf" bench "$ds" --rrc 224 "${norm[@]}" "${run[@]}" "${gp[@]}" --gpu-decode off
+fi
 if [ "$skip_peer" != 1 ]; then
   for m in dataloader nvjpeg nvjpeg-decode-only cpu-ceiling; do
     record "peer_$m" env PYTHONUNBUFFERED=1 "$py" "$peer" "$dir" --mode "$m" \
@@ -87,7 +100,10 @@ peer = {m: rows.get("peer_" + m, {}).get("best_img_per_s")
         for m in ["dataloader", "nvjpeg", "nvjpeg-decode-only", "cpu-ceiling"]}
 def ratio(v, base):
     return f"{v / base:.2f}" if base else "-"
-for name in ["scale_on", "scale_off"]:
+for name in ["scale_on", "scale_off", "cpu_ds", "gpu_ds_engines", "gpu_ds_split",
+             "gpu_folder_split"]:
+    if name not in rows:
+        continue
     r = rows[name]
     j = r.get("jpeg", {})
     dec = j.get("decoded", [0, 0, 0, 0])
@@ -95,6 +111,9 @@ for name in ["scale_on", "scale_off"]:
             f"1/1 {dec[0]}, 1/2 {dec[1]}, 1/4 {dec[2]}, 1/8 {dec[3]}; "
             f"{100 * j.get('pixel_fraction', 0):.1f}% of the pixels decoded; "
             f"{r['bottleneck']}")
+    jd = r.get("jpeg_decode")
+    if jd:
+        note += f"; jpeg_decode {json.dumps(jd, separators=(',', ':'))}"
     print(f"gpufeed {name:20} {r['images_per_s']:9.0f} "
           f"{ratio(r['images_per_s'], peer['dataloader']):>12} "
           f"{ratio(r['images_per_s'], peer['cpu-ceiling']):>10}  {note}")
@@ -111,4 +130,16 @@ if peer["dataloader"]:
 if peer["cpu-ceiling"]:
     t(g > peer["cpu-ceiling"],
       f"gpufeed above the CPU full-decode ceiling: {g / peer['cpu-ceiling']:.2f}x")
+gpu_rows = [n for n in ("gpu_ds_engines", "gpu_ds_split", "gpu_folder_split") if n in rows]
+if gpu_rows:
+    best = max(gpu_rows, key=lambda n: rows[n]["images_per_s"])
+    g = rows[best]["images_per_s"]
+    print(f"targets (with nvJPEG, best row {best}):")
+    if peer["dataloader"]:
+        t(g >= 4 * peer["dataloader"],
+          f"gpufeed >= 4x the PyTorch DataLoader: {g / peer['dataloader']:.2f}x")
+    if peer["nvjpeg-decode-only"]:
+        t(g > peer["nvjpeg-decode-only"],
+          f"gpufeed above torchvision's nvJPEG decode alone: "
+          f"{g / peer['nvjpeg-decode-only']:.2f}x")
 PY
