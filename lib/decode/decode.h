@@ -78,7 +78,8 @@ typedef struct gf_jpeg_region {
  * pixels. Rows above are skipped (jpeg_skip_scanlines), rows below never
  * decoded, columns outside cropped (jpeg_crop_scanline, widened to iMCU
  * boundaries and by the upsampler's one-sample context; only the wanted
- * columns are copied out). The pixels equal those at the same place in a
+ * columns are copied out; files with a component subsampled more than 2x
+ * on an axis are decoded full width). The pixels equal those at the same place in a
  * full decode at that scale. Only the data up to the window's last row is
  * read, so damage below it goes unseen. Returns what gf_jpeg_decode does;
  * -EINVAL also for a window outside the image or a bad denom. */
@@ -102,9 +103,20 @@ int gf_jpeg_encode(const void *pixels, const gf_shape *shape, int quality,
 
 /* What gf_jpeg_encode_ex can vary, for the tests (the defaults of
  * gf_jpeg_encode are {GF_JPEG_420, false, false, 0}). */
-enum { GF_JPEG_420 = 0, GF_JPEG_422 = 1, GF_JPEG_444 = 2 };
+enum {
+  GF_JPEG_420 = 0,
+  GF_JPEG_422 = 1,
+  GF_JPEG_444 = 2,
+  /* Rare layouts, chroma 1x1 and luma sampled as named (4:1:1 is 41). */
+  GF_JPEG_41 = 3,
+  GF_JPEG_42 = 4,
+  GF_JPEG_24 = 5,
+  GF_JPEG_14 = 6,
+  GF_JPEG_31 = 7,
+  GF_JPEG_SUBSAMPLINGS = 8
+};
 typedef struct gf_jpeg_enc_opts {
-  int subsampling;  /* GF_JPEG_420/422/444, for RGB input */
+  int subsampling;  /* GF_JPEG_420 .. GF_JPEG_31, for RGB input */
   bool progressive; /* libjpeg's simple progression script */
   bool arithmetic;  /* arithmetic coding instead of Huffman */
   int cmyk;         /* 1: 4-channel input stored as CMYK, 2: as YCCK (files

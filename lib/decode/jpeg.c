@@ -218,6 +218,24 @@ static int window(const jpeg_job *j, const gf_jpeg_region *r, uint32_t oh,
   return 0;
 }
 
+/* Whether jpeg_crop_scanline gives the full decode's pixels for this file:
+ * every component subsampled by 1 or 2 on each axis (4:4:4, 4:2:2, 4:2:0,
+ * 4:4:0, gray). libjpeg-turbo 2.1 miscounts a component subsampled 4x2 or
+ * 2x4 in a scaled, cropped decode (fixed in 3.0) and its columns come out
+ * wrong; rarer layouts are decoded full width rather than trusted. */
+static bool crop_safe(j_decompress_ptr d) {
+  for (int i = 0; i < d->num_components; i++) {
+    const jpeg_component_info *c = &d->comp_info[i];
+    if (c->h_samp_factor <= 0 || c->v_samp_factor <= 0 ||
+        d->max_h_samp_factor % c->h_samp_factor ||
+        d->max_v_samp_factor % c->v_samp_factor ||
+        d->max_h_samp_factor / c->h_samp_factor > 2 ||
+        d->max_v_samp_factor / c->v_samp_factor > 2)
+      return false;
+  }
+  return true;
+}
+
 /* Crops the scanlines to what columns [x0, x1) need: one column more on
  * each side (fancy upsampling reads one chroma sample beyond a pixel's
  * own) and at least GF_JPEG_MIN_CROP wide; jpeg_crop_scanline widens the
@@ -225,6 +243,8 @@ static int window(const jpeg_job *j, const gf_jpeg_region *r, uint32_t oh,
  * May longjmp. */
 static uint32_t crop(j_decompress_ptr d, uint32_t x0, uint32_t x1) {
   uint32_t ow = d->output_width;
+  if (!crop_safe(d))
+    return 0;
   uint32_t a = x0 ? x0 - 1 : 0;
   uint32_t b = x1 < ow ? x1 + 1 : ow;
   if (b - a < GF_JPEG_MIN_CROP) {
@@ -471,7 +491,8 @@ static int wjob_run(jpeg_wjob *j, const uint8_t *px, const gf_shape *s,
   c->dct_method = JDCT_ISLOW;
   if (jc == 3 && !cmyk) {
     /* Luma's factors; chroma stays 1x1. */
-    static const int hv[3][2] = {{2, 2}, {2, 1}, {1, 1}};
+    static const int hv[GF_JPEG_SUBSAMPLINGS][2] = {
+        {2, 2}, {2, 1}, {1, 1}, {4, 1}, {4, 2}, {2, 4}, {1, 4}, {3, 1}};
     c->comp_info[0].h_samp_factor = hv[eo->subsampling][0];
     c->comp_info[0].v_samp_factor = hv[eo->subsampling][1];
   }
@@ -513,11 +534,11 @@ int gf_jpeg_encode_ex(const void *pixels, const gf_shape *shape, int quality,
                    shape->height, shape->width, shape->channels, shape->dtype,
                    (int)JPEG_MAX_DIMENSION);
   if (quality < 1 || quality > 100 || eo->subsampling < GF_JPEG_420 ||
-      eo->subsampling > GF_JPEG_444)
+      eo->subsampling >= GF_JPEG_SUBSAMPLINGS)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_jpeg_encode: quality %d (expected 1-100) or "
-                   "subsampling %d (expected 0-2)",
-                   quality, eo->subsampling);
+                   "subsampling %d (expected 0-%d)",
+                   quality, eo->subsampling, GF_JPEG_SUBSAMPLINGS - 1);
   jpeg_wjob j;
   memset(&j, 0, sizeof j);
   fail_init(&j.fail);

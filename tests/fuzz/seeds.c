@@ -254,6 +254,10 @@ static void jpeg_seeds(void) {
       {{20, 21, 3, GF_DTYPE_U8}, {GF_JPEG_420, 0, 1, 0}, {2, 200, 10, 20, 200}},
       {{9, 40, 3, GF_DTYPE_U8}, {GF_JPEG_422, 1, 1, 0}, {23, 0, 255, 255, 1}},
       {{12, 12, 4, GF_DTYPE_U8}, {GF_JPEG_444, 0, 0, 1}, {0, 0, 0, 255, 255}},
+      /* Luma 4x2 and 2x4, windows at 1/2 and 1/4: libjpeg-turbo 2.1 crops
+       * these wrongly when scaling. */
+      {{29, 37, 3, GF_DTYPE_U8}, {GF_JPEG_42, 0, 0, 0}, {6, 30, 10, 200, 230}},
+      {{37, 29, 3, GF_DTYPE_U8}, {GF_JPEG_24, 1, 0, 0}, {8, 9, 60, 180, 140}},
   };
   for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
     size_t bytes = (size_t)gf_shape_bytes(&made[i].s);
@@ -266,7 +270,8 @@ static void jpeg_seeds(void) {
     buf b = {0};
     add(&b, made[i].params, sizeof made[i].params);
     add(&b, jpg, len);
-    static const char *sub[] = {"420", "422", "444"};
+    static const char *sub[GF_JPEG_SUBSAMPLINGS] = {
+        "420", "422", "444", "41", "42", "24", "14", "31"};
     char name[80];
     snprintf(name, sizeof name, "made-%ux%ux%u-%s%s%s%s-opt%u",
              made[i].s.height, made[i].s.width, made[i].s.channels,
