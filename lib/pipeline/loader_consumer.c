@@ -223,25 +223,32 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
   }
   if (failed) {
     s->batch.skipped = 0;
-    repair(l, s);
-    if (s->count == 0 || (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
-      /* Nothing left of the epoch for this batch. */
-      s->state = SLOT_FREE;
-      l->c_seq++;
-      l->c_pos = s->end_pos;
-      /* repair() left the sampler at s->epoch. */
-      restart_at(l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler),
-                 s->k + 1);
-      l->next_seq = l->c_seq;
+    /* Finalising can find more failures: a file nvJPEG refused that the
+     * CPU cannot decode either (a worker does not finalise a slot that
+     * already failed, so those files wait for this finalize). They are
+     * repaired in turn, until the batch is whole. */
+    do {
+      repair(l, s);
+      if (s->count == 0 ||
+          (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
+        /* Nothing left of the epoch for this batch. */
+        s->state = SLOT_FREE;
+        l->c_seq++;
+        l->c_pos = s->end_pos;
+        /* repair() left the sampler at s->epoch. */
+        restart_at(l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler),
+                   s->k + 1);
+        l->next_seq = l->c_seq;
+        pthread_mutex_unlock(&l->mu);
+        return next_impl(l, stream, deadline, out);
+      }
+      /* Outside mu, as a worker's finalize: the slot stays REPAIRING, and
+       * workers dispatch and fill the next batches meanwhile. */
       pthread_mutex_unlock(&l->mu);
-      return next_impl(l, stream, deadline, out);
-    }
-    /* Outside mu, as a worker's finalize: the slot stays REPAIRING, and
-     * workers dispatch and fill the next batches meanwhile. */
-    pthread_mutex_unlock(&l->mu);
-    test_hook(l, "repair: finalize");
-    finalize(l, s, GF_TRACE_TID_CONSUMER);
-    pthread_mutex_lock(&l->mu);
+      test_hook(l, "repair: finalize");
+      finalize(l, s, GF_TRACE_TID_CONSUMER);
+      pthread_mutex_lock(&l->mu);
+    } while (s->fin_rc == 0 && slot_failed(s));
     s->state = SLOT_READY;
   } else {
     s->batch.skipped = 0;
@@ -332,28 +339,38 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
     return cfg_fail("release", "streams is NULL with n > 0");
   uint64_t t0 = l->trace ? now_ns() : 0;
   pthread_mutex_lock(&l->mu);
-  for (uint32_t i = 0; i < l->nslots; i++) {
-    slot *s = &l->slots[i];
-    if (&s->batch == b && s->state == SLOT_LENT) {
-      if (GF_UNLIKELY(l->trace || l->nvtx)) {
-        if (s->nvtx_step) {
-          gf_gpu_range_end(s->nvtx_step);
-          s->nvtx_step = 0;
-        }
-        span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
-        take_gpu_span(l, s, false);
-      }
-      int rc = l->stage ? gf_stage_release(l->stage, s->index, streams, n) : 0;
-      span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0,
-           l->trace ? now_ns() : 0, s->seq);
-      free_or_drain(l, s);
-      pthread_mutex_unlock(&l->mu);
-      return rc;
-    }
+  slot *s = NULL;
+  for (uint32_t i = 0; i < l->nslots && !s; i++)
+    if (&l->slots[i].batch == b && l->slots[i].state == SLOT_LENT)
+      s = &l->slots[i];
+  if (!s) {
+    pthread_mutex_unlock(&l->mu);
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "release: not a batch this loader has lent");
   }
+  if (GF_UNLIKELY(l->trace || l->nvtx)) {
+    if (s->nvtx_step) {
+      gf_gpu_range_end(s->nvtx_step);
+      s->nvtx_step = 0;
+    }
+    span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
+    take_gpu_span(l, s, false);
+  }
+  /* The CUDA calls (the release events, the staging copy's query) run
+   * outside mu, which the workers take for every chunk: RELEASING keeps
+   * everyone else off the slot meanwhile. */
+  s->state = SLOT_RELEASING;
   pthread_mutex_unlock(&l->mu);
-  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "release: not a batch this loader has lent");
+  int rc = l->stage ? gf_stage_release(l->stage, s->index, streams, n) : 0;
+  bool drain = l->stage && !gf_stage_host_free(l->stage, s->index);
+  pthread_mutex_lock(&l->mu);
+  span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0, l->trace ? now_ns() : 0,
+       s->seq);
+  s->state = drain ? SLOT_DRAINING : SLOT_FREE;
+  pthread_mutex_unlock(&l->mu);
+  /* After the unlock: a woken worker does not block on mu at once. */
+  pthread_cond_broadcast(&l->work_cv);
+  return rc;
 }
 
 int gf_loader_release_on(gf_loader *l, gf_batch *b, void *stream) {
