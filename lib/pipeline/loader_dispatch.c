@@ -191,6 +191,7 @@ void cancel_all(gf_loader *l) {
 uint32_t lent_count(const gf_loader *l) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < l->nslots; i++)
-    n += l->slots[i].state == SLOT_LENT;
+    n += l->slots[i].state == SLOT_LENT ||
+         l->slots[i].state == SLOT_RELEASING;
   return n;
 }

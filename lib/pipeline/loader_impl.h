@@ -70,6 +70,8 @@
  * CANCELLED: dropped by a seek or a repair while workers still touch it.
  * REPAIRING: the consumer fills its holes and finalises it outside mu
  * (skip policy); no one else touches a slot in that state.
+ * RELEASING: lent, being handed back by release(), which records its
+ * events outside mu (counted as lent until it is FREE or DRAINING).
  * PINNING (GPU mode, slots after the first): its staging memory is not
  * pinned yet; the pinning thread makes it FREE, or leaves it PINNING for
  * good when the pin failed (the loader goes on without it). */
@@ -81,7 +83,8 @@ enum {
   SLOT_CANCELLED,
   SLOT_DRAINING,
   SLOT_REPAIRING,
-  SLOT_PINNING
+  SLOT_PINNING,
+  SLOT_RELEASING
 };
 
 
