@@ -1,6 +1,6 @@
 /* The tiled two-pass resize: how one CUDA block makes a tile of
  * GF_RS_TILE_H x GF_RS_TILE_W output pixels of one resized sample, with
- * exactly the float operations of gf_xform_ref (lib/xform/transform.c:
+ * exactly the float operations of gf_xform_ref (lib/xform/xform_ref.c:
  * rs_table_fill, rs_pixel), so the output is the same bytes.
  *
  * Plain C compiled for both sides (GF_XFORM_HD): kernels/xform.cu runs the

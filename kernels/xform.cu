@@ -1,6 +1,6 @@
 // The batch transform on the GPU: crop/pad or resize, flip, dtype
 // conversion and per-channel normalisation in one pass, with the gradzstd
-// unfilter fused in for filtered (not resized) samples. Byte-identical to gf_xform_ref (transform.c):
+// unfilter fused in for filtered (not resized) samples. Byte-identical to gf_xform_ref (xform_ref.c):
 // the same float expression (IEEE sub then IEEE division, no contraction)
 // and the same float -> half conversions (transform.h).
 //
@@ -521,7 +521,7 @@ __global__ void __launch_bounds__(kFiltThreads) xform_filtered(Args a) {
       have_lut = true;
     }
     T *out = (T *)a.dst + (uint64_t)n * S;
-    // The top-left part the window needs (see filtered_extent in
+    // The top-left part the window needs (see gf_xform_filtered_extent in
     // transform.c): rows [0, vh), columns [0, vw).
     int64_t ylim = (int64_t)s.crop_y + a.oh, xlim = (int64_t)s.crop_x + a.ow;
     if (ylim > (int64_t)s.h)

@@ -1,4 +1,5 @@
-/* The resize transforms' CPU reference and window (lib/xform/transform.c):
+/* The resize transforms' CPU reference (lib/xform/xform_ref.c) and windows
+ * (lib/xform/xform_draw.c):
  * - hand-computed cases: 4x4 -> 2x2 antialiased and plain bilinear, 2x2 ->
  *   4x4 upsampling, a 1-pixel image, a window at an edge (the filter never
  *   reads outside it), CenterCrop's zero padding, flip, f32 = the

@@ -1,4 +1,4 @@
-/* The batch transform's CPU reference (lib/xform/transform.c):
+/* The batch transform's CPU reference (lib/xform/xform_ref.c):
  * - a 2x3 RGB image to f32 NCHW and NHWC, against numbers written out here;
  * - crop with zero padding, horizontal flip, centered crop positions;
  * - float -> f16/bf16 rounding at known values (ties, subnormals,
@@ -376,7 +376,7 @@ static void test_half(void) {
 }
 
 /* The value rule, element by element, written independently of
- * transform.c: for checking whole random batches. */
+ * xform_ref.c: for checking whole random batches. */
 static void naive(const gf_transform *t, const uint8_t *src,
                   const gf_xform_sample *ss, uint32_t n, uint32_t oh,
                   uint32_t ow, uint32_t oc, void *dst) {

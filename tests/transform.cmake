@@ -1,4 +1,4 @@
-# The batch transform: its CPU reference (lib/pipeline/transform.c) and the
+# The batch transform: its CPU reference (lib/xform/xform_ref.c) and the
 # CUDA kernels held to it (kernels/xform.cu); the gather kernel
 # (kernels/gather.cu).
 gpufeed_add_test(test_transform_ref

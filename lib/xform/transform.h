@@ -319,6 +319,12 @@ int gf_xform_validate(const gf_xform_sample *samples, uint32_t n,
                       uint64_t src_len, uint32_t out_h, uint32_t out_w,
                       uint32_t out_c, unsigned flags);
 
+/* Columns [0, *vw) and rows [0, *vh) of the source that a filtered sample's
+ * window needs (the unfilter is a prefix sum from the top-left corner):
+ * 0 x 0 when the window misses the image. */
+void gf_xform_filtered_extent(const gf_xform_sample *s, uint32_t out_h,
+                              uint32_t out_w, uint32_t *vh, uint32_t *vw);
+
 /* The CPU reference: writes the dense output of samples[0..n) (read from
  * src, src_len bytes) into dst, n * out_h * out_w * out_c elements of
  * t->out_dtype in t->layout. For output pixel (y, x) of a sample the
