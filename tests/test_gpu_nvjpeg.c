@@ -1,5 +1,6 @@
-/* The GPU JPEG decoder (lib/gpu/nvjpeg_cuda.c) on a real device with
- * NVIDIA's libnvjpeg, for each backend the GPU has (hardware, GPU hybrid):
+/* The GPU JPEG decoder (lib/gpu/nvjpeg_cuda.c, nvjpeg_decode_cuda.c) on a
+ * real device with NVIDIA's libnvjpeg, for each backend the GPU has
+ * (hardware, GPU hybrid):
  *   - a batch of copies of two small JPEGs embedded below (a colour
  *     gradient, 4:2:0, and a grey one), to RGB and to luma, against the
  *     pattern they were made from (within what JPEG at quality 95 loses);

@@ -50,10 +50,10 @@
  * samples, is within 34 (mean 1.37); GF_NVJPEG_REPEAT_CHROMA asks for
  * that one.
  *
- * nvjpeg_cuda.c implements it; nvjpeg_nocuda.c, in builds without CUDA,
- * answers GF_ENODEVICE. Threads: one handle is used by one thread at a time
- * (nvJPEG's decode states are not thread-safe); different handles may be
- * used by different threads. */
+ * nvjpeg_cuda.c and nvjpeg_decode_cuda.c implement it; nvjpeg_nocuda.c,
+ * in builds without CUDA, answers GF_ENODEVICE. Threads: one handle is used
+ * by one thread at a time (nvJPEG's decode states are not thread-safe);
+ * different handles may be used by different threads. */
 #ifndef GF_GPU_NVJPEG_H
 #define GF_GPU_NVJPEG_H
 

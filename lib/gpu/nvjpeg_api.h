@@ -1,6 +1,7 @@
-/* The part of nvJPEG's C API that gpu/nvjpeg_cuda.c calls, declared here
- * because nvjpeg.h is not installed everywhere gpufeed builds: the library
- * is loaded with dlopen and these are the types of what dlsym returns.
+/* The part of nvJPEG's C API that gpu/nvjpeg_cuda.c and
+ * gpu/nvjpeg_decode_cuda.c call, declared here because nvjpeg.h is not
+ * installed everywhere gpufeed builds: the library is loaded with dlopen
+ * and these are the types of what dlsym returns.
  * Written from NVIDIA's nvJPEG documentation (CUDA 12 and 13: "nvJPEG Type
  * Declarations", "nvJPEG API Reference"); every value and layout below is
  * the library's ABI, so each one is stated with its C type and checked for
@@ -9,7 +10,7 @@
  * Names carry a gf_nvj prefix so that they can never clash with the real
  * header's. Enumerations travel as int (a C enum's type on every ABI
  * nvJPEG ships for). cudaStream_t is `struct CUstream_st *`, written out
- * so that this header needs no CUDA header. Only nvjpeg_cuda.c includes
+ * so that this header needs no CUDA header. Only nvjpeg_impl.h includes
  * it. */
 #ifndef GF_GPU_NVJPEG_API_H
 #define GF_GPU_NVJPEG_API_H
