@@ -6,6 +6,7 @@
 
 #include "common/fault.h"
 
+#include <cuda_runtime.h>
 #include <dlfcn.h> /* dlopen, dlsym: nvJPEG is found at run time */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,8 @@ const char *status_name(gf_nvj_status s) {
   }
 }
 
-int cuda_fail(cudaError_t e, const char *what) {
+int cuda_fail(int err, const char *what) {
+  cudaError_t e = (cudaError_t)err;
   return gf_fail(e == cudaErrorMemoryAllocation ? GF_EDEVOOM : GF_ECUDA, NULL,
                  GF_NO_INDEX, GF_NO_INDEX, "nvJPEG decoder: %s: %s (%s)", what,
                  cudaGetErrorString(e), cudaGetErrorName(e));

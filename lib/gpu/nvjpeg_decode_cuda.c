@@ -5,6 +5,7 @@
 
 #include "common/fault.h"
 
+#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,10 @@
 /* The nvJPEG decoder's insides, shared by its two files: nvjpeg_cuda.c
  * (loading the library, opening and closing a decoder, its budgets through
  * nvJPEG's allocator hooks, its decode states) and nvjpeg_decode_cuda.c
- * (probing a file, decoding batches, the stats). Included only there. */
+ * (probing a file, decoding batches, the stats). Included only there. The
+ * CUDA types are written as the runtime defines them (cudaStream_t is
+ * `struct CUstream_st *`, cudaEvent_t `struct CUevent_st *`): only the
+ * _cuda.c files include the runtime's header. */
 #ifndef GF_GPU_NVJPEG_IMPL_H
 #define GF_GPU_NVJPEG_IMPL_H
 
@@ -10,7 +13,6 @@
 #include "gpu/nvjpeg_api.h"
 #include "gpu/pool.h"
 
-#include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -47,7 +49,8 @@ typedef struct nvj_state {
   gf_nvj_state st;
   int n;      /* batch size; 0: initialize before the next use */
   int format; /* GF_NVJ_OUTPUT_* */
-  cudaEvent_t done;    /* recorded on the stream after its last decode */
+  struct CUevent_st *done; /* cudaEvent_t: recorded on the stream after
+                              its last decode */
   bool event, pending; /* done exists / is recorded and not waited for */
   const unsigned char **data; /* nvjpegDecodeBatched's arrays */
   size_t *lens;
@@ -63,7 +66,7 @@ struct gf_nvjpeg {
   gf_nvjpeg_config cfg;
   nvj_lib f;
   int backend; /* GF_NVJPEG_HARDWARE or GF_NVJPEG_GPU_HYBRID */
-  cudaStream_t stream;
+  struct CUstream_st *stream; /* cudaStream_t */
   gf_nvj_dev_allocator_v2 dev_alloc; /* kept: nvJPEG holds on to them */
   gf_nvj_pinned_allocator_v2 pin_alloc;
   gf_nvj_handle handle;
@@ -96,8 +99,9 @@ struct gf_nvjpeg {
 #define state_take gf_nvj__state_take
 /* nvJPEG's name for status s. */
 const char *status_name(gf_nvj_status s);
-/* A failed CUDA call e (what: its name): GF_EDEVOOM or GF_ECUDA, recorded. */
-int cuda_fail(cudaError_t e, const char *what);
+/* A failed CUDA call (e: its cudaError_t; what: its name): GF_EDEVOOM or
+ * GF_ECUDA, recorded. */
+int cuda_fail(int e, const char *what);
 /* A failure of an nvJPEG call outside one image: the budget when a hook
  * refused a request, else nvJPEG's status; recorded. */
 int nvj_fail(gf_nvjpeg *h, gf_nvj_status s, const char *what);
