@@ -17,6 +17,9 @@
  *   overwritten by later batches (a delay kernel proves it);
  * - a batch released on two streams (gf_loader_release_streams), either
  *   one held up by a long kernel, is not overwritten until both are done;
+ * - batches released before their staging copy ran (the copy stream held
+ *   up) keep their own pixels: the workers refilling the staging memory
+ *   wait for the copy;
  * - 100 create/destroy cycles return cudaMemGetInfo to its baseline;
  * - device memory in use never exceeds the configured pool. */
 #include "loader_fixture.h"
@@ -378,6 +381,70 @@ int main(void) {
       CHECK_ERR(gf_loader_release_streams(l, c, NULL, 1), -EINVAL);
       CHECK_OK(gf_loader_release_streams(l, c, NULL, 0));
     }
+    gf_loader_destroy(l);
+  }
+
+  /* 2c. Batches released before their staging copy ran: the copy stream
+   * is held up (the next submit of a slot released on a stream that runs
+   * a 300 ms kernel waits for it), so the batches after it are handed
+   * over and released while their copies still wait to read the staging
+   * memory. The workers refilling those slots must wait for the copies:
+   * each batch's output, read on the stream it was taken on, is its own. */
+  {
+    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+    cfg.source = f.ds_dir;
+    cfg.channels = 3;
+    cfg.batch_size = 8;
+    cfg.threads = 4;
+    cfg.device = 0;
+    cfg.prefetch = 3;
+    cfg.transform = t;
+    gf_loader *l;
+    CHECK_OK(gf_loader_create(&cfg, &l));
+    void *slow = NULL, *fast = NULL;
+    CHECK_OK(gf_gpu_stream_create(0, &slow));
+    CHECK_OK(gf_gpu_stream_create(0, &fast));
+    gf_batch *b;
+    if (l && slow && fast && gf_loader_next_on(l, slow, &b) == 0) {
+      CUDA_CHECK(gf_test_launch_delay((cudaStream_t)slow, 300000000ull, NULL,
+                                      NULL, 0));
+      CHECK_OK(gf_loader_release_on(l, b, slow));
+      enum { K = 7 };
+      void *want[K] = {0}, *dst[K] = {0};
+      uint64_t bytes[K] = {0};
+      int taken = 0;
+      for (int tries = 0; taken < K && tries < 2 * K; tries++) {
+        int rc = gf_loader_next_on(l, fast, &b);
+        if (rc == GF_EEPOCHEND)
+          continue;
+        CHECK_OK(rc);
+        if (rc)
+          break;
+        want[taken] = expected(&f, &t, b, &bytes[taken]);
+        CUDA_CHECK(cudaMalloc(&dst[taken], bytes[taken]));
+        CUDA_CHECK(gf_test_launch_delay((cudaStream_t)fast, 0, b->output,
+                                        dst[taken], bytes[taken]));
+        CHECK_OK(gf_loader_release_on(l, b, fast));
+        taken++;
+      }
+      CHECK(taken == K);
+      CHECK_OK(gf_gpu_stream_sync(fast));
+      int intact = 0;
+      for (int k = 0; k < taken; k++) {
+        void *got = malloc(bytes[k]);
+        CUDA_CHECK(cudaMemcpy(got, dst[k], bytes[k], cudaMemcpyDeviceToHost));
+        intact += memcmp(got, want[k], bytes[k]) == 0;
+        free(got);
+        free(want[k]);
+        cudaFree(dst[k]);
+      }
+      CHECK(intact == taken);
+      printf("batches released before their copy ran (copy stream held "
+             "300 ms): %d of %d intact\n",
+             intact, taken);
+    }
+    gf_gpu_stream_destroy(slow);
+    gf_gpu_stream_destroy(fast);
     gf_loader_destroy(l);
   }
 

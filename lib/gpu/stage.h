@@ -13,13 +13,14 @@
  *      wait);
  *   4. gf_stage_release: record a release event on each of the caller's
  *      streams (the next submit of the slot waits for all of them);
- *   5. gf_stage_host_free: whether the copy out of the staging memory has
- *      completed (so the workers may refill it): an event query, no wait.
+ *   5. gf_stage_copied_wait: a worker about to refill the slot waits
+ *      until the copy out of its staging memory has completed (done long
+ *      before in the steady state: a completed event's wait).
  *
  * stage_cuda.c implements it with the CUDA runtime; stage_nocuda.c, in
  * builds without CUDA, answers GF_ENODEVICE. One stage belongs to one
  * loader; its calls come from the loader's consumer thread, except
- * gf_stage_host_free, which workers call under the loader's lock. */
+ * gf_stage_copied_wait, which workers call outside the loader's lock. */
 #ifndef GF_GPU_STAGE_H
 #define GF_GPU_STAGE_H
 
@@ -130,9 +131,6 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream);
  * or GF_ECUDA (the events recorded before the failure stay pending). */
 int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
                      uint32_t n);
-/* 1 when the copy out of slot i's staging memory has completed (or none
- * was made), 0 while it runs. */
-int gf_stage_host_free(gf_stage *st, uint32_t i);
 
 /* Trace mode: times each slot's copy-stream work (H2D copy + transform)
  * with timing events. Records a reference event on the copy stream and
@@ -182,8 +180,8 @@ const char *gf_stage_jpeg_backend(const gf_stage *st);
  * set here: dst_cap is cap, the range checked against the input block),
  * on the copy stream after the slot's release events, and the slot's
  * `copied` event is recorded after it (nvJPEG reads the files' bytes, in
- * the staging memory, until the stream passes it): gf_stage_host_free
- * then answers for the decode too. Each image's status as gf_nvjpeg_decode
+ * the staging memory, until the stream passes it): gf_stage_copied_wait
+ * then waits for the decode too. Each image's status as gf_nvjpeg_decode
  * sets it. Any thread: calls are serialised (one decoder). Returns what
  * gf_nvjpeg_decode returns, GF_EINTERNAL (a range outside the input, no
  * decoder, slot not pinned) or GF_ECUDA. */

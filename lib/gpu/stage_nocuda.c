@@ -80,10 +80,6 @@ uint64_t gf_gpu_range_start(const char *name) {
   return 0;
 }
 void gf_gpu_range_end(uint64_t id) { (void)id; }
-int gf_stage_host_free(gf_stage *st, uint32_t i) {
-  (void)st, (void)i;
-  return 1;
-}
 int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
                        size_t cap) {
   (void)st, (void)cfg;

@@ -91,12 +91,9 @@ static void repair(gf_loader *l, slot *s) {
   l->next_seq = s->seq + 1;
 }
 
-/* A slot given up: free, or draining while the GPU still copies out of
- * its staging memory. Under mu. */
-static void free_or_drain(gf_loader *l, slot *s) {
-  s->state = l->stage && !gf_stage_host_free(l->stage, s->index)
-                 ? SLOT_DRAINING
-                 : SLOT_FREE;
+/* A slot given up (its fillers wait for its staging copy). Under mu. */
+static void give_up(gf_loader *l, slot *s) {
+  slot_free(l, s);
   pthread_cond_broadcast(&l->work_cv);
 }
 
@@ -119,31 +116,15 @@ static void present(slot *s) {
 }
 
 /* Waits on ready_cv, at most until `deadline` (now_ns()'s clock; UINT64_MAX:
- * no limit); while a slot drains (the GPU still copies out of its
- * staging memory: rare, only when a batch was released before its copy
- * ran) nothing else would wake the loader when the copy ends, so the wait
- * is short and the draining slots are checked again. Under mu. */
+ * no limit). Under mu. */
 static void wait_ready(gf_loader *l, uint64_t deadline) {
-  bool draining = false;
-  for (uint32_t i = 0; i < l->nslots; i++)
-    if (l->slots[i].state == SLOT_DRAINING) {
-      if (gf_stage_host_free(l->stage, i))
-        l->slots[i].state = SLOT_FREE;
-      else
-        draining = true;
-    }
   pthread_cond_broadcast(&l->work_cv);
-  if (!draining && deadline == UINT64_MAX) {
+  if (deadline == UINT64_MAX) {
     pthread_cond_wait(&l->ready_cv, &l->mu);
     return;
   }
-  uint64_t wait = 200000; /* ns */
-  if (deadline != UINT64_MAX) {
-    uint64_t t = now_ns();
-    uint64_t left = deadline > t ? deadline - t : 0;
-    if (!draining || left < wait)
-      wait = left;
-  }
+  uint64_t t = now_ns();
+  uint64_t wait = deadline > t ? deadline - t : 0;
   /* ready_cv runs on CLOCK_REALTIME (the default condattr). */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -213,7 +194,7 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
   bool failed = slot_failed(s);
   if (failed && l->cfg.error_policy == GF_ON_ERROR_FAIL) {
     gf_error_info e = s->err;
-    free_or_drain(l, s);
+    give_up(l, s);
     l->c_seq++;
     l->c_pos = s->end_pos;
     l->c_k++;
@@ -231,8 +212,9 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
       repair(l, s);
       if (s->count == 0 ||
           (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
-        /* Nothing left of the epoch for this batch. */
-        s->state = SLOT_FREE;
+        /* Nothing left of the epoch for this batch (a finalize above may
+         * have submitted a copy from it). */
+        slot_free(l, s);
         l->c_seq++;
         l->c_pos = s->end_pos;
         /* repair() left the sampler at s->epoch. */
@@ -258,7 +240,7 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
   l->c_k = s->k + 1;
   if (s->fin_rc < 0) {
     gf_error_info e = s->fin_err;
-    free_or_drain(l, s);
+    give_up(l, s);
     pthread_mutex_unlock(&l->mu);
     gf_error_restore(&e);
     return e.code;
@@ -271,7 +253,7 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
     int rc = gf_stage_handoff(l->stage, s->index, stream);
     if (rc < 0) {
       pthread_mutex_lock(&l->mu);
-      free_or_drain(l, s);
+      give_up(l, s);
       pthread_mutex_unlock(&l->mu);
       return rc;
     }
@@ -356,17 +338,17 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
     span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
     take_gpu_span(l, s, false);
   }
-  /* The CUDA calls (the release events, the staging copy's query) run
-   * outside mu, which the workers take for every chunk: RELEASING keeps
-   * everyone else off the slot meanwhile. */
+  /* The release events are recorded outside mu, which the workers take
+   * for every chunk: RELEASING keeps everyone else off the slot meanwhile.
+   * Whether the staging copy is done is not asked here: the worker that
+   * next fills the slot waits for it (slot_free). */
   s->state = SLOT_RELEASING;
   pthread_mutex_unlock(&l->mu);
   int rc = l->stage ? gf_stage_release(l->stage, s->index, streams, n) : 0;
-  bool drain = l->stage && !gf_stage_host_free(l->stage, s->index);
   pthread_mutex_lock(&l->mu);
   span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0, l->trace ? now_ns() : 0,
        s->seq);
-  s->state = drain ? SLOT_DRAINING : SLOT_FREE;
+  slot_free(l, s);
   pthread_mutex_unlock(&l->mu);
   /* After the unlock: a woken worker does not block on mu at once. */
   pthread_cond_broadcast(&l->work_cv);

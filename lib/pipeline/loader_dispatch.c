@@ -61,10 +61,6 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
   }
   if (!best && !l->paused) {
     for (uint32_t i = 0; i < l->nslots; i++)
-      if (l->slots[i].state == SLOT_DRAINING &&
-          gf_stage_host_free(l->stage, i))
-        l->slots[i].state = SLOT_FREE;
-    for (uint32_t i = 0; i < l->nslots; i++)
       if (l->slots[i].state == SLOT_FREE) {
         best = &l->slots[i];
         dispatch(l, best);
@@ -182,10 +178,13 @@ void cancel_all(gf_loader *l) {
     while (s->state == SLOT_CANCELLED && s->busy > 0)
       pthread_cond_wait(&l->ready_cv, &l->mu);
     if (s->state == SLOT_CANCELLED)
-      s->state = l->stage && !gf_stage_host_free(l->stage, s->index)
-                     ? SLOT_DRAINING
-                     : SLOT_FREE;
+      slot_free(l, s);
   }
+}
+
+void slot_free(gf_loader *l, slot *s) {
+  s->state = SLOT_FREE;
+  s->copy_wait = l->stage != NULL;
 }
 
 uint32_t lent_count(const gf_loader *l) {

@@ -65,13 +65,16 @@
 #include <time.h>
 
 /* A slot's life: FREE -> FILLING (workers) -> READY (finalised: output
- * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE, or
- * DRAINING while the GPU still copies out of its staging memory.
+ * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE.
+ * A slot freed in GPU mode may still be read by its staging copy: it is
+ * FREE with copy_wait set, and each worker that fills it first waits for
+ * that copy (run_chunk), so no one asks the GPU anything when a batch is
+ * given back.
  * CANCELLED: dropped by a seek or a repair while workers still touch it.
  * REPAIRING: the consumer fills its holes and finalises it outside mu
  * (skip policy); no one else touches a slot in that state.
  * RELEASING: lent, being handed back by release(), which records its
- * events outside mu (counted as lent until it is FREE or DRAINING).
+ * events outside mu (counted as lent until it is FREE).
  * PINNING (GPU mode, slots after the first): its staging memory is not
  * pinned yet; the pinning thread makes it FREE, or leaves it PINNING for
  * good when the pin failed (the loader goes on without it). */
@@ -81,7 +84,6 @@ enum {
   SLOT_READY,
   SLOT_LENT,
   SLOT_CANCELLED,
-  SLOT_DRAINING,
   SLOT_REPAIRING,
   SLOT_PINNING,
   SLOT_RELEASING
@@ -110,6 +112,8 @@ typedef struct slot {
   uint32_t busy;    /* workers processing a chunk of this slot */
   uint32_t done;    /* samples finished */
   int state;
+  bool copy_wait; /* GPU mode: its staging memory may still be read by the
+                     copy of its last batch; fillers wait for it first */
   _Atomic int cancel;
   gf_error_info err; /* the first failed position's error */
   uint32_t err_pos;  /* UINT32_MAX: none */
@@ -277,6 +281,7 @@ static inline void range_pop(const gf_loader *l) {
 #define resolve_config gf_loader__resolve_config
 #define decode_opts_of gf_loader__decode_opts_of
 #define lent_count gf_loader__lent_count
+#define slot_free gf_loader__slot_free
 #define restart_at gf_loader__restart_at
 #define event_hook gf_loader__event_hook
 #define jpeg_windows gf_loader__jpeg_windows
@@ -356,6 +361,9 @@ void *worker_main(void *arg);
 void cancel_all(gf_loader *l);
 /* Slots the caller holds. Under mu. */
 uint32_t lent_count(const gf_loader *l);
+/* Makes s FREE; in GPU mode its next fillers first wait for the staging
+ * copy that may still read it (copy_wait). No CUDA call. Under mu. */
+void slot_free(gf_loader *l, slot *s);
 
 /* loader_finalize.c */
 /* Makes the batch's final form once every sample is in (see the file). */
