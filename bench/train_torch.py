@@ -3,12 +3,14 @@
 bf16 autocast, channels_last, SGD (momentum 0.9), cross-entropy, batch 256 of
 224x224 by default, fed by
 
-  gpufeed     gpufeed.Loader on SOURCE (a PNG ImageFolder tree or a gpufeed
-              dataset): RandomResizedCrop(SIZE) + flip, --dtype (bf16) NCHW,
-              normalised with ImageNet's mean/std on the device; --threads
-              decode threads;
-  dataloader  the PyTorch DataLoader on SOURCE (a PNG folder): --threads
-              worker processes, pin_memory, read_file + decode_png (RGB) +
+  gpufeed     gpufeed.Loader on SOURCE (an ImageFolder tree of PNG or JPEG
+              files, or a gpufeed dataset): RandomResizedCrop(SIZE) + flip,
+              --dtype (bf16) NCHW, normalised with ImageNet's mean/std on the
+              device; --threads decode threads; JPEG samples to nvJPEG as
+              --gpu-decode and --gpu-decode-percent say;
+  dataloader  the PyTorch DataLoader on SOURCE (a PNG or JPEG folder):
+              --threads worker processes, pin_memory, read_file +
+              decode_png / decode_jpeg (RGB, by the file's extension) +
               v2.RandomResizedCrop(SIZE, antialias=True) + RandomHorizontalFlip
               (bench/pytorch_rrc.py's recipe), then on the device: copy
               (non_blocking), normalise in float32, cast to --dtype;
@@ -115,6 +117,11 @@ def parse_args(argv=None):
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--cache", default="0", help="gpufeed cache_bytes (e.g. 8G)")
     ap.add_argument("--prefetch", type=int, default=0, help="gpufeed batch slots (0: autotune)")
+    ap.add_argument("--gpu-decode", default="auto", choices=["auto", "off", "all"],
+                    help="gpufeed: which JPEG samples nvJPEG may take (auto: a built "
+                         "dataset's, on GPUs with JPEG engines)")
+    ap.add_argument("--gpu-decode-percent", type=int, default=0,
+                    help="gpufeed: share of a batch's JPEG positions for nvJPEG (0: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--ceiling", type=float, default=0.0,
@@ -226,14 +233,18 @@ def memory_report(per_rank):
 
 # -- feeds: each gives set_epoch(e) and an iterator of (x, y, indices|None) ---
 
-def png_files(root):
-    """ImageFolder order: classes are the sorted sub-folders, files sorted."""
+IMAGE_EXTS = (".png", ".jpg", ".jpeg")
+
+
+def image_files(root):
+    """ImageFolder order: classes are the sorted sub-folders, files sorted
+    (PNG and JPEG files, as gpufeed's folder source takes them)."""
     classes = sorted(d.name for d in os.scandir(root) if d.is_dir())
     files, labels = [], []
     for c, name in enumerate(classes):
         for r, _, fs in sorted(os.walk(os.path.join(root, name))):
             for f in sorted(fs):
-                if f.lower().endswith(".png"):
+                if f.lower().endswith(IMAGE_EXTS):
                     files.append(os.path.join(r, f))
                     labels.append(c)
     return files, labels
@@ -272,7 +283,8 @@ class GpufeedFeed:
             a.source, a.batch, shuffle=True, seed=a.seed, transform=tf,
             device=str(dist.device), cache_bytes=a.cache, drop_last=not a.check,
             num_workers=a.threads, prefetch=a.prefetch, channels=3,
-            rank=dist.rank, world_size=dist.world)
+            rank=dist.rank, world_size=dist.world, gpu_decode=a.gpu_decode,
+            gpu_decode_percent=a.gpu_decode_percent)
         self.layout = a.layout
         self.name = "gpufeed " + gpufeed.__version__
         self.total = int(self.loader.state_dict()["samples"])   # in the dataset
@@ -315,7 +327,7 @@ class GpufeedFeed:
         self.loader.close()
 
 
-class IndexedPngs(torch.utils.data.Dataset):
+class IndexedImages(torch.utils.data.Dataset):
     def __init__(self, files, labels, size):
         try:  # torchvision >= 0.15: v2 (bench/pytorch_rrc.py's choice)
             from torchvision.transforms import v2 as T
@@ -329,21 +341,24 @@ class IndexedPngs(torch.utils.data.Dataset):
         return len(self.files)
 
     def __getitem__(self, i):
-        from torchvision.io import ImageReadMode, decode_png, read_file
+        from torchvision.io import ImageReadMode, decode_jpeg, decode_png, read_file
 
-        x = decode_png(read_file(self.files[i]), mode=ImageReadMode.RGB)
+        path = self.files[i]
+        decode = decode_png if path.lower().endswith(".png") else decode_jpeg
+        x = decode(read_file(path), mode=ImageReadMode.RGB)
         return self.tf(x), self.labels[i], i
 
 
 class DataLoaderFeed:
     def __init__(self, a, dist):
         if not os.path.isdir(a.source) or os.path.exists(os.path.join(a.source, "index.gfi")):
-            raise SystemExit(f"train_torch: --feed dataloader needs a PNG folder, not {a.source}")
-        files, labels = png_files(a.source)
+            raise SystemExit(f"train_torch: --feed dataloader needs an image folder, not "
+                             f"{a.source}")
+        files, labels = image_files(a.source)
         if len(files) < a.batch * dist.world:
-            raise SystemExit(f"train_torch: {len(files)} PNG files in {a.source}, fewer than "
+            raise SystemExit(f"train_torch: {len(files)} image files in {a.source}, fewer than "
                              f"a batch of {a.batch} per rank")
-        ds = IndexedPngs(files, labels, a.size)
+        ds = IndexedImages(files, labels, a.size)
         self.total = len(files)
         self.sampler = torch.utils.data.DistributedSampler(
             ds, num_replicas=dist.world, rank=dist.rank, shuffle=True, seed=a.seed,

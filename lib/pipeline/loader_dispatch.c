@@ -3,6 +3,7 @@
  * cancelling what was dispatched. */
 #include "pipeline/loader_impl.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
@@ -112,6 +113,15 @@ static void prepare_read_buffer(worker *w) {
 void *worker_main(void *arg) {
   worker *w = arg;
   gf_loader *l = w->l;
+  if (l->worker_batch) {
+    /* Advice to the scheduler: refused (a seccomp policy), the worker runs
+     * as it would have. */
+    struct sched_param sp = {0};
+    int e = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    if (e)
+      gf_log(GF_LOG_DEBUG, "worker %u: SCHED_BATCH refused (%s)",
+             (unsigned)(w - l->workers), strerror(e));
+  }
   prepare_read_buffer(w);
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {

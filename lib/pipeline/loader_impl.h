@@ -190,6 +190,11 @@ struct gf_loader {
   pthread_cond_t ready_cv; /* consumer: a slot ready or a cancel drained */
   bool stop;
   bool paused; /* no dispatch while the cursors are being moved */
+  /* Workers run under SCHED_BATCH (GPUFEED_WORKER_SCHED, default batch):
+   * a thread of the caller that wakes (the consumer taking its batch, a
+   * training loop launching kernels) preempts a decoding worker at once
+   * instead of waiting for its time slice. */
+  bool worker_batch;
 
   /* dispatch cursor */
   uint64_t d_epoch, d_pos, d_k, next_seq;

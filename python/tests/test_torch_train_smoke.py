@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +72,33 @@ def test_check_one_rank(folder):
     for feed in ("gpufeed", "dataloader"):
         rc, lines, err = _run(["--source", folder, "--feed", feed, "--check", "--epochs", "2"]
                               + SMOKE)
+        assert rc == 0, err
+        (d,) = lines
+        assert d["check"] is True and d["samples"] == COUNT
+        assert [e["delivered"] for e in d["epochs"]] == [COUNT, COUNT]
+
+
+@pytest.fixture(scope="module")
+def jpeg_folder(tmp_path_factory):
+    """A folder of JPEG files (torchvision's encoder), two classes."""
+    tio = pytest.importorskip("torchvision.io")
+    root = tmp_path_factory.mktemp("train_jpegs")
+    g = torch.Generator().manual_seed(5)
+    for i in range(COUNT):
+        d = root / f"c{i % 2}"
+        d.mkdir(exist_ok=True)
+        x = torch.randint(0, 256, (3, 30 + i % 9, 34 + i % 7), generator=g,
+                          dtype=torch.uint8)
+        with open(d / f"{i:03d}.jpg", "wb") as f:
+            f.write(bytes(tio.encode_jpeg(x, quality=90).tolist()))
+    return str(root)
+
+
+def test_check_jpeg_folder(jpeg_folder):
+    """Both feeds take a folder of JPEG files: every sample once an epoch."""
+    for feed in ("gpufeed", "dataloader"):
+        rc, lines, err = _run(["--source", jpeg_folder, "--feed", feed, "--check",
+                               "--epochs", "2"] + SMOKE)
         assert rc == 0, err
         (d,) = lines
         assert d["check"] is True and d["samples"] == COUNT
