@@ -350,8 +350,10 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
        s->seq);
   slot_free(l, s);
   pthread_mutex_unlock(&l->mu);
-  /* After the unlock: a woken worker does not block on mu at once. */
-  pthread_cond_broadcast(&l->work_cv);
+  /* After the unlock: a woken worker does not block on mu at once. One
+   * worker, not all: the one that dispatches the freed slot wakes the
+   * others (claim). */
+  pthread_cond_signal(&l->work_cv);
   return rc;
 }
 

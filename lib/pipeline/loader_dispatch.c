@@ -65,6 +65,12 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
       if (l->slots[i].state == SLOT_FREE) {
         best = &l->slots[i];
         dispatch(l, best);
+        /* The other idle workers help fill it: woken here, by the worker
+         * that dispatched, not by the consumer (release wakes only one),
+         * so that giving a batch back costs the consumer one wake-up, not
+         * one per idle worker. */
+        if (best->count > l->chunk)
+          pthread_cond_broadcast(&l->work_cv);
         break;
       }
   }
