@@ -13,14 +13,14 @@
  *      wait);
  *   4. gf_stage_release: record a release event on each of the caller's
  *      streams (the next submit of the slot waits for all of them);
- *   5. gf_stage_copied_wait: a worker about to refill the slot waits
- *      until the copy out of its staging memory has completed (done long
- *      before in the steady state: a completed event's wait).
+ *   5. gf_stage_copy_done: whether the copy out of the staging memory has
+ *      completed (so a worker may refill it): an event query, no wait,
+ *      asked by the worker about to refill the slot, not by release.
  *
  * stage_cuda.c implements it with the CUDA runtime; stage_nocuda.c, in
  * builds without CUDA, answers GF_ENODEVICE. One stage belongs to one
  * loader; its calls come from the loader's consumer thread, except
- * gf_stage_copied_wait, which workers call outside the loader's lock. */
+ * gf_stage_copy_done, which workers call under the loader's lock. */
 #ifndef GF_GPU_STAGE_H
 #define GF_GPU_STAGE_H
 
@@ -180,8 +180,8 @@ const char *gf_stage_jpeg_backend(const gf_stage *st);
  * set here: dst_cap is cap, the range checked against the input block),
  * on the copy stream after the slot's release events, and the slot's
  * `copied` event is recorded after it (nvJPEG reads the files' bytes, in
- * the staging memory, until the stream passes it): gf_stage_copied_wait
- * then waits for the decode too. Each image's status as gf_nvjpeg_decode
+ * the staging memory, until the stream passes it): gf_stage_copy_done
+ * then answers for the decode too. Each image's status as gf_nvjpeg_decode
  * sets it. Any thread: calls are serialised (one decoder). Returns what
  * gf_nvjpeg_decode returns, GF_EINTERNAL (a range outside the input, no
  * decoder, slot not pinned) or GF_ECUDA. */
@@ -191,6 +191,10 @@ int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
 /* Waits until the copy stream has passed slot i's `copied` event (the
  * staging memory is no longer read). Returns 0 or GF_ECUDA. */
 int gf_stage_copied_wait(gf_stage *st, uint32_t i);
+/* 1 when the copy out of slot i's staging memory has completed (or none
+ * was made, or it failed: a failed copy reads it no more), 0 while it
+ * runs. */
+int gf_stage_copy_done(gf_stage *st, uint32_t i);
 /* The decoder's statistics; false (and *out zeroed) when none is open.
  * Any thread. */
 bool gf_stage_jpeg_stats(gf_stage *st, gf_nvjpeg_stats *out);

@@ -773,3 +773,16 @@ int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
   }
   return 0;
 }
+
+int gf_stage_copy_done(gf_stage *st, uint32_t i) {
+  stage_slot *s = &st->slots[i];
+  if (!s->submitted)
+    return 1;
+  cudaSetDevice(st->cfg.device);
+  cudaError_t e = cudaEventQuery(s->copied);
+  if (e == cudaErrorNotReady)
+    return 0;
+  if (e != cudaSuccess)
+    gf_log(GF_LOG_ERROR, "staging copy event: %s", cudaGetErrorString(e));
+  return 1;
+}

@@ -51,8 +51,10 @@ static void dispatch(gf_loader *l, slot *s) {
 }
 
 /* Finds a chunk to work on, dispatching a batch when a slot is free. Under
- * mu. Returns the slot or NULL. */
-static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
+ * mu. Returns the slot or NULL; *copying is set when a free slot was passed
+ * over because the GPU still copies out of its staging memory (nothing
+ * will signal its end: the caller waits a short while and asks again). */
+static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, bool *copying) {
   slot *best = NULL;
   for (uint32_t i = 0; i < l->nslots; i++) {
     slot *s = &l->slots[i];
@@ -63,6 +65,15 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n) {
   if (!best && !l->paused) {
     for (uint32_t i = 0; i < l->nslots; i++)
       if (l->slots[i].state == SLOT_FREE) {
+        if (l->slots[i].copy_wait) {
+          /* Asked here, by the worker that would refill it, not by
+           * release: the consumer's fast path makes no such call. */
+          if (!gf_stage_copy_done(l->stage, i)) {
+            *copying = true;
+            continue;
+          }
+          l->slots[i].copy_wait = false;
+        }
         best = &l->slots[i];
         dispatch(l, best);
         /* The other idle workers help fill it: woken here, by the worker
@@ -132,10 +143,23 @@ void *worker_main(void *arg) {
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {
     uint32_t j0, n;
-    slot *s = claim(l, &j0, &n);
+    bool copying = false;
+    slot *s = claim(l, &j0, &n, &copying);
     if (!s) {
       uint64_t t0 = now_ns();
-      pthread_cond_wait(&l->work_cv, &l->mu);
+      if (copying) {
+        /* Rare (a batch given back before its copy ran): ask again soon. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* work_cv's clock */
+        ts.tv_nsec += 200000;
+        if (ts.tv_nsec >= 1000000000L) {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
+      } else {
+        pthread_cond_wait(&l->work_cv, &l->mu);
+      }
       add(&l->st_read.wait_ns, now_ns() - t0);
       continue;
     }

@@ -67,9 +67,9 @@
 /* A slot's life: FREE -> FILLING (workers) -> READY (finalised: output
  * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE.
  * A slot freed in GPU mode may still be read by its staging copy: it is
- * FREE with copy_wait set, and each worker that fills it first waits for
- * that copy (run_chunk), so no one asks the GPU anything when a batch is
- * given back.
+ * FREE with copy_wait set, and the worker about to refill it first asks
+ * whether that copy is done (claim; a slot still copied is passed over),
+ * so that release asks the GPU nothing.
  * CANCELLED: dropped by a seek or a repair while workers still touch it.
  * REPAIRING: the consumer fills its holes and finalises it outside mu
  * (skip policy); no one else touches a slot in that state.
@@ -113,7 +113,7 @@ typedef struct slot {
   uint32_t done;    /* samples finished */
   int state;
   bool copy_wait; /* GPU mode: its staging memory may still be read by the
-                     copy of its last batch; fillers wait for it first */
+                     copy of its last batch; not refilled before it ends */
   _Atomic int cancel;
   gf_error_info err; /* the first failed position's error */
   uint32_t err_pos;  /* UINT32_MAX: none */
@@ -366,8 +366,8 @@ void *worker_main(void *arg);
 void cancel_all(gf_loader *l);
 /* Slots the caller holds. Under mu. */
 uint32_t lent_count(const gf_loader *l);
-/* Makes s FREE; in GPU mode its next fillers first wait for the staging
- * copy that may still read it (copy_wait). No CUDA call. Under mu. */
+/* Makes s FREE; in GPU mode it is refilled only once the staging copy
+ * that may still read it has ended (copy_wait). No CUDA call. Under mu. */
 void slot_free(gf_loader *l, slot *s);
 
 /* loader_finalize.c */

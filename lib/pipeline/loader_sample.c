@@ -349,17 +349,6 @@ void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   pending pend[64];
   gf_read_req reqs[64];
   uint32_t nreq = 0;
-  if (s->copy_wait) {
-    /* The copy of the slot's last batch may still read its staging memory
-     * (release does not ask): done long ago in the steady state, where
-     * this wait returns at once. */
-    int rc = gf_stage_copied_wait(l->stage, s->index);
-    if (rc < 0) {
-      for (uint32_t i = 0; i < n; i++)
-        record_failure(l, s, j0 + i, rc, s->indices[j0 + i]);
-      return;
-    }
-  }
   for (uint32_t i = 0; i < n; i++) {
     uint32_t j = j0 + i;
     uint64_t idx = s->indices[j];
