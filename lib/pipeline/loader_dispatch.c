@@ -51,11 +51,12 @@ static void dispatch(gf_loader *l, slot *s) {
 }
 
 /* Finds a chunk to work on, dispatching a batch when a slot is free. Under
- * mu. Returns the slot or NULL; *copying is set when a free slot was passed
- * over because the GPU still copies out of its staging memory (nothing
- * will signal its end: the caller waits a short while and asks again). */
-static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, bool *copying) {
+ * mu. Returns the slot or NULL. A free slot whose staging memory the GPU
+ * may still copy out of (copy_wait) is not dispatched: its number goes to
+ * *ask (UINT32_MAX: none), for the caller to ask the GPU outside mu. */
+static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, uint32_t *ask) {
   slot *best = NULL;
+  *ask = UINT32_MAX;
   for (uint32_t i = 0; i < l->nslots; i++) {
     slot *s = &l->slots[i];
     if (s->state == SLOT_FILLING && s->claimed < s->count &&
@@ -66,13 +67,9 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, bool *copying) {
     for (uint32_t i = 0; i < l->nslots; i++)
       if (l->slots[i].state == SLOT_FREE) {
         if (l->slots[i].copy_wait) {
-          /* Asked here, by the worker that would refill it, not by
-           * release: the consumer's fast path makes no such call. */
-          if (!gf_stage_copy_done(l->stage, i)) {
-            *copying = true;
-            continue;
-          }
-          l->slots[i].copy_wait = false;
+          if (*ask == UINT32_MAX)
+            *ask = i;
+          continue;
         }
         best = &l->slots[i];
         dispatch(l, best);
@@ -143,12 +140,28 @@ void *worker_main(void *arg) {
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {
     uint32_t j0, n;
-    bool copying = false;
-    slot *s = claim(l, &j0, &n, &copying);
+    uint32_t ask;
+    slot *s = claim(l, &j0, &n, &ask);
+    if (!s && ask != UINT32_MAX) {
+      /* Whether the GPU is done copying out of slot `ask` (given back with
+       * its copy maybe still queued): asked by the worker that would
+       * refill it, outside mu, not by release. The generation tells
+       * whether the slot was refilled and given back again meanwhile. */
+      slot *a = &l->slots[ask];
+      uint64_t gen = a->free_gen;
+      pthread_mutex_unlock(&l->mu);
+      int done = gf_stage_copy_done(l->stage, ask);
+      pthread_mutex_lock(&l->mu);
+      if (done && a->state == SLOT_FREE && a->free_gen == gen) {
+        a->copy_wait = false;
+        continue; /* claim it now */
+      }
+    }
     if (!s) {
       uint64_t t0 = now_ns();
-      if (copying) {
-        /* Rare (a batch given back before its copy ran): ask again soon. */
+      if (ask != UINT32_MAX) {
+        /* Rare (a batch given back before its copy ran): nothing will
+         * signal the copy's end, so ask again soon. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts); /* work_cv's clock */
         ts.tv_nsec += 200000;
@@ -225,6 +238,7 @@ void cancel_all(gf_loader *l) {
 void slot_free(gf_loader *l, slot *s) {
   s->state = SLOT_FREE;
   s->copy_wait = l->stage != NULL;
+  s->free_gen++;
 }
 
 uint32_t lent_count(const gf_loader *l) {

@@ -67,9 +67,9 @@
 /* A slot's life: FREE -> FILLING (workers) -> READY (finalised: output
  * made, or submitted to the GPU) -> LENT (the caller holds it) -> FREE.
  * A slot freed in GPU mode may still be read by its staging copy: it is
- * FREE with copy_wait set, and the worker about to refill it first asks
- * whether that copy is done (claim; a slot still copied is passed over),
- * so that release asks the GPU nothing.
+ * FREE with copy_wait set, and a worker about to refill it first asks
+ * whether that copy is done (worker_main, outside mu; a slot still copied
+ * is passed over), so that release asks the GPU nothing.
  * CANCELLED: dropped by a seek or a repair while workers still touch it.
  * REPAIRING: the consumer fills its holes and finalises it outside mu
  * (skip policy); no one else touches a slot in that state.
@@ -114,6 +114,7 @@ typedef struct slot {
   int state;
   bool copy_wait; /* GPU mode: its staging memory may still be read by the
                      copy of its last batch; not refilled before it ends */
+  uint64_t free_gen; /* times it was made FREE (slot_free) */
   _Atomic int cancel;
   gf_error_info err; /* the first failed position's error */
   uint32_t err_pos;  /* UINT32_MAX: none */
