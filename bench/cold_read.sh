@@ -17,6 +17,9 @@
 #   1. caches dropped, `disk_probe --sweep` over the dataset's shards: QD
 #      1..64 x RS 128K..4M of sequential O_DIRECT reads; the best is the
 #      yardstick;
+#   1b. random O_DIRECT reads of one sample's stored size at RANDOM_QD
+#      (what a shuffled epoch's reads can get from the disk), and the
+#      loader's best against it;
 #   2. for each io queue depth of QD_LIST, caches dropped, `disk_probe
 #      --loader` (one epoch of the loader, O_DIRECT, host mode) and its
 #      stored GB/s against the yardstick: the ratio and [met] / [MISSED]
@@ -34,6 +37,9 @@
 #   PHOTOS=DIR         crop them from the PNG photos in DIR (default: the
 #                      synthetic images of `gpufeed synth`)
 #   CODECS="raw gradzstd"
+#   RANDOM_QD="16 64 128"  queue depths of the random-read probe (step 1b:
+#                      random places, a sample's stored size a read: what a
+#                      shuffled epoch's reads can get from this disk)
 #   QD_LIST="4 16 64"  the loader's io queue depths (reads in flight a
 #                      worker; the library's default is 16, its cap 64)
 #   BATCH=256          the loader's batch (a worker's reads in flight are
@@ -134,7 +140,7 @@ for c in $codecs; do
     status=1
     continue
   fi
-  best=0 best_qd=0 best_rs=0
+  best=0 best_qd=0 best_rs=0 rbest=0 rrs=0
   if [ $prc = 0 ]; then
     bestj=$(printf '%s' "$pj" | grep -o '"best":{[^}]*}')
     best=$(jnum "$bestj" gb_per_s) best_qd=$(jnum "$bestj" qd) best_rs=$(jnum "$bestj" rs)
@@ -159,6 +165,17 @@ for c in $codecs; do
         }
         function kib(b) { return b % 1048576 ? b / 1024 "K" : b / 1048576 "M" }'
     echo "  best: $best GB/s at QD $best_qd x RS $(kib "$best_rs")"
+    # 1b. What a shuffled epoch's reads can get: random places, one
+    # sample's stored size (rounded up to 4 KiB) a read.
+    rrs=$(awk -v b="$stored" -v n="$samples" 'BEGIN { x = b / n; printf "%d", int((x + 4095) / 4096) * 4096 }')
+    rbest=0
+    for rq in ${RANDOM_QD:-16 64 128}; do
+      drop
+      rj=$("$probe" --random --qd "$rq" --rs "$rrs" --json --seconds "${PROBE_SECONDS:-3}" "$ds") || continue
+      rg=$(jnum "$(printf '%s' "$rj" | grep -o '"best":{[^}]*}')" gb_per_s)
+      echo "  random O_DIRECT reads, QD $rq x RS $(kib "$rrs"): $rg GB/s"
+      if awk -v a="$rg" -v b="$rbest" 'BEGIN { exit !(a > b) }'; then rbest=$rg; fi
+    done
   fi
 
   # 2. The loader, O_DIRECT, one cold epoch per io queue depth.
@@ -196,6 +213,9 @@ for c in $codecs; do
     else
       echo "  no io queue depth of QD_LIST reaches 0.9x"
     fi
+    echo "  the loader's best against random reads of a sample's size ($rbest GB/s):" \
+      "$(ratio "$best_loader" "$rbest")x"
+
   fi
 
   # 3. gpufeed bench, one epoch, as the CLI reads (buffered).
@@ -235,8 +255,9 @@ for c in $codecs; do
   fi
   printf 'cold_read {"codec":"%s","cold":%s,"samples":%s,"stored_bytes":%s,' \
     "$c" "$([ $cold = 1 ] && echo true || echo false)" "$samples" "$stored"
-  printf '"probe":{"gb_per_s":%s,"qd":%s,"rs":%s},"loader_direct":[%s],' \
-    "$best" "$best_qd" "$best_rs" "$loaders"
+  printf '"probe":{"gb_per_s":%s,"qd":%s,"rs":%s},"probe_random":{"gb_per_s":%s,"rs":%s},' \
+    "$best" "$best_qd" "$best_rs" "${rbest:-0}" "${rrs:-0}"
+  printf '"loader_direct":[%s],' "$loaders"
   printf '"bench_buffered":{"gb_per_s":%s,"images_per_s":%s,"ratio":%s}}\n' \
     "$bench_gbs" "$(jnum "$bj" images_per_s)" "$bench_ratio"
 done

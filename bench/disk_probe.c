@@ -11,7 +11,9 @@
  * while the files last; the report counts the wraps (blocks read again
  * may come from a cache below the filesystem, a virtual disk's host page
  * cache for one). --sweep measures QD 1, 4, 16, 32, 64 x RS 128K, 512K,
- * 1M, 4M, prints the table and the best.
+ * 1M, 4M, prints the table and the best. --random reads at random places
+ * instead (each read RS-aligned within a file, the files weighted by
+ * size): the yardstick of a shuffled epoch, whose reads land anywhere.
  *
  * Loader (--loader DATASET): one epoch of gf_loader over DATASET with
  * O_DIRECT (gf_loader_config.io_direct; --buffered: through the page
@@ -27,8 +29,9 @@
  * a filesystem that refuses O_DIRECT are refused with the reason, exit
  * status 77.
  *
- *   disk_probe [--qd N] [--rs SIZE] [--sweep] [--bytes SIZE] [--seconds S]
- *              [--io uring|pread|auto] [--json] FILE...|DATASET
+ *   disk_probe [--qd N] [--rs SIZE] [--sweep] [--random] [--bytes SIZE]
+ *              [--seconds S] [--io uring|pread|auto] [--json]
+ *              FILE...|DATASET
  *   disk_probe --loader DATASET [--qd N] [--threads N] [--batch N]
  *              [--order shuffle|sequential|block] [--device cpu|auto|N]
  *              [--io uring|pread|auto] [--buffered] [--json]
@@ -326,13 +329,33 @@ typedef struct cursor {
   unsigned file;
   uint64_t off;
   unsigned wraps;
+  bool random;   /* reads at random places, not one after another */
+  uint64_t rng;  /* splitmix64 state (--random) */
 } cursor;
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 /* The next read of at most rs bytes at the cursor, moved past it. A read
  * at a file's end asks for its tail rounded up to the alignment
  * (GF_READ_EOF_OK gives back what there is). */
 static void next_read(const file_set *set, cursor *c, uint64_t rs,
                       gf_read_req *q) {
+  if (c->random) {
+    /* A byte of the files at random; its file and, within it, the start
+     * of its RS-long piece. */
+    uint64_t x = splitmix64(&c->rng) % set->total;
+    c->file = 0;
+    while (x >= set->f[c->file].size) {
+      x -= set->f[c->file].size;
+      c->file++;
+    }
+    c->off = x / rs * rs;
+  }
   while (c->off >= set->f[c->file].size) {
     c->off = 0;
     if (++c->file == set->n) {
@@ -471,7 +494,7 @@ static void print_result_json(const result *r) {
 typedef struct probe_opts {
   unsigned qd;
   uint64_t rs;
-  bool sweep, json;
+  bool sweep, json, random;
   uint64_t budget; /* bytes a setting (0: the files' size, at most 2 GiB) */
   double seconds;
   int backend;
@@ -497,12 +520,13 @@ static int run_probe(const probe_opts *o, char **paths, int npaths) {
                         : (set.total < (2ull << 30) ? set.total : 2ull << 30);
   result res[NQD * NRS];
   unsigned nres = 0;
-  cursor c = {0, 0, 0};
+  cursor c = {0, 0, 0, o->random, 12345};
   if (!o->json)
-    printf("disk_probe: %u files, %.3f GB on %s%s%s; sequential O_DIRECT "
+    printf("disk_probe: %u files, %.3f GB on %s%s%s; %s O_DIRECT "
            "reads, at most %.2f GB or %.1f s a setting\n",
            set.n, (double)set.total / 1e9, set.fs,
-           set.device[0] ? ", device " : "", set.device, (double)budget / 1e9,
+           set.device[0] ? ", device " : "", set.device,
+           o->random ? "random" : "sequential", (double)budget / 1e9,
            o->seconds);
   if (o->sweep) {
     for (size_t i = 0; i < NQD && !rc; i++)
@@ -525,8 +549,10 @@ static int run_probe(const probe_opts *o, char **paths, int npaths) {
   }
   char rsb[32];
   if (o->json) {
-    printf("{\"mode\":\"probe\",\"files\":%u,\"bytes_total\":%llu,\"fs\":",
-           set.n, (unsigned long long)set.total);
+    printf("{\"mode\":\"probe\",\"order\":\"%s\",\"files\":%u,"
+           "\"bytes_total\":%llu,\"fs\":",
+           o->random ? "random" : "sequential", set.n,
+           (unsigned long long)set.total);
     json_str(set.fs);
     printf(",\"device\":");
     json_str(set.device);
@@ -722,9 +748,9 @@ static int run_loader(const loader_opts *o, const char *dir) {
 /* ---- arguments ----------------------------------------------------------- */
 
 static const char usage_text[] =
-    "usage: disk_probe [--qd N] [--rs SIZE] [--sweep] [--bytes SIZE]\n"
-    "                  [--seconds S] [--io uring|pread|auto] [--json]\n"
-    "                  FILE...|DATASET\n"
+    "usage: disk_probe [--qd N] [--rs SIZE] [--sweep] [--random]\n"
+    "                  [--bytes SIZE] [--seconds S] [--io uring|pread|auto]\n"
+    "                  [--json] FILE...|DATASET\n"
     "       disk_probe --loader DATASET [--qd N] [--threads N] [--batch N]\n"
     "                  [--order shuffle|sequential|block]\n"
     "                  [--device cpu|auto|N] [--io uring|pread|auto]\n"
@@ -732,7 +758,8 @@ static const char usage_text[] =
     "Probe: sequential O_DIRECT reads of the files (a dataset folder: its\n"
     "shards); defaults --qd 32 --rs 1M --seconds 3 --io uring, --bytes the\n"
     "files' size (at most 2G) a setting; --sweep takes QD 1,4,16,32,64 x\n"
-    "RS 128K,512K,1M,4M and prints the best.\n"
+    "RS 128K,512K,1M,4M and prints the best; --random reads at random\n"
+    "RS-aligned places instead (a shuffled epoch's yardstick).\n"
     "Loader: one epoch of the loader over DATASET with O_DIRECT (--buffered:\n"
     "page cache), stored bytes read per second; defaults the loader's own\n"
     "(io queue depth 16, autotuned threads, batch 256), host mode.\n"
@@ -826,7 +853,7 @@ static bool parse_opt(const char *a, const char *v, probe_opts *po,
 }
 
 int main(int argc, char **argv) {
-  probe_opts po = {32, 1u << 20, false, false, 0, 3.0, GF_IO_URING};
+  probe_opts po = {32, 1u << 20, false, false, false, 0, 3.0, GF_IO_URING};
   loader_opts lo = {0,           0,     256,  GF_ORDER_SHUFFLE, GF_DEVICE_CPU,
                     GF_IO_URING, false, false};
   const char *loader = NULL;
@@ -842,6 +869,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--sweep")) {
       po.sweep = true;
+    } else if (!strcmp(a, "--random")) {
+      po.random = true;
     } else if (!strcmp(a, "--json")) {
       po.json = lo.json = true;
     } else if (!strcmp(a, "--buffered")) {
