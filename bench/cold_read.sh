@@ -37,7 +37,7 @@
 #   PHOTOS=DIR         crop them from the PNG photos in DIR (default: the
 #                      synthetic images of `gpufeed synth`)
 #   CODECS="raw gradzstd"
-#   RANDOM_QD="16 64 128"  queue depths of the random-read probe (step 1b:
+#   RANDOM_QD="16 64"  queue depths of the random-read probe (step 1b:
 #                      random places, a sample's stored size a read: what a
 #                      shuffled epoch's reads can get from this disk)
 #   QD_LIST="4 16 64"  the loader's io queue depths (reads in flight a
@@ -169,7 +169,7 @@ for c in $codecs; do
     # sample's stored size (rounded up to 4 KiB) a read.
     rrs=$(awk -v b="$stored" -v n="$samples" 'BEGIN { x = b / n; printf "%d", int((x + 4095) / 4096) * 4096 }')
     rbest=0
-    for rq in ${RANDOM_QD:-16 64 128}; do
+    for rq in ${RANDOM_QD:-16 64}; do
       drop
       rj=$("$probe" --random --qd "$rq" --rs "$rrs" --json --seconds "${PROBE_SECONDS:-3}" "$ds") || continue
       rg=$(jnum "$(printf '%s' "$rj" | grep -o '"best":{[^}]*}')" gb_per_s)
