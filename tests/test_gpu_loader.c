@@ -37,6 +37,21 @@
 #include <string.h>
 
 
+/* The config of the stream-ordering cases (2, 2b, 2c): the fixture's
+ * dataset on device 0, batches of 8, 4 workers, `prefetch` slots. */
+static gf_loader_config stream_cfg(const fixture *f, const gf_transform *t,
+                                   uint32_t prefetch) {
+  gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
+  cfg.source = f->ds_dir;
+  cfg.channels = 3;
+  cfg.batch_size = 8;
+  cfg.threads = 4;
+  cfg.device = 0;
+  cfg.prefetch = prefetch;
+  cfg.transform = *t;
+  return cfg;
+}
+
 /* The expected output of batch b under t, from the fixture's reference
  * pixels (libpng's, decoded independently of the loader). */
 static void *expected(const fixture *f, const gf_transform *t,
@@ -260,14 +275,7 @@ int main(void) {
 
   /* 2. A batch released on a stream while a kernel still reads it. */
   {
-    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
-    cfg.source = f.ds_dir;
-    cfg.channels = 3;
-    cfg.batch_size = 8;
-    cfg.threads = 4;
-    cfg.device = 0;
-    cfg.prefetch = 2;
-    cfg.transform = t;
+    gf_loader_config cfg = stream_cfg(&f, &t, 2);
     gf_loader *l;
     CHECK_OK(gf_loader_create(&cfg, &l));
     void *stream;
@@ -306,14 +314,7 @@ int main(void) {
    * kernel (first the stream given first, then the one given second): the
    * slot's blocks are reused only after both. */
   for (int slow = 0; slow < 2; slow++) {
-    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
-    cfg.source = f.ds_dir;
-    cfg.channels = 3;
-    cfg.batch_size = 8;
-    cfg.threads = 4;
-    cfg.device = 0;
-    cfg.prefetch = 2;
-    cfg.transform = t;
+    gf_loader_config cfg = stream_cfg(&f, &t, 2);
     gf_loader *l;
     CHECK_OK(gf_loader_create(&cfg, &l));
     if (!l)
@@ -391,14 +392,7 @@ int main(void) {
    * memory. The workers refilling those slots must wait for the copies:
    * each batch's output, read on the stream it was taken on, is its own. */
   {
-    gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
-    cfg.source = f.ds_dir;
-    cfg.channels = 3;
-    cfg.batch_size = 8;
-    cfg.threads = 4;
-    cfg.device = 0;
-    cfg.prefetch = 3;
-    cfg.transform = t;
+    gf_loader_config cfg = stream_cfg(&f, &t, 3);
     gf_loader *l;
     CHECK_OK(gf_loader_create(&cfg, &l));
     void *slow = NULL, *fast = NULL;
