@@ -215,7 +215,6 @@ for c in $codecs; do
     fi
     echo "  the loader's best against random reads of a sample's size ($rbest GB/s):" \
       "$(ratio "$best_loader" "$rbest")x"
-
   fi
 
   # 3. gpufeed bench, one epoch, as the CLI reads (buffered).

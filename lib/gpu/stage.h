@@ -20,7 +20,7 @@
  * stage_cuda.c implements it with the CUDA runtime; stage_nocuda.c, in
  * builds without CUDA, answers GF_ENODEVICE. One stage belongs to one
  * loader; its calls come from the loader's consumer thread, except
- * gf_stage_copy_done, which workers call under the loader's lock. */
+ * gf_stage_copy_done, which a worker calls (outside the loader's lock). */
 #ifndef GF_GPU_STAGE_H
 #define GF_GPU_STAGE_H
 

@@ -91,7 +91,8 @@ static void repair(gf_loader *l, slot *s) {
   l->next_seq = s->seq + 1;
 }
 
-/* A slot given up (its fillers wait for its staging copy). Under mu. */
+/* A slot given up (not refilled before its staging copy ends: slot_free).
+ * Under mu. */
 static void give_up(gf_loader *l, slot *s) {
   slot_free(l, s);
   pthread_cond_broadcast(&l->work_cv);
@@ -124,17 +125,7 @@ static void wait_ready(gf_loader *l, uint64_t deadline) {
     return;
   }
   uint64_t t = now_ns();
-  uint64_t wait = deadline > t ? deadline - t : 0;
-  /* ready_cv runs on CLOCK_REALTIME (the default condattr). */
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += (time_t)(wait / 1000000000u);
-  ts.tv_nsec += (long)(wait % 1000000000u);
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts);
+  cond_wait_ns(&l->ready_cv, &l->mu, deadline > t ? deadline - t : 0);
 }
 
 /* deadline: now_ns()'s clock, UINT64_MAX for none; past it, -ETIMEDOUT
@@ -340,8 +331,8 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
   }
   /* The release events are recorded outside mu, which the workers take
    * for every chunk: RELEASING keeps everyone else off the slot meanwhile.
-   * Whether the staging copy is done is not asked here: the worker that
-   * next fills the slot waits for it (slot_free). */
+   * Whether the staging copy is done is not asked here: the worker about
+   * to refill the slot asks (slot_free, worker_main). */
   s->state = SLOT_RELEASING;
   pthread_mutex_unlock(&l->mu);
   int rc = l->stage ? gf_stage_release(l->stage, s->index, streams, n) : 0;

@@ -162,14 +162,7 @@ void *worker_main(void *arg) {
       if (ask != UINT32_MAX) {
         /* Rare (a batch given back before its copy ran): nothing will
          * signal the copy's end, so ask again soon. */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts); /* work_cv's clock */
-        ts.tv_nsec += 200000;
-        if (ts.tv_nsec >= 1000000000L) {
-          ts.tv_sec++;
-          ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&l->work_cv, &l->mu, &ts);
+        cond_wait_ns(&l->work_cv, &l->mu, 200000);
       } else {
         pthread_cond_wait(&l->work_cv, &l->mu);
       }

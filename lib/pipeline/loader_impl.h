@@ -253,6 +253,21 @@ static inline uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Waits on cv (under mu) at most `ns` nanoseconds. The loader's condition
+ * variables run on CLOCK_REALTIME (the default condattr). */
+static inline void cond_wait_ns(pthread_cond_t *cv, pthread_mutex_t *mu,
+                                uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec += (long)(ns % 1000000000u);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
 static inline void add(_Atomic uint64_t *a, uint64_t v) {
   atomic_fetch_add_explicit(a, v, memory_order_relaxed);
 }
