@@ -188,6 +188,17 @@ class Loader:
         torch tensors. Without set_epoch, the next iteration runs the next
         epoch."""
         core = self._core_or_raise()
+        imp = _importer()
+        if imp is not None:
+            # One C call a batch (_C.TensorIter): torch's current stream,
+            # the batch, both capsules and both tensors.
+            return core.tensors(_stream_getter() if core.device >= 0 else None,
+                                imp)
+        return self._iter_objects(core)
+
+    def _iter_objects(self, core):
+        """__iter__ through Batch objects and the public torch.from_dlpack
+        (a torch without the capsule importer)."""
         on_device = core.device >= 0
         tensor = _tensor_maker()
         # The generator keeps no reference to a batch it has handed out
@@ -315,20 +326,33 @@ class Loader:
 # calls behind torch.from_dlpack; where either is missing, the public
 # torch.from_dlpack is used.
 
+def _stream_getter():
+    """f(device) -> the cudaStream_t (int) of torch's current stream on
+    `device` (0 for the legacy default stream: the caller makes it 1)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda device: torch.cuda.current_stream(device).cuda_stream
+
+
 def _current_stream(device):
     """The cudaStream_t (int) of torch's current stream on `device`; the
     legacy default stream (0 in torch) as 1, as the DLPack spec asks."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    s = raw(device) if raw is not None else \
-        torch.cuda.current_stream(device).cuda_stream
+    s = _stream_getter()(device)
     return s if s != 0 else 1
+
+
+def _importer():
+    """torch's own capsule importer (behind torch.from_dlpack), or None."""
+    import torch
+    return getattr(torch._C, "_from_dlpack", None)
 
 
 def _tensor_maker():
     """f(view, stream) -> a torch tensor viewing the batch's memory."""
     import torch
-    imp = getattr(torch._C, "_from_dlpack", None)
+    imp = _importer()
     if imp is None:
         return lambda view, stream: torch.utils.dlpack.from_dlpack(view)
 

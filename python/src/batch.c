@@ -5,27 +5,15 @@
  * int a cudaStream_t, -1 "no synchronisation"; 0 is refused. The stream
  * given is made to wait for the batch (an event wait, never a host sync)
  * and recorded: the batch is given back over every stream it was exported
- * to, so its memory is reused only after they have passed that point. A
- * capsule that is never consumed is freed by its destructor (the consumer
- * renames a consumed one "used_dltensor*", and owns it from then on). */
+ * to, so its memory is reused only after they have passed that point
+ * (the record and the capsules: export.c). */
 #include "gfpy.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlpack.h"
-
 PyObject *gfpy_BatchType;
 PyObject *gfpy_ArrayType;
-
-static atomic_long live_records;
-
-void gfpy_cbatch_free(cbatch *cb) {
-  atomic_fetch_sub(&live_records, 1);
-  free(cb);
-}
-
-long gfpy_live_records(void) { return atomic_load(&live_records); }
 
 typedef struct {
   PyObject_HEAD
@@ -35,84 +23,23 @@ typedef struct {
   uint32_t count, skipped;
 } BatchObject;
 
-enum { ARR_IMAGES = 0, ARR_LABELS = 1 };
-
 typedef struct {
   PyObject_HEAD
   BatchObject *batch; /* a reference */
   int kind;
 } ArrayObject;
 
-/* ---- the C references --------------------------------------------------- */
-
-/* Drops a reference to cb; the last one gives the batch back (queued for
- * the consumer while the loader is open, at once after close()). Any
- * thread; no Python object is touched. */
-static void cbatch_unref(cbatch *cb) {
-  if (atomic_fetch_sub(&cb->refs, 1) != 1)
-    return;
-  core *c = cb->c;
-  pthread_mutex_lock(&c->pend_mu);
-  if (!cb->given_back && !c->closed) {
-    cb->next = c->pending;
-    c->pending = cb;
-    pthread_mutex_unlock(&c->pend_mu);
-    return;
-  }
-  bool given = cb->given_back;
-  pthread_mutex_unlock(&c->pend_mu);
-  if (!given) {
-    pthread_mutex_lock(&c->mu);
-    gfpy_give_back(c, cb);
-    pthread_mutex_unlock(&c->mu);
-  }
-  gfpy_cbatch_free(cb);
-  gfpy_core_unref(c); /* may be the last: the loader goes */
-}
-
-/* Records `stream` as one the batch is used on. 0 or -1 (full). */
-static int add_stream(cbatch *cb, void *stream) {
-  core *c = cb->c;
-  int rc = 0;
-  pthread_mutex_lock(&c->pend_mu);
-  uint32_t i = 0;
-  while (i < cb->nstreams && cb->streams[i] != stream)
-    i++;
-  if (i == cb->nstreams) {
-    if (cb->nstreams < GFPY_STREAMS_MAX)
-      cb->streams[cb->nstreams++] = stream;
-    else
-      rc = -1;
-  }
-  pthread_mutex_unlock(&c->pend_mu);
-  return rc;
-}
+/* ---- Batch -------------------------------------------------------------- */
 
 PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream) {
-  cbatch *cb = calloc(1, sizeof *cb);
-  if (!cb) {
-    /* Give it back unused (nothing views it). */
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&c->mu);
-    c->held--;
-    gf_loader_release(c->l, b);
-    pthread_mutex_unlock(&c->mu);
-    Py_END_ALLOW_THREADS
-    return PyErr_NoMemory();
-  }
-  atomic_fetch_add(&live_records, 1);
-  atomic_init(&cb->refs, 1);
-  atomic_fetch_add(&c->refs, 1);
-  cb->c = c;
-  cb->b = b;
-  cb->next_stream = next_stream;
-  if (next_stream && c->on_device)
-    cb->streams[cb->nstreams++] = next_stream;
+  cbatch *cb = gfpy_cbatch_new(c, b, next_stream);
+  if (!cb)
+    return NULL;
   PyTypeObject *tp = (PyTypeObject *)gfpy_BatchType;
   allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
   BatchObject *self = (BatchObject *)alloc(tp, 0);
   if (!self) {
-    cbatch_unref(cb);
+    gfpy_cbatch_unref(cb);
     return NULL;
   }
   self->cb = cb;
@@ -123,13 +50,11 @@ PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream) {
   return (PyObject *)self;
 }
 
-/* ---- Batch -------------------------------------------------------------- */
-
 static void batch_dealloc(PyObject *o) {
   BatchObject *self = (BatchObject *)o;
   PyTypeObject *tp = Py_TYPE(o);
   if (self->cb)
-    cbatch_unref(self->cb);
+    gfpy_cbatch_unref(self->cb);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
   Py_DECREF(tp);
@@ -159,7 +84,7 @@ static PyObject *batch_release(PyObject *o, PyObject *unused) {
   pthread_mutex_unlock(&c->mu);
   Py_END_ALLOW_THREADS
   self->cb = NULL;
-  cbatch_unref(cb); /* the views' references only free the record now */
+  gfpy_cbatch_unref(cb); /* the views' references only free the record now */
   if (rc < 0)
     return gfpy_raise(rc);
   Py_RETURN_NONE;
@@ -236,11 +161,11 @@ static PyObject *make_array(BatchObject *self, int kind) {
 }
 static PyObject *b_images(PyObject *o, void *u) {
   (void)u;
-  return make_array((BatchObject *)o, ARR_IMAGES);
+  return make_array((BatchObject *)o, GFPY_IMAGES);
 }
 static PyObject *b_labels(PyObject *o, void *u) {
   (void)u;
-  return make_array((BatchObject *)o, ARR_LABELS);
+  return make_array((BatchObject *)o, GFPY_LABELS);
 }
 static PyObject *b_images_ptr(PyObject *o, void *u) {
   (void)u;
@@ -289,139 +214,16 @@ static PyType_Spec batch_spec = {"gpufeed._C.Batch", sizeof(BatchObject), 0,
 
 /* ---- Array: what a view exports ----------------------------------------- */
 
-typedef struct view {
-  void *data;
-  DLDevice dev;
-  DLDataType dtype;
-  int32_t ndim;
-  int64_t shape[4];
-} view;
-
-/* Describes the array; -1 with an error when it has no dense form. */
-static int describe(ArrayObject *a, view *v) {
-  BatchObject *bo = a->batch;
-  if (check_live(bo) < 0)
+/* The array's view; -1 with an error when the batch was released or has
+ * no dense form. */
+static int describe(ArrayObject *a, gfpy_view *v) {
+  if (check_live(a->batch) < 0)
     return -1;
-  const gf_batch *b = bo->cb->b;
-  const core *c = bo->cb->c;
-  memset(v, 0, sizeof *v);
-  v->dev.device_type = kDLCPU;
-  if (a->kind == ARR_LABELS) {
-    v->data = (void *)b->labels;
-    if (b->labels_device) {
-      v->data = (void *)b->labels_device;
-      v->dev.device_type = kDLCUDA;
-      v->dev.device_id = c->device;
-    }
-    v->dtype = (DLDataType){kDLInt, 64, 1};
-    v->ndim = 1;
-    v->shape[0] = b->count;
-    return 0;
-  }
-  if (!b->output) {
-    PyErr_SetString(PyExc_BufferError,
-                    "the batch's samples differ in size (a ragged batch): "
-                    "give the loader a transform with a fixed size");
-    return -1;
-  }
-  v->data = b->output;
-  if (b->on_device) {
-    v->dev.device_type = kDLCUDA;
-    v->dev.device_id = c->device;
-  }
-  uint64_t elems = (uint64_t)b->count * b->out_height * b->out_width *
-                   b->out_channels;
-  switch (b->out_dtype) {
-  case GF_OUT_U8:
-    /* 16-bit samples kept as they are (keep_16bit) stay uint16. */
-    v->dtype = (DLDataType){kDLUInt,
-                            (uint8_t)(elems && b->output_bytes >= 2 * elems
-                                          ? 16
-                                          : 8),
-                            1};
-    break;
-  case GF_OUT_F32:
-    v->dtype = (DLDataType){kDLFloat, 32, 1};
-    break;
-  case GF_OUT_F16:
-    v->dtype = (DLDataType){kDLFloat, 16, 1};
-    break;
-  case GF_OUT_BF16:
-    v->dtype = (DLDataType){kDLBfloat, 16, 1};
-    break;
-  default:
-    PyErr_Format(PyExc_BufferError, "unknown output dtype %u", b->out_dtype);
-    return -1;
-  }
-  v->ndim = 4;
-  v->shape[0] = b->count;
-  if (b->out_layout == GF_LAYOUT_NCHW) {
-    v->shape[1] = b->out_channels;
-    v->shape[2] = b->out_height;
-    v->shape[3] = b->out_width;
-  } else {
-    v->shape[1] = b->out_height;
-    v->shape[2] = b->out_width;
-    v->shape[3] = b->out_channels;
-  }
-  return 0;
-}
-
-/* One allocation: the managed tensor, then shape[4] and strides[4]. */
-typedef struct legacy_mt {
-  DLManagedTensor mt;
-  int64_t shape[4], strides[4];
-} legacy_mt;
-typedef struct versioned_mt {
-  DLManagedTensorVersioned mt;
-  int64_t shape[4], strides[4];
-} versioned_mt;
-
-static void deleter_legacy(DLManagedTensor *m) {
-  cbatch *cb = m->manager_ctx;
-  free(m); /* the first member of legacy_mt */
-  cbatch_unref(cb);
-}
-static void deleter_versioned(DLManagedTensorVersioned *m) {
-  cbatch *cb = m->manager_ctx;
-  free(m);
-  cbatch_unref(cb);
-}
-static void capsule_legacy_dtor(PyObject *cap) {
-  if (!PyCapsule_IsValid(cap, "dltensor"))
-    return; /* consumed: the consumer calls the deleter */
-  DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
-  if (m && m->deleter)
-    m->deleter(m);
-}
-static void capsule_versioned_dtor(PyObject *cap) {
-  if (!PyCapsule_IsValid(cap, "dltensor_versioned"))
-    return;
-  DLManagedTensorVersioned *m =
-      PyCapsule_GetPointer(cap, "dltensor_versioned");
-  if (m && m->deleter)
-    m->deleter(m);
-}
-
-static void fill_tensor(DLTensor *t, const view *v, int64_t *shape,
-                        int64_t *strides) {
-  t->data = v->data;
-  t->device = v->dev;
-  t->ndim = v->ndim;
-  t->dtype = v->dtype;
-  int64_t s = 1;
-  for (int i = v->ndim - 1; i >= 0; i--) {
-    shape[i] = v->shape[i];
-    strides[i] = s;
-    s *= v->shape[i];
-  }
-  t->shape = shape;
-  t->strides = strides;
-  t->byte_offset = 0;
+  return gfpy_view_of(a->batch->cb, a->kind, v);
 }
 
 /* The stream argument -> the stream to wait on (NULL: none). */
-static int stream_of(PyObject *s, const view *v, void **out) {
+static int stream_of(PyObject *s, const gfpy_view *v, void **out) {
   *out = NULL;
   if (v->dev.device_type != kDLCUDA) {
     if (s != Py_None) {
@@ -471,7 +273,7 @@ static PyObject *array_dlpack(PyObject *o, PyObject *args, PyObject *kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kw,
                                    &stream, &max_version, &dl_device, &copy))
     return NULL;
-  view v;
+  gfpy_view v;
   if (describe(a, &v) < 0)
     return NULL;
   if (copy == Py_True) {
@@ -500,58 +302,12 @@ static PyObject *array_dlpack(PyObject *o, PyObject *args, PyObject *kwargs) {
   void *s = NULL;
   if (stream_of(stream, &v, &s) < 0)
     return NULL;
-  cbatch *cb = a->batch->cb;
-  core *c = cb->c;
-  if (s) {
-    if (add_stream(cb, s) < 0) {
-      PyErr_Format(PyExc_BufferError, "__dlpack__: the batch is already "
-                   "used on %d streams, the most gpufeed tracks",
-                   GFPY_STREAMS_MAX);
-      return NULL;
-    }
-    if (s != cb->next_stream) {
-      int rc;
-      Py_BEGIN_ALLOW_THREADS
-      pthread_mutex_lock(&c->mu);
-      rc = gf_loader_batch_wait_on(c->l, cb->b, s);
-      pthread_mutex_unlock(&c->mu);
-      Py_END_ALLOW_THREADS
-      if (rc < 0)
-        return gfpy_raise(rc);
-    }
-  }
-  PyObject *cap;
-  if (versioned) {
-    versioned_mt *m = calloc(1, sizeof *m);
-    if (!m)
-      return PyErr_NoMemory();
-    m->mt.version = (DLPackVersion){GFPY_DLPACK_MAJOR, GFPY_DLPACK_MINOR};
-    m->mt.manager_ctx = cb;
-    m->mt.deleter = deleter_versioned;
-    m->mt.flags = 0;
-    fill_tensor(&m->mt.dl_tensor, &v, m->shape, m->strides);
-    atomic_fetch_add(&cb->refs, 1);
-    cap = PyCapsule_New(&m->mt, "dltensor_versioned", capsule_versioned_dtor);
-    if (!cap)
-      deleter_versioned(&m->mt);
-  } else {
-    legacy_mt *m = calloc(1, sizeof *m);
-    if (!m)
-      return PyErr_NoMemory();
-    m->mt.manager_ctx = cb;
-    m->mt.deleter = deleter_legacy;
-    fill_tensor(&m->mt.dl_tensor, &v, m->shape, m->strides);
-    atomic_fetch_add(&cb->refs, 1);
-    cap = PyCapsule_New(&m->mt, "dltensor", capsule_legacy_dtor);
-    if (!cap)
-      deleter_legacy(&m->mt);
-  }
-  return cap;
+  return gfpy_export(a->batch->cb, &v, s, versioned);
 }
 
 static PyObject *array_dlpack_device(PyObject *o, PyObject *unused) {
   (void)unused;
-  view v;
+  gfpy_view v;
   if (describe((ArrayObject *)o, &v) < 0)
     return NULL;
   return Py_BuildValue("(ii)", (int)v.dev.device_type, (int)v.dev.device_id);
@@ -559,14 +315,14 @@ static PyObject *array_dlpack_device(PyObject *o, PyObject *unused) {
 
 static PyObject *a_data_ptr(PyObject *o, void *u) {
   (void)u;
-  view v;
+  gfpy_view v;
   if (describe((ArrayObject *)o, &v) < 0)
     return NULL;
   return PyLong_FromVoidPtr(v.data);
 }
 static PyObject *a_shape(PyObject *o, void *u) {
   (void)u;
-  view v;
+  gfpy_view v;
   if (describe((ArrayObject *)o, &v) < 0)
     return NULL;
   PyObject *t = PyTuple_New(v.ndim);
@@ -582,7 +338,7 @@ static PyObject *a_shape(PyObject *o, void *u) {
 }
 static PyObject *a_dtype(PyObject *o, void *u) {
   (void)u;
-  view v;
+  gfpy_view v;
   if (describe((ArrayObject *)o, &v) < 0)
     return NULL;
   const char *name = "unknown";

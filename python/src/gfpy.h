@@ -4,6 +4,9 @@
  *   config.c  a dict of gf_loader_config fields -> the struct
  *   loader.c  _C.Core: one gf_loader (next, release, metadata, state)
  *   batch.c   _C.Batch and _C.Array: a lent gf_batch and its DLPack views
+ *   export.c  a lent batch's record (cbatch) and its DLPack capsules
+ *   iter.c    _C.TensorIter: an epoch as (images, labels) tensors, one C
+ *             call a batch
  *
  * Lifetime. A `core` (the loader) is shared by the Python Core object and
  * every batch it lent (C reference counts, atomics): gf_loader_destroy runs
@@ -33,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "dlpack.h"
 #include "gpufeed.h"
 
 #define GFPY_STREAMS_MAX GF_RELEASE_STREAMS_MAX
@@ -87,16 +91,57 @@ int gfpy_give_back(core *c, cbatch *cb);
 /* Gives back the queued batches (under c->mu). */
 void gfpy_drain(core *c);
 
+/* loader.c: the next batch of core c for `stream` (0: the host waits),
+ * with the GIL held (released while it waits; Ctrl-C interrupts):
+ * 1 and *out, 0 at the end of the epoch, -1 with a Python error set. */
+int gfpy_core_take(core *c, void *stream, gf_batch **out);
+/* A new reference to the Core object's core; NULL with an error when the
+ * object is closed (or not a Core). */
+core *gfpy_core_grab(PyObject *core_object);
+
 /* batch.c */
 extern PyObject *gfpy_BatchType;
 extern PyObject *gfpy_ArrayType;
 int gfpy_batch_init(PyObject *m);
+/* A new Batch object over b, which c just lent (taking a core reference).
+ * NULL with an error set (b is then given back). */
+PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream);
+
+/* export.c */
+enum { GFPY_IMAGES = 0, GFPY_LABELS = 1 };
+/* What a view of a batch exports: a dense tensor. */
+typedef struct gfpy_view {
+  void *data;
+  DLDevice dev;
+  DLDataType dtype;
+  int32_t ndim;
+  int64_t shape[4];
+} gfpy_view;
+/* A record over b, which c just lent: one reference (the caller's), a
+ * core reference. NULL with an error set (b is then given back). */
+cbatch *gfpy_cbatch_new(core *c, gf_batch *b, void *next_stream);
+/* Drops a reference; the last gives the batch back (queued for the
+ * consumer while the loader is open, at once after close()). Any thread,
+ * with or without the GIL; no Python object is touched. */
+void gfpy_cbatch_unref(cbatch *cb);
 /* Frees a batch record (given back, no reference left). */
 void gfpy_cbatch_free(cbatch *cb);
 /* Batch records alive (tests: nothing leaks). */
 long gfpy_live_records(void);
-/* A new Batch object over b, which c just lent (taking a core reference).
- * NULL with an error set (b is then given back). */
-PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream);
+/* The images (GFPY_IMAGES) or labels of cb as a dense tensor; -1 with a
+ * BufferError when there is none (a ragged batch). */
+int gfpy_view_of(const cbatch *cb, int kind, gfpy_view *v);
+/* A DLPack capsule ("dltensor", or "dltensor_versioned" when versioned)
+ * over v, holding a reference to cb. stream: where the tensor will be used
+ * (NULL: no ordering, a CPU tensor or the caller synchronises); it is
+ * recorded, and made to wait for the batch unless the batch was taken on
+ * it. NULL with an error set. */
+PyObject *gfpy_export(cbatch *cb, const gfpy_view *v, void *stream,
+                      bool versioned);
+
+/* iter.c */
+int gfpy_iter_init(PyObject *m);
+/* core.tensors(stream_of, make): the iterator. */
+PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make);
 
 #endif /* GFPY_H */

@@ -147,19 +147,15 @@ static PyObject *core_close(PyObject *o, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
-/* next(stream=0) -> Batch, or None at the end of the epoch. stream: the
- * cudaStream_t (as an int) the batch's output is handed to; 0: the host
- * waits for it (GPU mode). */
-static PyObject *core_next(PyObject *o, PyObject *args, PyObject *kwargs) {
-  unsigned long long stream_u = 0;
-  static char *kw[] = {"stream", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|K:next", kw, &stream_u))
+core *gfpy_core_grab(PyObject *o) {
+  if (!PyObject_TypeCheck(o, (PyTypeObject *)gfpy_CoreType)) {
+    PyErr_SetString(PyExc_TypeError, "not a gpufeed._C.Core");
     return NULL;
-  void *stream = (void *)(uintptr_t)stream_u;
-  core *c = grab((CoreObject *)o);
-  if (!c)
-    return NULL;
-  PyObject *r = NULL;
+  }
+  return grab((CoreObject *)o);
+}
+
+int gfpy_core_take(core *c, void *stream, gf_batch **out) {
   for (;;) {
     int rc;
     long held = 0;
@@ -181,19 +177,17 @@ static PyObject *core_next(PyObject *o, PyObject *args, PyObject *kwargs) {
     Py_END_ALLOW_THREADS
     if (closed) {
       gfpy_raise_msg(-EINVAL, "the loader was closed");
-      break;
+      return -1;
     }
     if (rc == 0) {
-      r = gfpy_batch_new(c, b, stream);
-      break;
+      *out = b;
+      return 1;
     }
-    if (rc == GF_EEPOCHEND) {
-      r = Py_NewRef(Py_None);
-      break;
-    }
+    if (rc == GF_EEPOCHEND)
+      return 0;
     if (rc == -ETIMEDOUT) {
       if (PyErr_CheckSignals() < 0)
-        break; /* KeyboardInterrupt: nothing was taken */
+        return -1; /* KeyboardInterrupt: nothing was taken */
       continue;
     }
     if (rc == -EBUSY)
@@ -205,8 +199,50 @@ static PyObject *core_next(PyObject *o, PyObject *args, PyObject *kwargs) {
                      held, c->prefetch);
     else
       gfpy_raise(rc);
-    break;
+    return -1;
   }
+}
+
+/* next(stream=0) -> Batch, or None at the end of the epoch. stream: the
+ * cudaStream_t (as an int) the batch's output is handed to; 0: the host
+ * waits for it (GPU mode). */
+static PyObject *core_next(PyObject *o, PyObject *args, PyObject *kwargs) {
+  unsigned long long stream_u = 0;
+  static char *kw[] = {"stream", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|K:next", kw, &stream_u))
+    return NULL;
+  void *stream = (void *)(uintptr_t)stream_u;
+  core *c = grab((CoreObject *)o);
+  if (!c)
+    return NULL;
+  gf_batch *b = NULL;
+  int got = gfpy_core_take(c, stream, &b);
+  PyObject *r = got > 0   ? gfpy_batch_new(c, b, stream)
+                : got == 0 ? Py_NewRef(Py_None)
+                           : NULL;
+  gfpy_core_unref(c);
+  return r;
+}
+
+/* tensors(stream_of, make) -> the rest of the epoch as (images, labels)
+ * made by make(capsule) (torch's capsule importer), one C call a batch;
+ * stream_of(device) -> the cudaStream_t to hand each batch to (GPU mode;
+ * None in host mode). */
+static PyObject *core_tensors(PyObject *o, PyObject *args) {
+  PyObject *stream_of, *make;
+  if (!PyArg_ParseTuple(args, "OO:tensors", &stream_of, &make))
+    return NULL;
+  if ((stream_of != Py_None && !PyCallable_Check(stream_of)) ||
+      !PyCallable_Check(make)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "tensors(stream_of, make): callables (stream_of may be "
+                    "None in host mode)");
+    return NULL;
+  }
+  core *c = grab((CoreObject *)o);
+  if (!c)
+    return NULL;
+  PyObject *r = gfpy_iter_new(c, stream_of, make);
   gfpy_core_unref(c);
   return r;
 }
@@ -517,6 +553,9 @@ static PyMethodDef core_methods[] = {
     {"next", (PyCFunction)(void (*)(void))core_next,
      METH_VARARGS | METH_KEYWORDS,
      "next(stream=0) -> Batch, or None at the end of the epoch."},
+    {"tensors", core_tensors, METH_VARARGS,
+     "tensors(stream_of, make) -> iterator of (images, labels): make(capsule) "
+     "a tensor, stream_of(device) the stream (None: host mode)."},
     {"close", core_close, METH_NOARGS, "Stops delivery (idempotent)."},
     {"set_epoch", core_set_epoch, METH_O, "gf_loader_set_epoch."},
     {"epoch_size", core_epoch_size, METH_NOARGS, "(samples, batches)."},

@@ -155,7 +155,8 @@ PyMODINIT_FUNC PyInit__C(void) {
       PyModule_AddIntConstant(m, "DEVICE_AUTO", GF_DEVICE_AUTO) < 0 ||
       PyModule_AddIntConstant(m, "DEVICE_CPU", GF_DEVICE_CPU) < 0 ||
       PyModule_AddIntConstant(m, "STREAMS_MAX", GFPY_STREAMS_MAX) < 0 ||
-      gfpy_loader_init(m) < 0 || gfpy_batch_init(m) < 0) {
+      gfpy_loader_init(m) < 0 || gfpy_batch_init(m) < 0 ||
+      gfpy_iter_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }
