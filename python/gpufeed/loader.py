@@ -192,8 +192,10 @@ class Loader:
         if imp is not None:
             # One C call a batch (_C.TensorIter): torch's current stream,
             # the batch, both capsules and both tensors.
+            # It holds the Loader: `for x, y in Loader(...)` must not close
+            # the loader under the loop.
             return core.tensors(_stream_getter() if core.device >= 0 else None,
-                                imp)
+                                imp, self)
         return self._iter_objects(core)
 
     def _iter_objects(self, core):

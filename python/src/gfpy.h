@@ -141,7 +141,9 @@ PyObject *gfpy_export(cbatch *cb, const gfpy_view *v, void *stream,
 
 /* iter.c */
 int gfpy_iter_init(PyObject *m);
-/* core.tensors(stream_of, make): the iterator. */
-PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make);
+/* core.tensors(stream_of, make, owner): the iterator; it keeps owner
+ * alive. */
+PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make,
+                        PyObject *owner);
 
 #endif /* GFPY_H */

@@ -21,6 +21,8 @@ typedef struct {
   PyObject *stream_of;  /* callable, or None (host mode) */
   PyObject *args;       /* (device,): stream_of's argument */
   PyObject *make;       /* capsule -> tensor */
+  PyObject *owner;      /* kept alive while iterating (the Loader, whose
+                           finaliser closes the core), or None */
 } IterObject;
 
 static void finish(IterObject *self) {
@@ -103,12 +105,14 @@ static void iter_dealloc(PyObject *o) {
   Py_XDECREF(self->stream_of);
   Py_XDECREF(self->args);
   Py_XDECREF(self->make);
+  Py_XDECREF(self->owner);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
   Py_DECREF(tp);
 }
 
-PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make) {
+PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make,
+                        PyObject *owner) {
   PyObject *args = Py_BuildValue("(i)", (int)c->device);
   if (!args)
     return NULL;
@@ -124,6 +128,7 @@ PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make) {
   self->stream_of = Py_NewRef(stream_of);
   self->args = args;
   self->make = Py_NewRef(make);
+  self->owner = Py_NewRef(owner);
   return (PyObject *)self;
 }
 

@@ -224,13 +224,15 @@ static PyObject *core_next(PyObject *o, PyObject *args, PyObject *kwargs) {
   return r;
 }
 
-/* tensors(stream_of, make) -> the rest of the epoch as (images, labels)
- * made by make(capsule) (torch's capsule importer), one C call a batch;
- * stream_of(device) -> the cudaStream_t to hand each batch to (GPU mode;
- * None in host mode). */
+/* tensors(stream_of, make, owner=None) -> the rest of the epoch as
+ * (images, labels) made by make(capsule) (torch's capsule importer), one C
+ * call a batch; stream_of(device) -> the cudaStream_t to hand each batch to
+ * (GPU mode; None in host mode); owner: an object the iterator keeps alive
+ * (the Loader: `for x, y in Loader(...)` must not close it under the
+ * loop). */
 static PyObject *core_tensors(PyObject *o, PyObject *args) {
-  PyObject *stream_of, *make;
-  if (!PyArg_ParseTuple(args, "OO:tensors", &stream_of, &make))
+  PyObject *stream_of, *make, *owner = Py_None;
+  if (!PyArg_ParseTuple(args, "OO|O:tensors", &stream_of, &make, &owner))
     return NULL;
   if ((stream_of != Py_None && !PyCallable_Check(stream_of)) ||
       !PyCallable_Check(make)) {
@@ -242,7 +244,7 @@ static PyObject *core_tensors(PyObject *o, PyObject *args) {
   core *c = grab((CoreObject *)o);
   if (!c)
     return NULL;
-  PyObject *r = gfpy_iter_new(c, stream_of, make);
+  PyObject *r = gfpy_iter_new(c, stream_of, make, owner);
   gfpy_core_unref(c);
   return r;
 }
@@ -554,8 +556,9 @@ static PyMethodDef core_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "next(stream=0) -> Batch, or None at the end of the epoch."},
     {"tensors", core_tensors, METH_VARARGS,
-     "tensors(stream_of, make) -> iterator of (images, labels): make(capsule) "
-     "a tensor, stream_of(device) the stream (None: host mode)."},
+     "tensors(stream_of, make, owner=None) -> iterator of (images, labels): "
+     "make(capsule) a tensor, stream_of(device) the stream (None: host "
+     "mode), owner kept alive."},
     {"close", core_close, METH_NOARGS, "Stops delivery (idempotent)."},
     {"set_epoch", core_set_epoch, METH_O, "gf_loader_set_epoch."},
     {"epoch_size", core_epoch_size, METH_NOARGS, "(samples, batches)."},

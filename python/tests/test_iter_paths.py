@@ -56,6 +56,13 @@ def test_c_iterator_equals_the_object_path(folder, monkeypatch):
     assert sum(len(lx) for _, lx in want[0]) == 50
 
 
+def test_a_temporary_loader_lives_through_its_loop(folder):
+    # Nothing else holds the Loader: the iterator must (its finaliser
+    # closes the loader).
+    got = [len(y) for _, y in _loader(folder)]
+    assert sum(got) == 50 and len(got) == 7
+
+
 @needs_importer
 def test_c_iterator_ends_like_a_generator(folder, tmp_path):
     root = str(tmp_path / "bad")
