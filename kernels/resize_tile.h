@@ -316,32 +316,44 @@ GF_RS_FN uint32_t gf_rs_stage_shift(const gf_rs_tile *t, const gf_rs_splan *p,
 }
 
 /* Step 4a: word k of staged row r of the chunk (window row r0 + r;
- * k < p->stride / 4: the kernel gives a warp a row). A word wholly inside
- * the row segment is one aligned 32-bit load; the words at its ends take
- * byte by byte what lies inside (0 outside): nothing outside the window's
- * row is read. */
-GF_RS_FN void gf_rs_tile_stage(gf_rs_shared *sm, const gf_rs_tile *t,
-                               const gf_rs_splan *p, uint32_t r0, uint32_t r,
-                               uint32_t k, uint32_t c) {
+ * k < p->stride / 4), loaded (gf_rs_stage_word) then stored
+ * (gf_rs_tile_stage); the kernel loads several words a thread before it
+ * stores any, so their memory latencies overlap. A word wholly inside the
+ * row segment is one aligned 32-bit load; the words at its ends take byte
+ * by byte what lies inside (0 outside): nothing outside the window's row
+ * is read. */
+GF_RS_FN uint32_t gf_rs_stage_word(const gf_rs_tile *t, const gf_rs_splan *p,
+                                   uint32_t r0, uint32_t r, uint32_t k,
+                                   uint32_t c) {
   const uint8_t *g = t->win + (uint64_t)(r0 + r) * t->pitch +
                      (uint64_t)p->seg_lo * c;
   const int32_t o =
       (int32_t)(4u * k) - (int32_t)gf_rs_stage_shift(t, p, r0, r, c);
   const int32_t nb = (int32_t)(p->seg_v * c);
-  uint8_t *d = (uint8_t *)sm->pool + p->st + r * p->stride + 4u * k;
   if (o >= 0 && o + 4 <= nb) {
 #if defined(__CUDA_ARCH__)
-    *(uint32_t *)d = __ldg((const unsigned int *)(g + o));
+    return __ldg((const unsigned int *)(g + o));
 #else
-    d[0] = g[o];
-    d[1] = g[o + 1];
-    d[2] = g[o + 2];
-    d[3] = g[o + 3];
+    return (uint32_t)g[o] | (uint32_t)g[o + 1] << 8 |
+           (uint32_t)g[o + 2] << 16 | (uint32_t)g[o + 3] << 24;
 #endif
-  } else {
-    for (int32_t b = 0; b < 4; b++)
-      d[b] = o + b >= 0 && o + b < nb ? g[o + b] : 0u;
   }
+  uint32_t v = 0;
+  for (int32_t b = 0; b < 4; b++)
+    if (o + b >= 0 && o + b < nb)
+      v |= (uint32_t)g[o + b] << (8 * b);
+  return v;
+}
+
+GF_RS_FN void gf_rs_stage_put(gf_rs_shared *sm, const gf_rs_splan *p,
+                              uint32_t r, uint32_t k, uint32_t v) {
+  sm->pool[(p->st + r * p->stride) / 4u + k] = v;
+}
+
+GF_RS_FN void gf_rs_tile_stage(gf_rs_shared *sm, const gf_rs_tile *t,
+                               const gf_rs_splan *p, uint32_t r0, uint32_t r,
+                               uint32_t k, uint32_t c) {
+  gf_rs_stage_put(sm, p, r, k, gf_rs_stage_word(t, p, r0, r, k, c));
 }
 
 /* Step 4b: work item i < ((nr + 1) / 2) x GF_RS_TILE_W: source rows r and

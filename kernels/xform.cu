@@ -69,6 +69,8 @@ constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
 constexpr unsigned kMaxTileRows = 32;
 constexpr unsigned kScanK = 4; // pixels a lane per scan round
 constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
+constexpr unsigned kStageWords = 8; // source words a resize thread loads
+                                    // at once (their latencies overlap)
 // Blocks an SM of the resize kernel: 6 caps it at 40 registers a thread
 // (its ~33 KiB of shared memory allows 6 on sm_80 and sm_90); sm_75 to
 // sm_89 hold fewer threads or less shared memory an SM: 4 (64 registers).
@@ -800,12 +802,24 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
         0xFFFFFFFFu, gf_rs_chunk_breaks(&sm, &t, p.cap, a0, r0, lane));
     uint32_t b, c0, c1;
     gf_rs_chunk_masks(&sm, &t, V, B, &b, &c0, &c1);
-    const unsigned nr = c1 - c0, wpr = p.stride / 4u;
-#pragma unroll 1
-    for (unsigned r = tid >> 5; r < nr; r += blockDim.x >> 5) // a warp a row
-#pragma unroll 1
-      for (unsigned k = lane; k < wpr; k += 32)
-        gf_rs_tile_stage(&sm, &t, &p, c0, r, k, C);
+    const unsigned nr = c1 - c0, wpr = p.stride / 4u, words = nr * wpr;
+    // The staged rows, kStageWords loads a thread in flight before their
+    // stores (consecutive threads, consecutive words of a row).
+    for (unsigned w0 = 0; w0 < words; w0 += kStageWords * kThreads) {
+      uint32_t v[kStageWords];
+#pragma unroll
+      for (unsigned u = 0; u < kStageWords; u++) {
+        const unsigned w = w0 + u * kThreads + tid;
+        v[u] = w < words ? gf_rs_stage_word(&t, &p, c0, w / wpr, w % wpr, C)
+                         : 0u;
+      }
+#pragma unroll
+      for (unsigned u = 0; u < kStageWords; u++) {
+        const unsigned w = w0 + u * kThreads + tid;
+        if (w < words)
+          gf_rs_stage_put(&sm, &p, w / wpr, w % wpr, v[u]);
+      }
+    }
     __syncthreads(); // the weights and the staged rows are in
     for (unsigned i = tid; i < (nr + 1u) / 2u * GF_RS_TILE_W; i += blockDim.x)
       gf_rs_tile_hsum2(&sm, &t, &p, c0, nr, i, C);
