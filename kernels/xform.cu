@@ -20,7 +20,7 @@
 //   the horizontal pass of each (source row, tile column) with integer
 //   multiply-adds, two rows a thread, kept as uint8, then the vertical
 //   pass of each output pixel, four columns a thread (one 32-bit load a
-//   channel and tap), mapped through the value table. 3 barriers a tile
+//   channel and tap), mapped through the value table. 4 barriers a tile
 //   (one more a further chunk). A row's horizontal pass depends on the
 //   output column alone, so it is gf_xform_ref's rs_pixel value. Where a
 //   tile's taps do not fit shared memory (a side shrunk beyond ~20-30x) the
