@@ -14,13 +14,18 @@ gpufeed's CPU reference and (when the device is there) its GPU kernel each
 give a uint8 output and an f32 output normalised with ImageNet's mean/std;
 the f32 one is converted back to pixel units (x * std + mean). Printed, per
 transform: max and mean absolute difference in pixel units of
-  u8  GPU vs CPU reference; ours vs torchvision (uint8 image resized);
+  u8  GPU vs CPU reference; ours vs torchvision (uint8 image resized by the
+      v1 functional API, which resizes in float and rounds once); ours vs
+      torchvision.transforms.v2 (torch's native uint8 path: fixed point
+      with a uint8 intermediate, the arithmetic ours follows; when
+      torchvision has v2, 0.16 and later);
   f32 GPU vs CPU reference; ours vs torchvision's uint8 recipe (resize the
       uint8 image, then convert); ours vs torchvision resizing the float
       image (no rounding: what the u8 step costs).
-Exits 1 when GPU and CPU differ at all or ours and torchvision's uint8
+Exits 1 when GPU and CPU differ at all or ours and either torchvision uint8
 output differ by more than 1 pixel unit anywhere; 0 otherwise.
-Uses only APIs present in torchvision 0.14 to 0.26 (v1 functional).
+Uses only APIs present in torchvision 0.14 to 0.26 (v1 functional; v2 where
+present).
 """
 import os
 import subprocess
@@ -30,6 +35,11 @@ import tempfile
 import torch
 import torchvision.transforms.functional as F
 from torchvision.io import ImageReadMode, read_image
+
+try:  # torchvision 0.16 and later
+    import torchvision.transforms.v2.functional as F2
+except ImportError:
+    F2 = None
 
 MEAN = torch.tensor([123.675, 116.28, 103.53]).view(3, 1, 1)
 STD = torch.tensor([58.395, 57.12, 57.375]).view(3, 1, 1)
@@ -81,8 +91,8 @@ def main():
     if not files:
         print("no PNG files in %s" % images, file=sys.stderr)
         return 2
-    names = ["u8 gpu-cpu", "u8 ours-tv", "f32 gpu-cpu", "f32 ours-tv(u8)",
-             "f32 ours-tv(float)"]
+    names = ["u8 gpu-cpu", "u8 ours-tv", "u8 ours-tv2", "f32 gpu-cpu",
+             "f32 ours-tv(u8)", "f32 ours-tv(float)"]
     stats = {m: {k: Stat() for k in names} for m in ("rrc", "eval")}
     with tempfile.TemporaryDirectory() as tmp:
         for idx, name in enumerate(files):
@@ -108,14 +118,19 @@ def main():
                                         antialias=True)
                     tvf = F.resized_crop(imgf, y, x, wh, ww, [OUT, OUT],
                                          antialias=True)
+                    tv2 = None if F2 is None else F2.resized_crop(
+                        img, y, x, wh, ww, [OUT, OUT], antialias=True)
                     if flip:
                         tv, tvf = F.hflip(tv), F.hflip(tvf)
+                        tv2 = None if tv2 is None else F2.horizontal_flip(tv2)
                 else:
                     size = round(OUT * 256 / 224)
                     tv = F.center_crop(F.resize(img, size, antialias=True),
                                        [OUT, OUT])
                     tvf = F.center_crop(F.resize(imgf, size, antialias=True),
                                         [OUT, OUT])
+                    tv2 = None if F2 is None else F2.center_crop(
+                        F2.resize(img, [size], antialias=True), [OUT, OUT])
                 s = stats[mode]
                 cu8 = load(os.path.join(tmp, "cpu_u8.raw"), (OUT, OUT, 3),
                            torch.uint8).permute(2, 0, 1)
@@ -126,6 +141,8 @@ def main():
                 gf = load(os.path.join(tmp, "gpu_f32.raw"), (3, OUT, OUT),
                           torch.float32)
                 s["u8 ours-tv"].add(cu8, tv)
+                if tv2 is not None:
+                    s["u8 ours-tv2"].add(cu8, tv2)
                 cpx = cf.double() * STD.double() + MEAN.double()
                 s["f32 ours-tv(u8)"].add(cpx, tv)
                 s["f32 ours-tv(float)"].add(cpx, tvf)
@@ -147,8 +164,10 @@ def main():
             ok = False
         if stats[mode]["u8 ours-tv"].mx > 1:
             ok = False
+        if stats[mode]["u8 ours-tv2"].mx > 1:
+            ok = False
     print("PASS" if ok else "FAIL: beyond the stated tolerance (GPU = CPU "
-          "exactly; ours vs torchvision u8 at most 1)")
+          "exactly; ours vs torchvision u8, v1 and v2, at most 1)")
     return 0 if ok else 1
 
 

@@ -6,23 +6,12 @@
  *   rrc:   GF_RESIZE_RANDOM_RESIZED_CROP + flip;
  *   eval:  GF_RESIZE_SHORTER_CENTER_CROP (Resize(256) + CenterCrop(224));
  *          both through the default resize path (resize_path 0: the
- *          staged tiles with pairs, as "pairs" below);
+ *          32x32 tiles in two passes through shared memory);
  * beside the batch's host-to-device copy (pinned) in the same run; then,
  * to say where the resize's time goes, the same rrc and eval batches
  *   pixel: through the per-pixel path (resize_path
  *          GF_XFORM_RESIZE_PER_PIXEL: taps and weights recomputed for
- *          every output pixel, as the kernel before the tiles did);
- *   s1:    the staged tiles, a block a tile of one sample
- *          (GF_XFORM_RESIZE_STAGED1; the default gives a block the same
- *          tile of 4 samples in a batch of 256: one value table for 4);
- *   pairs: the staged tiles, each thread two horizontal sums (two
- *          source rows) and two output pixels (two columns) a work item
- *          (GF_XFORM_RESIZE_PAIRS, grid as the default);
- *   32:    the first tiled kernel (GF_XFORM_RESIZE_TILE32: tiles of 32
- *          rows reading source bytes from global memory, one-thread plan
- *          and chunk steps, the channel count a run-time value);
- *   16:    the same with tiles of 16 output rows (GF_XFORM_RESIZE_TILE16:
- *          twice the blocks, more source rows summed twice);
+ *          every output pixel, the tiles' fallback);
  *   skip:  launched with n_resized 0: the crop kernel alone, skipping every
  *          (resized) sample: what launching it beside the resize kernel
  *          would cost (a batch of resized samples alone runs the resize
@@ -141,21 +130,12 @@ int main(int argc, char **argv) {
   printf("h2d copy (pinned): %.3f ms (%.1f GB/s)\n", copy_ms,
          (double)total / copy_ms / 1e6);
 
-  enum { NCASE = 15 };
-  static const char *names[NCASE] = {
-      "crop",      "rrc",       "eval",    "rrc-pixel", "eval-pixel",
-      "rrc-skip",  "eval-skip", "rrc-16",  "eval-16",   "rrc-32",
-      "eval-32",   "rrc-s1",    "eval-s1", "rrc-pairs", "eval-pairs"};
+  enum { NCASE = 7 };
+  static const char *names[NCASE] = {"crop",       "rrc",      "eval",
+                                     "rrc-pixel",  "eval-pixel",
+                                     "rrc-skip",   "eval-skip"};
   static const uint32_t modes[NCASE] = {
       GF_RESIZE_NONE,
-      GF_RESIZE_RANDOM_RESIZED_CROP,
-      GF_RESIZE_SHORTER_CENTER_CROP,
-      GF_RESIZE_RANDOM_RESIZED_CROP,
-      GF_RESIZE_SHORTER_CENTER_CROP,
-      GF_RESIZE_RANDOM_RESIZED_CROP,
-      GF_RESIZE_SHORTER_CENTER_CROP,
-      GF_RESIZE_RANDOM_RESIZED_CROP,
-      GF_RESIZE_SHORTER_CENTER_CROP,
       GF_RESIZE_RANDOM_RESIZED_CROP,
       GF_RESIZE_SHORTER_CENTER_CROP,
       GF_RESIZE_RANDOM_RESIZED_CROP,
@@ -168,15 +148,7 @@ int main(int argc, char **argv) {
                                         GF_XFORM_RESIZE_PER_PIXEL,
                                         GF_XFORM_RESIZE_PER_PIXEL,
                                         0,
-                                        0,
-                                        GF_XFORM_RESIZE_TILE16,
-                                        GF_XFORM_RESIZE_TILE16,
-                                        GF_XFORM_RESIZE_TILE32,
-                                        GF_XFORM_RESIZE_TILE32,
-                                        GF_XFORM_RESIZE_STAGED1,
-                                        GF_XFORM_RESIZE_STAGED1,
-                                        GF_XFORM_RESIZE_PAIRS,
-                                        GF_XFORM_RESIZE_PAIRS};
+                                        0};
   float ms[NCASE];
   for (int m = 0; m < NCASE; m++) {
     gf_transform tf;
@@ -239,27 +211,17 @@ int main(int argc, char **argv) {
          ms[1] - ms[0], ms[2] - ms[0],
          100.0 * (ms[1] - ms[0]) / (copy_ms + ms[0]),
          100.0 * (ms[2] - ms[0]) / (copy_ms + ms[0]));
-  printf("the resize kernel (alone in the rrc and eval passes): default "
-         "(staged pairs) rrc %.3f ms, eval %.3f ms; staged, a sample a "
-         "block rrc %.3f ms, eval %.3f ms; staged pairs rrc %.3f ms, eval "
-         "%.3f ms; first tiled kernel, "
-         "32-row tiles rrc %.3f ms, eval %.3f ms, 16-row tiles rrc %.3f ms, "
-         "eval %.3f ms; per-pixel rrc %.3f ms, eval %.3f ms; the crop "
-         "kernel skipping resized samples %.3f / %.3f ms\n",
-         ms[1], ms[2], ms[11], ms[12], ms[13], ms[14], ms[9], ms[10], ms[7],
-         ms[8], ms[3], ms[4], ms[5], ms[6]);
+  printf("the resize kernel (alone in the rrc and eval passes): tiles "
+         "rrc %.3f ms, eval %.3f ms; per-pixel rrc %.3f ms, eval %.3f ms; "
+         "the crop kernel skipping resized samples %.3f / %.3f ms\n",
+         ms[1], ms[2], ms[3], ms[4], ms[5], ms[6]);
   if (json)
     printf("{\"batch\": %u, \"in_bytes\": %llu, \"h2d_ms\": %.4f, "
            "\"crop_ms\": %.4f, \"rrc_ms\": %.4f, \"eval_ms\": %.4f, "
            "\"rrc_pixel_ms\": %.4f, \"eval_pixel_ms\": %.4f, "
-           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f, "
-           "\"rrc_tile16_ms\": %.4f, \"eval_tile16_ms\": %.4f, "
-           "\"rrc_tile32_ms\": %.4f, \"eval_tile32_ms\": %.4f, "
-           "\"rrc_staged1_ms\": %.4f, \"eval_staged1_ms\": %.4f, "
-           "\"rrc_pairs_ms\": %.4f, \"eval_pairs_ms\": %.4f}\n",
+           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f}\n",
            n, (unsigned long long)total, copy_ms, ms[0], ms[1], ms[2], ms[3],
-           ms[4], ms[5], ms[6], ms[7], ms[8], ms[9], ms[10], ms[11], ms[12],
-           ms[13], ms[14]);
+           ms[4], ms[5], ms[6]);
   CK(cudaFree(d_src));
   CK(cudaFree(d_dst));
   CK(cudaFree(d_s));

@@ -23,10 +23,6 @@ extern "C" {
  * what it computes, byte-identical to gf_xform_ref). Pointers are device
  * memory unless said otherwise. */
 #define GF_XFORM_RESIZE_PER_PIXEL 1u
-#define GF_XFORM_RESIZE_TILE16 2u
-#define GF_XFORM_RESIZE_TILE32 3u
-#define GF_XFORM_RESIZE_STAGED1 4u
-#define GF_XFORM_RESIZE_PAIRS 5u
 
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
@@ -45,28 +41,14 @@ typedef struct gf_xform_launch {
   uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
                                 (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
-  uint32_t resize_path;      /* 0 (default): GF_XFORM_RESIZE_PAIRS, the
-                                fastest measured. The variants: each
-                                32x32 tile of a resized sample in two
-                                passes through shared memory, its source
-                                rows staged there first (the "staged"
-                                variant of resize_tile.h), pixel by pixel
-                                where its taps do not fit (shrink factors
-                                beyond ~20 a side);
-                                GF_XFORM_RESIZE_PER_PIXEL: every resized
-                                pixel on its own; GF_XFORM_RESIZE_TILE16:
-                                tiles of 16 rows, GF_XFORM_RESIZE_TILE32:
-                                of 32, both reading the source from
-                                global memory (the first tiled kernel);
-                                GF_XFORM_RESIZE_STAGED1: the staged tiles,
-                                a block a tile of one sample (0 gives a
-                                block 2-4 samples in batches of 64 and
-                                more); GF_XFORM_RESIZE_PAIRS: the staged
-                                tiles (grid as 0), each thread two
-                                horizontal sums (two source rows) and two
-                                output pixels (two columns) at a time;
-                                tests and benches compare them all: the
-                                same bytes */
+  uint32_t resize_path;      /* 0 (default): each 32x32 tile of a
+                                resized sample in two passes through
+                                shared memory, pixel by pixel where its
+                                taps do not fit (shrink factors beyond
+                                ~20 a side); GF_XFORM_RESIZE_PER_PIXEL:
+                                every resized pixel on its own (the
+                                tiles' fallback, for tests and benches:
+                                the same bytes) */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;

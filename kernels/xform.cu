@@ -1,35 +1,33 @@
 // The batch transform on the GPU: crop/pad or resize, flip, dtype
 // conversion and per-channel normalisation in one pass, with the gradzstd
-// unfilter fused in for filtered (not resized) samples. Byte-identical to gf_xform_ref (xform_ref.c):
-// the same float expression (IEEE sub then IEEE division, no contraction)
-// and the same float -> half conversions (transform.h).
+// unfilter fused in for filtered (not resized) samples. Byte-identical to
+// gf_xform_ref (xform_ref.c): the same float expression for the values
+// (IEEE sub then IEEE division, no contraction), the same float -> half
+// conversions, and the resize's fixed-point integer arithmetic
+// (transform.h).
 //
 // Three kernels, launched by gf_launch_xform on the caller's stream
 // (the third, xform_resize, launched only when samples are resized):
 //
-// - xform_resize: one block a tile of 32 x 32 output pixels of a resized
-//   sample (grid: tiles x samples), in two passes through shared memory
-//   (resize_tile.h): the window's taps and normalised weights once a tile
-//   column and once a tile row, then for each chunk of the tile's rows the
-//   horizontal sums of the source rows it needs (a warp a source row, 32
-//   adjacent output columns), then the vertical sums of those, rounded to
-//   u8 and mapped through the value table (a warp 32 adjacent output
-//   pixels of a row). By default (resize_path 0) the staged variant
-//   (tile_staged): the channel count a template argument, the chunk's
-//   source row segments first copied into shared memory with aligned
-//   32-bit loads, every column kx taps (zero weights past its own), tap
-//   extents and chunks from warp reductions and ballots instead of
-//   one-thread steps, 4 barriers a tile, and in batches of 64 samples and
-//   more a block makes the same tile of 2-4 samples (one value table for
-//   them). resize_path picks the design points xform_bench times beside
-//   it: the same a sample a block (STAGED1), two results a work item
-//   (PAIRS), the first tiled kernel (TILE32, TILE16) and the per-pixel
-//   path. The same float operations, in the same order, as
-//   gf_xform_ref's rs_pixel: a row's horizontal sum depends on the output
-//   column alone. Where a tile's taps do not fit shared memory (a side
-//   shrunk beyond ~20-40x) the block makes its pixels one by one,
-//   recomputing the taps and weights per pixel (resize_pixel). Reads only
-//   inside the window. The other two kernels skip resized samples.
+// - xform_resize: one block a tile of 32 x 32 output pixels (grid: tiles x
+//   groups of samples; in batches of 64 samples and more a block makes the
+//   same tile of 2-4 samples, one value table for them), the channel count
+//   a template argument. Two passes through shared memory
+//   (resize_tile.h): the window's taps and fixed-point weights once a tile
+//   column and once a tile row (tap extents by warp reductions), then for
+//   each chunk of the tile's rows (chosen by warp ballots) the source row
+//   segments it needs copied into shared memory with aligned 32-bit loads,
+//   the horizontal pass of each (source row, tile column) with integer
+//   multiply-adds, two rows a thread, kept as uint8, then the vertical
+//   pass of each output pixel, four columns a thread (one 32-bit load a
+//   channel and tap), mapped through the value table. 4 barriers a tile
+//   (one more a further chunk). A row's horizontal pass depends on the
+//   output column alone, so it is gf_xform_ref's rs_pixel value. Where a
+//   tile's taps do not fit shared memory (a side shrunk beyond ~20-30x) the
+//   block makes its pixels one by one, recomputing the taps and weights
+//   per pixel (resize_pixel; also resize_path GF_XFORM_RESIZE_PER_PIXEL,
+//   which tests use to check that path everywhere). Reads only inside the
+//   window. The other two kernels skip resized samples.
 //   Gradient-filtered samples are never resized here (gf_xform_validate
 //   refuses them for the GPU; the loader unfilters them on the CPU when a
 //   resize mode is set).
@@ -71,9 +69,16 @@ constexpr unsigned kFiltThreads = 512; // a block a sample: all it can use
 constexpr unsigned kMaxTileRows = 32;
 constexpr unsigned kScanK = 4; // pixels a lane per scan round
 constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
-// Blocks an SM of the staged resize kernel: 4 caps it at 64 registers a
-// thread (a 48 KiB block's shared memory allows 4 on sm_80 and later).
+constexpr unsigned kStageWords = 8; // source words a resize thread loads
+                                    // at once (their latencies overlap)
+// Blocks an SM of the resize kernel: 6 caps it at 40 registers a thread
+// (its ~33 KiB of shared memory allows 6 on sm_80 and sm_90); sm_75 to
+// sm_89 hold fewer threads or less shared memory an SM: 4 (64 registers).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800 && __CUDA_ARCH__ != 900
 constexpr unsigned kResizeBlocks = 4;
+#else
+constexpr unsigned kResizeBlocks = 5;
+#endif
 
 struct Args {
   const uint8_t *src;
@@ -609,13 +614,21 @@ __global__ void __launch_bounds__(kFiltThreads) xform_filtered(Args a) {
 
 // The resampled uint8 pixel (all channels) of output (y, x) of a resized
 // sample, on its own: the window's taps and weights per axis recomputed
-// from the shared helpers of transform.h (the same float operations as
-// gf_xform_ref's tables), then the horizontal sums of each row tap
-// weighted into the vertical sum and the u8 rounding. The per-pixel path:
-// tiles whose taps do not fit shared memory (huge shrink factors) and
-// resize_path 1.
-__device__ __forceinline__ void resize_pixel(const Args &a, const gf_rs_tile &t, unsigned y,
-                             unsigned x, uint32_t px[4]) {
+// from the shared helpers of transform.h (the same float operations and
+// fixed-point weights as gf_xform_ref's tables), then each row tap's
+// horizontal pass (clipped to uint8) weighted into the vertical sum. The
+// per-pixel path: tiles whose taps do not fit shared memory (huge shrink
+// factors) and resize_path GF_XFORM_RESIZE_PER_PIXEL.
+__device__ __forceinline__ uint32_t rs_weight(const gf_rs_axis &ax,
+                                              int32_t j, float cen,
+                                              float total) {
+  const float v = gf_rs_tri(&ax, j, cen);
+  return gf_rs_wq(total != 0.0f ? __fdiv_rn(v, total) : v);
+}
+
+__device__ __forceinline__ void resize_pixel(const Args &a,
+                                             const gf_rs_tile &t, unsigned y,
+                                             unsigned x, uint32_t px[4]) {
   const unsigned c = a.c;
   int ry = (int)((unsigned)t.off_y + y);
   int rx = (int)((unsigned)t.off_x + (t.flip ? a.ow - 1u - x : x));
@@ -630,57 +643,45 @@ __device__ __forceinline__ void resize_pixel(const Args &a, const gf_rs_tile &t,
     ty = __fadd_rn(ty, gf_rs_tri(&t.ay, ly + i, cy));
   for (int32_t j = 0; j < nx; j++)
     tx = __fadd_rn(tx, gf_rs_tri(&t.ax, lx + j, cx));
-  // The normalised column weights, when few (the same values as
+  // The column weights, when few, kept in registers (the same values as
   // recomputing them per row: the same operations).
-  float wxr[kResizeTaps];
+  uint32_t wxr[kResizeTaps];
 #pragma unroll
-  for (int32_t j = 0; j < (int32_t)kResizeTaps; j++) {
-    float wx = 0.0f;
-    if (j < nx) {
-      wx = gf_rs_tri(&t.ax, lx + j, cx);
-      if (tx != 0.0f)
-        wx = __fdiv_rn(wx, tx);
-    }
-    wxr[j] = wx;
-  }
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
+    wxr[j] = j < nx ? rs_weight(t.ax, lx + j, cx, tx) : 0u;
+  uint32_t acc[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
   for (int32_t i = 0; i < ny; i++) {
-    float wy = gf_rs_tri(&t.ay, ly + i, cy);
-    if (ty != 0.0f)
-      wy = __fdiv_rn(wy, ty);
+    const uint32_t wy = rs_weight(t.ay, ly + i, cy, ty);
     const uint8_t *p =
         t.win + (uint64_t)(unsigned)(ly + i) * t.pitch + (unsigned)lx * c;
-    float hs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (nx <= (int32_t)kResizeTaps) { // the weights kept in registers
+    uint32_t hs[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
+    if (nx <= (int32_t)kResizeTaps) {
 #pragma unroll
       for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
         if (j < nx) {
 #pragma unroll
           for (unsigned ch = 0; ch < 4; ch++)
             if (ch < c)
-              hs[ch] = __fadd_rn(
-                  hs[ch], __fmul_rn(wxr[j], (float)__ldg(p + j * c + ch)));
+              hs[ch] += wxr[j] * __ldg(p + j * c + ch);
         }
     } else {
       for (int32_t j = 0; j < nx; j++, p += c) {
-        float wx = gf_rs_tri(&t.ax, lx + j, cx);
-        if (tx != 0.0f)
-          wx = __fdiv_rn(wx, tx);
+        const uint32_t wx = rs_weight(t.ax, lx + j, cx, tx);
 #pragma unroll
         for (unsigned ch = 0; ch < 4; ch++)
           if (ch < c)
-            hs[ch] = __fadd_rn(hs[ch], __fmul_rn(wx, (float)__ldg(p + ch)));
+            hs[ch] += wx * __ldg(p + ch);
       }
     }
 #pragma unroll
     for (unsigned ch = 0; ch < 4; ch++)
       if (ch < c)
-        acc[ch] = __fadd_rn(acc[ch], __fmul_rn(wy, hs[ch]));
+        acc[ch] += wy * gf_rs_clip8(hs[ch]);
   }
 #pragma unroll
   for (unsigned ch = 0; ch < 4; ch++)
     if (ch < c)
-      px[ch] = gf_rs_u8(acc[ch]);
+      px[ch] = gf_rs_clip8(acc[ch]);
 }
 
 // Stores resampled pixel e (y * ow + x) of a sample through the value
@@ -719,10 +720,10 @@ __device__ __forceinline__ void tile_sample(gf_rs_tile &t,
   t.flip = s.flip;
 }
 
-// The staged variant's tap extents (gf_rs_tile_extent's values) by warp
-// reductions: warp 0 (the tile's columns, step 1's tids 0-31) and warp 1
-// (its rows), right after step 1, from the shared tables it just wrote
-// (each lane reads back its own entry).
+// The tap extents (gf_rs_tile_extent's values) by warp reductions: warp 0
+// (the tile's columns, step 1's tids 0-31) and warp 1 (its rows), right
+// after step 1, from the shared tables it just wrote (each lane reads back
+// its own entry).
 __device__ __forceinline__ void tile_extent(gf_rs_shared &sm, unsigned tid) {
   if (tid >= GF_RS_TILE_W + GF_RS_TILE_H)
     return;
@@ -772,11 +773,11 @@ __device__ __forceinline__ void tile_pixels(const Args &a, const gf_rs_tile &t,
   }
 }
 
-// One tile of the staged variant (resize_tile.h), C channels; called
-// after a barrier (the previous tile is done with the shared state).
-// Barriers: after the extents, after the weights and staged rows, after
-// the horizontal sums (and one more before each further chunk).
-template <int DT, int LAYOUT, unsigned C, bool PAIRS>
+// One tile (resize_tile.h), C channels; called after a barrier (the
+// previous tile is done with the shared state). Barriers: after the
+// extents, after the weights and staged rows, after the horizontal passes
+// (and one more before each further chunk).
+template <int DT, int LAYOUT, unsigned C>
 __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
                             gf_rs_shared &sm, typename Out<DT>::T *out,
                             const typename Out<DT>::T *lut, unsigned P) {
@@ -786,7 +787,8 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
   tile_extent(sm, tid);
   __syncthreads();
   const gf_rs_splan p = gf_rs_splan_make(&sm, &t, C);
-  if (!p.ok) { // the same for every thread of the block
+  if (!p.ok || a.resize_path == GF_XFORM_RESIZE_PER_PIXEL) {
+    // the same for every thread of the block
     tile_pixels<DT, LAYOUT>(a, t, out, lut, P);
     return;
   }
@@ -800,71 +802,63 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
         0xFFFFFFFFu, gf_rs_chunk_breaks(&sm, &t, p.cap, a0, r0, lane));
     uint32_t b, c0, c1;
     gf_rs_chunk_masks(&sm, &t, V, B, &b, &c0, &c1);
-    const unsigned nr = c1 - c0, wpr = p.stride / 4u;
-#pragma unroll 1
-    for (unsigned r = tid >> 5; r < nr; r += blockDim.x >> 5) // a warp a row
-#pragma unroll 1
-      for (unsigned k = lane; k < wpr; k += 32)
-        gf_rs_tile_stage(&sm, &t, &p, c0, r, k, C);
+    const unsigned nr = c1 - c0, wpr = p.stride / 4u, words = nr * wpr;
+    // The staged rows, kStageWords loads a thread in flight before their
+    // stores (consecutive threads, consecutive words of a row).
+    for (unsigned w0 = 0; w0 < words; w0 += kStageWords * kThreads) {
+      uint32_t v[kStageWords];
+#pragma unroll
+      for (unsigned u = 0; u < kStageWords; u++) {
+        const unsigned w = w0 + u * kThreads + tid;
+        v[u] = w < words ? gf_rs_stage_word(&t, &p, c0, w / wpr, w % wpr, C)
+                         : 0u;
+      }
+#pragma unroll
+      for (unsigned u = 0; u < kStageWords; u++) {
+        const unsigned w = w0 + u * kThreads + tid;
+        if (w < words)
+          gf_rs_stage_put(&sm, &p, w / wpr, w % wpr, v[u]);
+      }
+    }
     __syncthreads(); // the weights and the staged rows are in
-    if constexpr (PAIRS) {
-      for (unsigned i = tid; i < (nr + 1u) / 2u * GF_RS_TILE_W;
-           i += blockDim.x)
-        gf_rs_tile_shsum2(&sm, &t, &p, c0, nr, i, C);
-      __syncthreads();
-      for (unsigned i = tid; i < (b - a0) * (GF_RS_TILE_W / 2u);
-           i += blockDim.x) {
-        uint32_t k, col, px[8];
-        const uint32_t m =
-            gf_rs_tile_svsum2(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C);
-        const unsigned e = (t.y0 + k) * a.ow + t.x0 + col;
-        if (m & 1u)
-          put_px<DT, LAYOUT>(out, lut, P, C, e, px);
-        if (m & 2u)
-          put_px<DT, LAYOUT>(out, lut, P, C, e + 1u, px + 4);
-      }
-    } else {
-      for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
-        gf_rs_tile_shsum(&sm, &t, &p, c0, nr, i, C);
-      __syncthreads();
-      for (unsigned i = tid; i < (b - a0) * GF_RS_TILE_W; i += blockDim.x) {
-        uint32_t k, col, px[4];
-        if (gf_rs_tile_svsum(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C))
-          put_px<DT, LAYOUT>(out, lut, P, C, (t.y0 + k) * a.ow + t.x0 + col,
-                             px);
-      }
+    for (unsigned i = tid; i < (nr + 1u) / 2u * GF_RS_TILE_W; i += blockDim.x)
+      gf_rs_tile_hsum2(&sm, &t, &p, c0, nr, i, C);
+    __syncthreads();
+    for (unsigned i = tid; i < (b - a0) * (GF_RS_TILE_W / 4u);
+         i += blockDim.x) {
+      uint32_t k, col, px[16];
+      const uint32_t m =
+          gf_rs_tile_vsum4(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C);
+      const unsigned e = (t.y0 + k) * a.ow + t.x0 + col;
+#pragma unroll
+      for (unsigned q = 0; q < 4; q++)
+        if (m >> q & 1u)
+          put_px<DT, LAYOUT>(out, lut, P, C, e + q, px + 4 * q);
     }
     a0 = b;
     if (a0 < t.ny)
-      __syncthreads(); // the sums are read before the next chunk's
+      __syncthreads(); // the results are read before the next chunk's
   }
 }
 
-// The resized samples: a block a tile of GF_RS_TILE_H (16 with
-// resize_path GF_XFORM_RESIZE_TILE16) x GF_RS_TILE_W output pixels of one
-// sample (grid: tiles x samples), in two passes through
-// shared memory (resize_tile.h: the taps and normalised weights once a
-// tile column and row, the horizontal sums of the source rows the tile
-// needs, then the vertical sums; by default its staged variant,
-// tile_staged, with the channel count a template argument), or pixel by
-// pixel (resize_pixel) where
-// the tile's taps do not fit or resize_path asks for it. With resize_all
-// (no xform_plain in the launch) it also pads and reports the samples that
-// check_sample refuses, and pads any sample not resized.
-// SC: 0 the resize_path chosen at run time (the per-pixel path and the
-// first tiled kernel), 1-4 the staged variant for SC channels (its own
-// kernel, so its registers are its own).
-template <int DT, int LAYOUT, unsigned SC, bool PAIRS>
-__device__ __forceinline__ void resize_body(const Args &a) {
+// The resized samples: a block a tile of GF_RS_TILE_H x GF_RS_TILE_W
+// output pixels of one sample or of several (grid: tiles x groups of
+// samples), in two passes through shared memory (tile_staged), or pixel by
+// pixel (resize_pixel) where the tile's taps do not fit or resize_path
+// asks for it. With resize_all (no xform_plain in the launch) it also
+// pads and reports the samples that check_sample refuses, and pads any
+// sample not resized. C: the channel count (its own kernel, so its
+// registers are its own).
+template <int DT, int LAYOUT, unsigned C>
+__global__ void __launch_bounds__(kThreads, kResizeBlocks)
+    xform_resize(Args a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
-  __shared__ __align__(16) gf_rs_shared sm; // pairs load 8 bytes
+  __shared__ __align__(16) gf_rs_shared sm;
   setup_lut<DT>(lut, a);
-  const unsigned P = a.oh * a.ow, S = P * a.c, c = a.c, tid = threadIdx.x;
+  const unsigned P = a.oh * a.ow, S = P * a.c, tid = threadIdx.x;
   const unsigned tiles_x = (a.ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
-  const unsigned th =
-      !SC && a.resize_path == GF_XFORM_RESIZE_TILE16 ? 16u : GF_RS_TILE_H;
-  const unsigned tiles = tiles_x * ((a.oh + th - 1) / th);
+  const unsigned tiles = tiles_x * ((a.oh + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
   for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
     gf_xform_sample s = a.samples[n];
     const int bad = check_sample(s, a);
@@ -878,107 +872,42 @@ __device__ __forceinline__ void resize_body(const Args &a) {
       tile_sample(t, s, a);
     T *out = (T *)a.dst + (uint64_t)n * S;
     for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      t.y0 = tile / tiles_x * th;
+      t.y0 = tile / tiles_x * GF_RS_TILE_H;
       t.x0 = tile % tiles_x * GF_RS_TILE_W;
-      t.ny = a.oh - t.y0 < th ? a.oh - t.y0 : th;
+      t.ny = a.oh - t.y0 < GF_RS_TILE_H ? a.oh - t.y0 : GF_RS_TILE_H;
       t.nx = a.ow - t.x0 < GF_RS_TILE_W ? a.ow - t.x0 : GF_RS_TILE_W;
       __syncthreads(); // the value table is ready; the last tile is done
       if (pad) { // refused (its source never read), or not resized
         const uint32_t zero[4] = {0, 0, 0, 0};
         for (unsigned i = tid; i < t.ny * t.nx; i += blockDim.x)
-          put_px<DT, LAYOUT>(out, lut, P, c,
+          put_px<DT, LAYOUT>(out, lut, P, C,
                              (t.y0 + i / t.nx) * a.ow + t.x0 + i % t.nx,
                              zero);
         continue;
       }
-      if constexpr (SC != 0) {
-        tile_staged<DT, LAYOUT, SC, PAIRS>(a, t, sm, out, lut, P);
-        continue;
-      }
-      gf_rs_plan p = {0, 0, 0, 0};
-      if (a.resize_path != GF_XFORM_RESIZE_PER_PIXEL) {
-        gf_rs_tile_taps(&sm, &t, tid);
-        __syncthreads();
-        if (tid == 0)
-          gf_rs_tile_plan(&sm, c);
-        __syncthreads();
-        p = sm.plan;
-      }
-      if (!p.ok) { // the same for every thread of the block
-        tile_pixels<DT, LAYOUT>(a, t, out, lut, P);
-        continue;
-      }
-      gf_rs_tile_weights(&sm, &t, &p, tid);
-      for (unsigned a0 = 0; a0 < t.ny;) {
-        __syncthreads(); // the weights are in; the last chunk is done
-        if (tid == 0)
-          gf_rs_tile_chunk(&sm, &t, &p, a0);
-        __syncthreads();
-        const unsigned b = sm.chunk_end, r0 = sm.r0, nr = sm.r1 - sm.r0;
-        for (unsigned i = tid; i < nr * GF_RS_TILE_W; i += blockDim.x)
-          gf_rs_tile_hsum(&sm, &t, &p, r0, nr, i);
-        __syncthreads();
-        for (unsigned i = tid; i < (b - a0) * GF_RS_TILE_W; i += blockDim.x) {
-          uint32_t k, col, px[4];
-          if (gf_rs_tile_vsum(&sm, &t, &p, a0, r0, nr, i, &k, &col, px))
-            put_px<DT, LAYOUT>(out, lut, P, c,
-                               (t.y0 + k) * a.ow + t.x0 + col, px);
-        }
-        a0 = b;
-      }
+      tile_staged<DT, LAYOUT, C>(a, t, sm, out, lut, P);
     }
   }
-}
-
-template <int DT, int LAYOUT>
-__global__ void __launch_bounds__(kThreads) xform_resize(Args a) {
-  resize_body<DT, LAYOUT, 0, false>(a);
-}
-
-// The staged variant, C channels (PAIRS: two results a work item): at
-// most 64 registers a thread (no spills), so 4 blocks an SM.
-template <int DT, int LAYOUT, unsigned C, bool PAIRS>
-__global__ void __launch_bounds__(kThreads, kResizeBlocks)
-    xform_resize_staged(Args a) {
-  resize_body<DT, LAYOUT, C, PAIRS>(a);
 }
 
 typedef void (*kernel_fn)(Args);
 
-template <int DT, int LAYOUT>
-kernel_fn pick_resize_layout(unsigned path, unsigned c) {
-  // 0 (the default) is PAIRS: the fastest of the variants on an H200
-  // (xform_bench, bench/RESULTS.md), all of which give the same bytes.
-  if (path == GF_XFORM_RESIZE_PAIRS || path == 0)
-    switch (c) {
-    case 1:
-      return xform_resize_staged<DT, LAYOUT, 1, true>;
-    case 2:
-      return xform_resize_staged<DT, LAYOUT, 2, true>;
-    case 3:
-      return xform_resize_staged<DT, LAYOUT, 3, true>;
-    default:
-      return xform_resize_staged<DT, LAYOUT, 4, true>;
-    }
-  if (path != 0 && path != GF_XFORM_RESIZE_STAGED1)
-    return xform_resize<DT, LAYOUT>;
+template <int DT, int LAYOUT> kernel_fn pick_resize_layout(unsigned c) {
   switch (c) {
   case 1:
-    return xform_resize_staged<DT, LAYOUT, 1, false>;
+    return xform_resize<DT, LAYOUT, 1>;
   case 2:
-    return xform_resize_staged<DT, LAYOUT, 2, false>;
+    return xform_resize<DT, LAYOUT, 2>;
   case 3:
-    return xform_resize_staged<DT, LAYOUT, 3, false>;
+    return xform_resize<DT, LAYOUT, 3>;
   default:
-    return xform_resize_staged<DT, LAYOUT, 4, false>;
+    return xform_resize<DT, LAYOUT, 4>;
   }
 }
 
-template <int DT>
-kernel_fn pick_resize(unsigned layout, unsigned path, unsigned c) {
-  return layout == GF_LAYOUT_NHWC
-             ? pick_resize_layout<DT, GF_LAYOUT_NHWC>(path, c)
-             : pick_resize_layout<DT, GF_LAYOUT_NCHW>(path, c);
+template <int DT> kernel_fn pick_resize(unsigned layout, unsigned c) {
+  return layout == GF_LAYOUT_NHWC ? pick_resize_layout<DT, GF_LAYOUT_NHWC>(c)
+                                  : pick_resize_layout<DT, GF_LAYOUT_NCHW>(c);
 }
 
 template <int DT, int LAYOUT> void pick(bool vec, kernel_fn *plain,
@@ -1011,7 +940,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
-      a->resize_path > GF_XFORM_RESIZE_PAIRS ||
+      a->resize_path > GF_XFORM_RESIZE_PER_PIXEL ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -1045,19 +974,19 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   switch (a->out_dtype) {
   case GF_OUT_U8:
     pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_U8>(a->layout, a->resize_path, a->out_c);
+    rsz = pick_resize<GF_OUT_U8>(a->layout, a->out_c);
     break;
   case GF_OUT_F32:
     pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F32>(a->layout, a->resize_path, a->out_c);
+    rsz = pick_resize<GF_OUT_F32>(a->layout, a->out_c);
     break;
   case GF_OUT_F16:
     pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F16>(a->layout, a->resize_path, a->out_c);
+    rsz = pick_resize<GF_OUT_F16>(a->layout, a->out_c);
     break;
   default:
     pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_BF16>(a->layout, a->resize_path, a->out_c);
+    rsz = pick_resize<GF_OUT_BF16>(a->layout, a->out_c);
     break;
   }
 
@@ -1075,19 +1004,11 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       return err;
   }
   if (a->n_resized) {
-    const unsigned th = a->resize_path == GF_XFORM_RESIZE_TILE16 ? 16u
-                                                                 : GF_RS_TILE_H;
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
-                     ((a->out_h + th - 1) / th);
-    // The staged tiles (resize_path 0): large batches give a block the
-    // same tile of several samples, so its value table (c x 256 divisions
-    // and conversions) serves them all.
-    const unsigned spb = a->resize_path != 0 &&
-                                 a->resize_path != GF_XFORM_RESIZE_PAIRS
-                             ? 1u
-                         : a->n >= 256u      ? 4u
-                         : a->n >= 64u       ? 2u
-                                             : 1u;
+                     ((a->out_h + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
+    // Large batches give a block the same tile of several samples, so its
+    // value table (c x 256 divisions and conversions) serves them all.
+    const unsigned spb = a->n >= 256u ? 4u : a->n >= 64u ? 2u : 1u;
     const unsigned gy = (a->n + spb - 1) / spb;
     dim3 rgrid(tiles, gy < 65535u ? gy : 65535u);
     rsz<<<rgrid, kThreads, 0, s>>>(k);

@@ -10,11 +10,8 @@
  *   dimension holds;
  * - resized batches (every resize mode, antialiased or not, ragged sizes,
  *   flips, dtypes, layouts, CenterCrop padding, 224x224 from 200-500 px),
- *   each through every resize_path: the staged tiles (the default; in
- *   batches of 64 and more a block makes several samples), the same a
- *   sample a block, the same with two results a work item (pairs), the
- *   per-pixel path, the first tiled kernel's tiles of
- *   16 and 32 rows;
+ *   each through both resize paths: the tiles (the default; in batches of
+ *   64 and more a block makes several samples) and the per-pixel path;
  *   batches mixing resized and cropped samples; shrink factors whose
  *   tiles take several chunks, and huge ones that go pixel by pixel;
  * - bad samples (outside the source, filtered without n_filtered, filtered
@@ -220,17 +217,13 @@ static int check_case(xcase *c) {
                         c->oc, want);
   CHECK_OK(rc);
   int bad = rc ? 1 : run_gpu(c, want, count_filtered(c), 0);
-  /* Resized samples: the per-pixel path too (the tiles' fallback), and
-   * the first tiled kernel (tiles of 16 and of 32 rows) beside the staged
-   * variant (the default): the same bytes. */
+  /* Resized samples: the per-pixel path too (the tiles' fallback): the
+   * same bytes. */
   bool resized = false;
   for (uint32_t i = 0; i < c->n; i++)
     resized |= c->s[i].resize != 0;
-  static const uint32_t paths[5] = {
-      GF_XFORM_RESIZE_PER_PIXEL, GF_XFORM_RESIZE_TILE16,
-      GF_XFORM_RESIZE_TILE32, GF_XFORM_RESIZE_STAGED1,
-      GF_XFORM_RESIZE_PAIRS};
-  for (int k = 0; k < 5 && resized && !bad; k++) {
+  static const uint32_t paths[1] = {GF_XFORM_RESIZE_PER_PIXEL};
+  for (int k = 0; k < 1 && resized && !bad; k++) {
     c->resize_path = paths[k];
     bad = run_gpu(c, want, count_filtered(c), 0);
     if (bad)
@@ -632,7 +625,7 @@ static void launcher_refusals(void) {
   b.std[0] = -1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
-  b.resize_path = GF_XFORM_RESIZE_PAIRS + 1;
+  b.resize_path = GF_XFORM_RESIZE_PER_PIXEL + 1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.n = 0; /* nothing to do, nothing launched */

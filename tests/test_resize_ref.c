@@ -1,7 +1,8 @@
 /* The resize transforms' CPU reference (lib/xform/xform_ref.c) and windows
  * (lib/xform/xform_draw.c):
  * - hand-computed cases: 4x4 -> 2x2 antialiased and plain bilinear, 2x2 ->
- *   4x4 upsampling, a 1-pixel image, a window at an edge (the filter never
+ *   4x4 upsampling, the fixed-point weights and the uint8 intermediate
+ *   worked out by hand (4 -> 2 and 2 -> 4), a 1-pixel image, a window at an edge (the filter never
  *   reads outside it), CenterCrop's zero padding, flip, f32 = the
  *   normalised u8-rounded value;
  * - gf_xform_window against a literal re-statement of torchvision's
@@ -94,6 +95,50 @@ static void hand_cases(void) {
   CHECK_OK(gf_xform_ref(&t, up, 4, &s, 1, 4, 4, 1, of));
   for (int i = 0; i < 16; i++)
     CHECK(of[i] == ((float)want_up[i] - 100.0f) / 50.0f);
+
+  /* The fixed-point arithmetic by hand (transform.h: W = floor(w 2^14 +
+   * 1/2); a pass is clip8(8192 + sum W p) = floor(sum w p + 1/2), the
+   * horizontal one kept as uint8). 2x2 -> 4x4: per axis W = 16384 | 12288,
+   * 4096 | 4096, 12288 | 16384 (w = 1 | 3/4,1/4 | 1/4,3/4 | 1, exact).
+   * Image rows (0, 2) and (2, 5); horizontal results, floor(. + 1/2):
+   *   row 0: 0, floor(0.5 + 0.5) = 1, floor(1.5 + 0.5) = 2, 2
+   *   row 1: 2, floor(1.5 + 1.25 + 0.5) = 3, floor(0.5 + 3.75 + 0.5) = 4, 5
+   * vertical: row 0 and row 3 those; row 1 = floor(3/4 h0 + 1/4 h1 + 1/2):
+   * 1, 2, 3, 3; row 2 = floor(1/4 h0 + 3/4 h1 + 1/2): 2, 3, 4, 4. (Float
+   * sums rounded once, half to even, would give 0 at (0, 1) and 1 at
+   * (1, 1): 3/4 x 0.5 + 1/4 x 3.25 = 1.1875.) */
+  const uint8_t fx[4] = {0, 2, 2, 5};
+  static const uint8_t want_fx[16] = {0, 1, 2, 2, 1, 2, 3, 3,
+                                      2, 3, 4, 4, 2, 3, 4, 5};
+  t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 4, 4);
+  s = rs_sample(2, 2, 1, 0, 0, 2, 2, 0, GF_RESIZE_EXACT);
+  CHECK_OK(gf_xform_ref(&t, fx, 4, &s, 1, 4, 4, 1, o));
+  CHECK(memcmp(o, want_fx, 16) == 0);
+  /* 4x4 -> 2x2 antialiased: w = 3/7, 3/7, 1/7 on taps 0-2 (index 0) and
+   * 1/7, 3/7, 3/7 on taps 1-3 (index 1): W = 7022, 7022, 2341 (3/7 2^14 =
+   * 7021.71, 1/7 2^14 = 2340.57). Rows (0 0 0 4), (2 2 2 2), (0 0 1 1),
+   * (9 0 0 0); horizontal, (8192 + sum) >> 14:
+   *   column 0: 8192 >> 14 = 0; (8192 + 2 x 16385) >> 14 = 2;
+   *             (8192 + 2341) >> 14 = 0; (8192 + 9 x 7022) >> 14 = 4
+   *   column 1: (8192 + 4 x 7022) >> 14 = 2; 2; (8192 + 14044) >> 14 = 1; 0
+   * vertical (the same weights over rows):
+   *   (0, 0): 8192 + 7022 x 2 = 22236 -> 1
+   *   (0, 1): 8192 + 7022 x 2 + 7022 x 2 + 2341 x 1 = 38621 -> 2
+   *   (1, 0): 8192 + 2341 x 2 + 7022 x 4 = 40962 -> 2
+   *   (1, 1): 8192 + 2341 x 2 + 7022 x 1 = 19896 -> 1 */
+  const uint8_t dn[16] = {0, 0, 0, 4, 2, 2, 2, 2, 0, 0, 1, 1, 9, 0, 0, 0};
+  t = tf(GF_RESIZE_EXACT, GF_OUT_U8, GF_LAYOUT_NHWC, 2, 2);
+  s = rs_sample(4, 4, 1, 0, 0, 4, 4, 0, GF_RESIZE_EXACT);
+  CHECK_OK(gf_xform_ref(&t, dn, 16, &s, 1, 2, 2, 1, o));
+  CHECK(o[0] == 1 && o[1] == 2 && o[2] == 2 && o[3] == 1);
+  /* The weights themselves. */
+  CHECK(gf_rs_wq(3.0f / 7.0f) == 7022 && gf_rs_wq(1.0f / 7.0f) == 2341 &&
+        gf_rs_wq(1.0f) == 16384 && gf_rs_wq(0.0f) == 0 &&
+        gf_rs_wq(0.75f) == 12288);
+  /* A pass rounds half up and clamps. */
+  CHECK(gf_rs_clip8(8192 + 16384 / 2) == 1 &&
+        gf_rs_clip8(8192 + 16384 / 2 - 1) == 0 &&
+        gf_rs_clip8(8192 + 300u * 16384) == 255);
 
   /* A 1-pixel RGB image to 3x5: every pixel the same. */
   const uint8_t one[3] = {7, 130, 251};
@@ -323,14 +368,15 @@ static void window_cases(void) {
         win.rs_h == 10 && win.rs_w == 20 && win.flip == 0);
 }
 
-/* The naive resampling: weights recomputed per pixel from the formula. */
+/* The naive resampling: weights recomputed per pixel from the formula,
+ * written out as transform.h states it (float weights, 14-bit fixed
+ * point, a uint8 intermediate after the horizontal pass). */
 static uint32_t naive_px(const uint8_t *img, uint32_t pitch, uint32_t c,
                          const gf_xform_sample *s, uint32_t rs_h,
                          uint32_t rs_w, uint32_t ry, uint32_t rx,
                          uint32_t ch) {
   uint32_t aa = !(s->resize & GF_XFORM_NO_AA);
-  double accd = 0;
-  float acc = 0.0f;
+  uint64_t acc = 8192;
   float wy[4096], wx[4096];
   int ny = 0, nx = 0, ly = 0, lx = 0;
   for (int axis = 0; axis < 2; axis++) {
@@ -359,15 +405,16 @@ static uint32_t naive_px(const uint8_t *img, uint32_t pitch, uint32_t c,
       ny = hi - lo, ly = lo;
   }
   for (int i = 0; i < ny; i++) {
-    float hs = 0;
+    uint64_t hs = 8192;
     for (int j = 0; j < nx; j++)
-      hs += wx[j] * (float)img[(size_t)(s->crop_y + ly + i) * pitch +
-                               (size_t)(s->crop_x + lx + j) * c + ch];
-    acc += wy[i] * hs;
+      hs += (uint64_t)floorf(wx[j] * 16384.0f + 0.5f) *
+            img[(size_t)(s->crop_y + ly + i) * pitch +
+                (size_t)(s->crop_x + lx + j) * c + ch];
+    hs /= 16384;
+    acc += (uint64_t)floorf(wy[i] * 16384.0f + 0.5f) * (hs > 255 ? 255 : hs);
   }
-  (void)accd;
-  float r = rintf(acc);
-  return r < 0 ? 0 : r > 255 ? 255 : (uint32_t)r;
+  acc /= 16384;
+  return acc > 255 ? 255 : (uint32_t)acc;
 }
 
 static void random_cases(void) {

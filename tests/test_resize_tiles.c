@@ -1,7 +1,5 @@
 /* The GPU resize's tiling (kernels/resize_tile.h, the steps the
- * xform_resize kernel runs: its staged variant, the default, the same
- * with two results a work item (pairs), and the tiles of 32 and 16 rows
- * reading the source directly; every sample through each) on the host: each block step run for every
+ * xform_resize kernel runs) on the host: each block step run for every
  * thread index one after another, exactly as the kernel orders them
  * between its barriers, and every resampled pixel compared with the CPU
  * reference (gf_xform_ref, u8 NHWC output: the resampled pixel itself):
@@ -29,21 +27,13 @@ typedef struct stats {
   uint64_t tiles, chunked, refused, pixels;
 } stats;
 
-/* The kernel's variants: the staged tiles (resize_path 0 and
- * GF_XFORM_RESIZE_STAGED1: the same steps), the staged tiles two results
- * a work item (GF_XFORM_RESIZE_PAIRS), the first tiled kernel's tiles of
- * 32 and of 16 rows reading the source directly (GF_XFORM_RESIZE_TILE32,
- * GF_XFORM_RESIZE_TILE16). */
-enum { V_STAGED, V_PAIRS, V_TILE32, V_TILE16, NVARIANT };
-static const char *vname[NVARIANT] = {"staged", "pairs", "tile32", "tile16"};
-
 #define NTHREADS 256u /* the kernel's block */
 
-/* The staged variant's steps for one tile (after step 1), as the kernel
- * (tile_staged) orders them, the warp reductions and ballots made
- * lane by lane; returns false for a refused tile. */
+/* The steps of one tile (after step 1), as the kernel (tile_staged)
+ * orders them, the warp reductions and ballots made lane by lane;
+ * returns false for a refused tile. */
 static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
-                        bool pairs, uint32_t ow, uint8_t *got, stats *st,
+                        uint32_t ow, uint8_t *got, stats *st,
                         uint32_t *chunks) {
   gf_rs_tile_extent(sm);
   gf_rs_splan p = gf_rs_splan_make(sm, t, c);
@@ -62,9 +52,8 @@ static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
       B |= (uint32_t)gf_rs_chunk_breaks(sm, t, p.cap, a0, r0, k) << k;
     uint32_t b, c0, c1;
     gf_rs_chunk_masks(sm, t, V, B, &b, &c0, &c1);
-    /* The same chunk as the one-thread step of the first tiled kernel. */
-    gf_rs_plan q = {p.kx, p.ky, p.cap, 1};
-    gf_rs_tile_chunk(sm, t, &q, a0);
+    /* The same chunk as the one-thread form. */
+    gf_rs_tile_chunk(sm, t, p.cap, a0);
     CHECK(b == sm->chunk_end && (c0 == sm->r0 || c1 == c0) &&
           c1 - c0 == sm->r1 - sm->r0);
     CHECK(b > a0 && b <= t->ny && c1 - c0 <= p.cap);
@@ -72,12 +61,10 @@ static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
       return true;
     (*chunks)++;
     const uint32_t nr = c1 - c0;
-    /* Poison the staged rows and sums: the steps must write what they
+    /* Poison the results and staged rows: the steps must write what they
      * read (a staged byte read before it is copied shows). */
-    memset((uint8_t *)sm->pool + 4u * (GF_RS_TILE_W * p.kx +
-                                       GF_RS_TILE_H * p.ky),
-           0x47,
-           4u * GF_RS_POOL - 4u * (GF_RS_TILE_W * p.kx + GF_RS_TILE_H * p.ky));
+    memset((uint8_t *)(sm->pool + gf_rs_hs(&p)), 0x47,
+           4u * (GF_RS_POOL - gf_rs_hs(&p)));
     for (uint32_t r = 0; r < nr; r++)
       for (uint32_t k = 0; k < p.stride / 4u; k++)
         gf_rs_tile_stage(sm, t, &p, c0, r, k, c);
@@ -97,49 +84,33 @@ static bool staged_tile(gf_rs_shared *sm, const gf_rs_tile *t, uint32_t c,
         }
       }
     }
-    if (pairs) {
-      for (uint32_t i = 0; i < (nr + 1) / 2 * GF_RS_TILE_W; i++)
-        gf_rs_tile_shsum2(sm, t, &p, c0, nr, i, c);
-      for (uint32_t i = 0; i < (b - a0) * (GF_RS_TILE_W / 2); i++) {
-        uint32_t k, col, px[8];
-        uint32_t m = gf_rs_tile_svsum2(sm, t, &p, a0, c0, nr, i, &k, &col,
-                                       px, c);
-        for (uint32_t d = 0; d < 2; d++) {
-          if (!(m >> d & 1u))
-            continue;
-          size_t e = (size_t)(t->y0 + k) * ow + t->x0 + col + d;
-          for (uint32_t ch = 0; ch < c; ch++)
-            got[e * c + ch] = (uint8_t)px[4 * d + ch];
-          st->pixels++;
-        }
+    for (uint32_t i = 0; i < (nr + 1) / 2 * GF_RS_TILE_W; i++)
+      gf_rs_tile_hsum2(sm, t, &p, c0, nr, i, c);
+    for (uint32_t i = 0; i < (b - a0) * (GF_RS_TILE_W / 4); i++) {
+      uint32_t k, col, px[16];
+      uint32_t m =
+          gf_rs_tile_vsum4(sm, t, &p, a0, c0, nr, i, &k, &col, px, c);
+      for (uint32_t q = 0; q < 4; q++) {
+        if (!(m >> q & 1u))
+          continue;
+        size_t e = (size_t)(t->y0 + k) * ow + t->x0 + col + q;
+        for (uint32_t ch = 0; ch < c; ch++)
+          got[e * c + ch] = (uint8_t)px[4 * q + ch];
+        st->pixels++;
       }
-      a0 = b;
-      continue;
-    }
-    for (uint32_t i = 0; i < nr * GF_RS_TILE_W; i++)
-      gf_rs_tile_shsum(sm, t, &p, c0, nr, i, c);
-    for (uint32_t i = 0; i < (b - a0) * GF_RS_TILE_W; i++) {
-      uint32_t k, col, px[4];
-      if (!gf_rs_tile_svsum(sm, t, &p, a0, c0, nr, i, &k, &col, px, c))
-        continue;
-      size_t e = (size_t)(t->y0 + k) * ow + t->x0 + col;
-      for (uint32_t ch = 0; ch < c; ch++)
-        got[e * c + ch] = (uint8_t)px[ch];
-      st->pixels++;
     }
     a0 = b;
   }
   return true;
 }
 
-/* Runs the kernel's tile loop (variant v) for
- * resized sample s of a batch (out_h x out_w x c, shorter side S) into got (u8 NHWC, that sample's part);
+/* Runs the kernel's tile loop for resized sample s of a batch (out_h x
+ * out_w x c, shorter side S) into got (u8 NHWC, that sample's part);
  * pixels of refused tiles are marked in `refused` (1 a pixel). */
 static void emulate(const gf_xform_sample *s, const uint8_t *src,
                     uint32_t oh, uint32_t ow, uint32_t c, uint32_t S,
-                    int v, uint8_t *got, uint8_t *refused, stats *st,
+                    uint8_t *got, uint8_t *refused, stats *st,
                     gf_rs_shared *sm) {
-  const uint32_t th = v == V_TILE16 ? 16u : GF_RS_TILE_H;
   gf_rs_tile t;
   uint32_t gh, gw; /* as the kernel's tile_sample */
   gf_xform_geom_size(s, &gh, &gw);
@@ -155,62 +126,24 @@ static void emulate(const gf_xform_sample *s, const uint8_t *src,
   t.ow = ow;
   t.flip = s->flip;
   const uint32_t tiles_x = (ow + GF_RS_TILE_W - 1) / GF_RS_TILE_W;
-  const uint32_t tiles = tiles_x * ((oh + th - 1) / th);
+  const uint32_t tiles = tiles_x * ((oh + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
   for (uint32_t tile = 0; tile < tiles; tile++) {
-    t.y0 = tile / tiles_x * th;
+    t.y0 = tile / tiles_x * GF_RS_TILE_H;
     t.x0 = tile % tiles_x * GF_RS_TILE_W;
-    t.ny = oh - t.y0 < th ? oh - t.y0 : th;
+    t.ny = oh - t.y0 < GF_RS_TILE_H ? oh - t.y0 : GF_RS_TILE_H;
     t.nx = ow - t.x0 < GF_RS_TILE_W ? ow - t.x0 : GF_RS_TILE_W;
     /* Poison the shared state: nothing may be read before it is made
-     * (0x47474747 is 51015.3 as a float: a weight read before it is
-     * written shows). */
+     * (0x47474747 as a weight shows in any sum that reads it). */
     memset(sm, 0x47, sizeof *sm);
     for (uint32_t tid = 0; tid < NTHREADS; tid++)
       gf_rs_tile_taps(sm, &t, tid);
-    if (v == V_STAGED || v == V_PAIRS) {
-      uint32_t chunks = 0;
-      st->tiles++;
-      if (!staged_tile(sm, &t, c, v == V_PAIRS, ow, got, st, &chunks)) {
-        st->refused++;
-        for (uint32_t y = t.y0; y < t.y0 + t.ny; y++)
-          for (uint32_t x = t.x0; x < t.x0 + t.nx; x++)
-            refused[(size_t)y * ow + x] = 1;
-      }
-      st->chunked += chunks > 1;
-      continue;
-    }
-    gf_rs_tile_plan(sm, c); /* thread 0 */
-    gf_rs_plan p = sm->plan;
+    uint32_t chunks = 0;
     st->tiles++;
-    if (!p.ok) {
+    if (!staged_tile(sm, &t, c, ow, got, st, &chunks)) {
       st->refused++;
       for (uint32_t y = t.y0; y < t.y0 + t.ny; y++)
         for (uint32_t x = t.x0; x < t.x0 + t.nx; x++)
           refused[(size_t)y * ow + x] = 1;
-      continue;
-    }
-    for (uint32_t tid = 0; tid < NTHREADS; tid++)
-      gf_rs_tile_weights(sm, &t, &p, tid);
-    uint32_t chunks = 0;
-    for (uint32_t a0 = 0; a0 < t.ny;) {
-      gf_rs_tile_chunk(sm, &t, &p, a0);
-      const uint32_t b = sm->chunk_end, r0 = sm->r0, nr = sm->r1 - sm->r0;
-      CHECK(b > a0 && b <= t.ny && nr <= p.cap);
-      if (!(b > a0 && b <= t.ny && nr <= p.cap))
-        return;
-      chunks++;
-      for (uint32_t i = 0; i < nr * GF_RS_TILE_W; i++)
-        gf_rs_tile_hsum(sm, &t, &p, r0, nr, i);
-      for (uint32_t i = 0; i < (b - a0) * GF_RS_TILE_W; i++) {
-        uint32_t k, col, px[4];
-        if (!gf_rs_tile_vsum(sm, &t, &p, a0, r0, nr, i, &k, &col, px))
-          continue;
-        size_t e = (size_t)(t.y0 + k) * ow + t.x0 + col;
-        for (uint32_t ch = 0; ch < c; ch++)
-          got[e * c + ch] = (uint8_t)px[ch];
-        st->pixels++;
-      }
-      a0 = b;
     }
     st->chunked += chunks > 1;
   }
@@ -232,19 +165,19 @@ static int run_batch(const char *what, const gf_transform *t,
   CHECK_OK(gf_xform_ref(&u, src, src_len, s, n, oh, ow, c, want));
   int bad = 0;
   for (uint32_t i = 0; i < n; i++)
-    for (int v = 0; v < NVARIANT && s[i].resize; v++) {
+    if (s[i].resize) {
       memset(got, 0x5A, per);
       memset(refused, 0, (size_t)oh * ow);
-      emulate(&s[i], src, oh, ow, c, gf_xform_resize_size(t, oh), v, got,
-              refused, &st[v], sm);
+      emulate(&s[i], src, oh, ow, c, gf_xform_resize_size(t, oh), got,
+              refused, st, sm);
       for (size_t e = 0; e < per; e++) {
         if (refused[e / c] || got[e] == want[i * per + e])
           continue;
         if (bad < 5)
           fprintf(stderr,
-                  "%s (%s): sample %u (%ux%ux%u window %d,%d %ux%u mode %u "
+                  "%s: sample %u (%ux%ux%u window %d,%d %ux%u mode %u "
                   "flip %u) y %zu x %zu ch %zu: got %u want %u\n",
-                  what, vname[v], i, s[i].h, s[i].w, c, s[i].crop_y,
+                  what, i, s[i].h, s[i].w, c, s[i].crop_y,
                   s[i].crop_x, s[i].win_h, s[i].win_w, s[i].resize,
                   s[i].flip, e / c / ow, e / c % ow, e % c, got[e],
                   want[i * per + e]);
@@ -342,48 +275,42 @@ static void exact_case(const char *what, uint32_t h, uint32_t w, uint32_t c,
 }
 
 static void print_stats(const char *what, const stats *st) {
-  for (int v = 0; v < NVARIANT; v++)
-    printf("%s, %s: %llu tiles (%llu refused), %llu pixels compared, %llu "
-           "tiles in several chunks\n",
-           what, vname[v], (unsigned long long)st[v].tiles,
-           (unsigned long long)st[v].refused,
-           (unsigned long long)st[v].pixels,
-           (unsigned long long)st[v].chunked);
+  printf("%s: %llu tiles (%llu refused), %llu pixels compared, %llu "
+         "tiles in several chunks\n",
+         what, (unsigned long long)st->tiles,
+         (unsigned long long)st->refused, (unsigned long long)st->pixels,
+         (unsigned long long)st->chunked);
 }
 
 int main(void) {
-  stats st[NVARIANT] = {{0, 0, 0, 0}};
+  stats st = {0, 0, 0, 0};
   for (int i = 0; i < 300; i++)
-    random_case(i, false, st);
-  print_stats("random (windows of up to 120 px to 1)", st);
-  for (int v = 0; v < NVARIANT; v++)
-    CHECK(st[v].pixels > 0 && st[v].refused < st[v].tiles / 10);
-  stats big[NVARIANT] = {{0, 0, 0, 0}};
+    random_case(i, false, &st);
+  print_stats("random (windows of up to 120 px to 1)", &st);
+  CHECK(st.pixels > 0 && st.refused < st.tiles / 10);
+  stats big = {0, 0, 0, 0};
   for (int i = 0; i < 6; i++)
-    random_case(i, true, big);
-  for (int v = 0; v < NVARIANT; v++) /* shrinks under 3: tiled */
-    CHECK(big[v].refused == 0 && big[v].pixels > 0);
+    random_case(i, true, &big);
+  print_stats("224x224 from 200-500 px", &big);
+  CHECK(big.refused == 0 && big.pixels > 0); /* shrinks under 3: tiled */
 
   /* Several chunks a tile: 8x down vertically (32 rows need ~270 source
-   * rows; the pool holds ~100 at 3 channels). */
-  stats ch[NVARIANT] = {{0, 0, 0, 0}};
-  exact_case("8x down, rgb", 333, 301, 3, 41, 40, 0, ch);
-  exact_case("8x down, rgba, plain bilinear", 330, 77, 4, 37, 45, 1, ch);
-  exact_case("20x down, gray", 1300, 70, 1, 65, 7, 0, ch);
-  print_stats("chunked", ch);
-  for (int v = 0; v < NVARIANT; v++)
-    CHECK(ch[v].chunked > 0 && ch[v].refused == 0);
+   * rows; the pool holds ~27 at 3 channels). */
+  stats ch = {0, 0, 0, 0};
+  exact_case("8x down, rgb", 333, 301, 3, 41, 40, 0, &ch);
+  exact_case("8x down, rgba, plain bilinear", 330, 77, 4, 37, 45, 1, &ch);
+  exact_case("20x down, gray", 1300, 70, 1, 65, 7, 0, &ch);
+  print_stats("chunked", &ch);
+  CHECK(ch.chunked > 0 && ch.refused == 0);
 
   /* Huge shrink factors: the plan refuses the tile (per-pixel path). */
-  stats hu[NVARIANT] = {{0, 0, 0, 0}};
-  exact_case("500x down across", 9, 4000, 3, 9, 8, 0, hu);
-  exact_case("60x down, rgba", 1200, 1200, 4, 20, 20, 0, hu);
-  for (int v = 0; v < NVARIANT; v++)
-    CHECK(hu[v].refused == hu[v].tiles && hu[v].tiles > 0);
+  stats hu = {0, 0, 0, 0};
+  exact_case("500x down across", 9, 4000, 3, 9, 8, 0, &hu);
+  exact_case("60x down, rgba", 1200, 1200, 4, 20, 20, 0, &hu);
+  CHECK(hu.refused == hu.tiles && hu.tiles > 0);
   /* Plain bilinear never widens its taps: the same shrink stays tiled. */
-  stats pb[NVARIANT] = {{0, 0, 0, 0}};
-  exact_case("60x down, plain bilinear", 1200, 1200, 4, 20, 20, 1, pb);
-  for (int v = 0; v < NVARIANT; v++)
-    CHECK(pb[v].refused == 0 && pb[v].pixels > 0);
+  stats pb = {0, 0, 0, 0};
+  exact_case("60x down, plain bilinear", 1200, 1200, 4, 20, 20, 1, &pb);
+  CHECK(pb.refused == 0 && pb.pixels > 0);
   return gf_test_finish();
 }

@@ -109,9 +109,11 @@
  * GF_RESIZE_NONE: d = 1, the crop's top-left moved by the region's origin
  * (negative where the crop pads).
  *
- * Resampling (the same in gf_xform_ref and the kernel, in single
- * precision, no fused operations; the helpers below are compiled for
- * both). Per axis, window size in, resampled size out:
+ * Resampling (the same in gf_xform_ref and the kernel; the helpers below
+ * are compiled for both). The weights are made in single precision with
+ * no fused operations, then turned into 14-bit fixed point; the sums are
+ * integer arithmetic, exact on any machine. Per axis, window size in,
+ * resampled size out:
  *     scale = in / out; antialias (resize 1) and scale >= 1: support =
  *     scale, invscale = 1 / scale; else support = 1, invscale = 1;
  *     for resampled index i: center = scale * ((float)i + 0.5);
@@ -119,23 +121,33 @@
  *     hi = min((int)(center + support + 0.5), in);
  *     w_j = tri(((float)j - center + 0.5) * invscale), j = lo .. hi-1,
  *     tri(t) = max(0, 1 - |t|); total = sum of w_j in order; w_j / total
- *     when total != 0.
+ *     when total != 0;
+ *     W_j = (int)(w_j * 16384 + 0.5)   (float; both steps exact: 0 <= w_j
+ *     <= 1, so W_j = floor(w_j * 2^14 + 1/2), 0 .. 16384)
  * This is torch's antialiased upsample (the "aa" path, antialias=True,
  * also PIL's BILINEAR); with no_antialias (resize 2) it is plain bilinear
- * with align_corners=False. A resampled pixel of channel ch:
- *     acc = 0; for each row tap i: hs = 0; for each column tap j:
- *     hs = hs + wx_j * p[i][j]; then acc = acc + wy_i * hs;
- * (horizontal then vertical, torch's order; resize without GF_XFORM_NO_AA
- * is the antialiased filter), then x = clamp(rint(acc),
- * 0, 255): the resampled uint8 pixel, which the value rule above turns
- * into the output (torchvision's uint8 recipe: resize the uint8 image,
- * then convert and normalise). The output (y, x) is resampled pixel
- * (off_y + y, off_x + (flip ? W - 1 - x : x)), 0 outside rs_h x rs_w.
- * The kernel computes the same float operations (__fmul_rn, __fadd_rn,
- * __fdiv_rn), so GPU and CPU outputs are identical bytes; against
- * torchvision (which computes the weights partly in double, and whose
- * uint8 CPU path uses fixed-point weights) the difference is at most one
- * pixel unit, rarely (measured by bench/resize_vs_torchvision.py). */
+ * with align_corners=False. A resampled pixel of channel ch, with
+ * clip8(a) = min(a >> 14, 255) (a is never negative):
+ *     for each row tap i: h_i = clip8(8192 + sum over column taps j of
+ *     WX_j * p[i][j])  (the horizontal pass: a uint8 intermediate);
+ *     x = clip8(8192 + sum over row taps i of WY_i * h_i)
+ * in unsigned 32-bit integers (no sum reaches 2^23): horizontal then
+ * vertical, each pass rounded to uint8 half up, as torch's uint8 CPU
+ * resize (torchvision.transforms.v2 on uint8 tensors) and PIL do; x is the
+ * resampled uint8 pixel, which the value rule above turns into the output
+ * (torchvision's uint8 recipe: resize the uint8 image, then convert and
+ * normalise). The output (y, x) is resampled pixel (off_y + y, off_x +
+ * (flip ? W - 1 - x : x)), 0 outside rs_h x rs_w. The kernel makes the
+ * weights with the same float operations (__fmul_rn, __fadd_rn,
+ * __fdiv_rn) and the sums in integers, so GPU and CPU outputs are
+ * identical bytes. Against torch's uint8 path, whose weights are the same
+ * formula in double precision scaled by 2^P with P = 14 whenever the
+ * largest weight of the axis is 1/2 or more (shrinks under about 2x) and
+ * more bits beyond, a weight differs only where float and double round
+ * w_j * 2^14 to different sides of a half, and the output by one pixel
+ * unit, rarely; against the float image path (torchvision's v1 tensor
+ * resize, torch on CUDA: no intermediate rounding) by at most one pixel
+ * unit, often (measured by bench/resize_vs_torchvision.py). */
 #ifndef GF_TRANSFORM_H
 #define GF_TRANSFORM_H
 
@@ -397,19 +409,19 @@ static inline GF_XFORM_HD float gf_rs_tri(const gf_rs_axis *a, int32_t j,
   return t < 1.0f ? GF_FSUB(1.0f, t) : 0.0f;
 }
 
-/* The resampled float value to the uint8 pixel: round half to even,
- * clamped. */
-static inline GF_XFORM_HD uint32_t gf_rs_u8(float acc) {
-#if defined(__CUDA_ARCH__)
-  int v = __float2int_rn(acc);
-#else
-  if (!(acc > -1.0f)) /* also NaN */
-    return 0;
-  if (acc >= 256.0f)
-    return 255;
-  int v = (int)rintf(acc); /* default rounding: half to even */
-#endif
-  return v < 0 ? 0u : v > 255 ? 255u : (uint32_t)v;
+/* A normalised weight (0 .. 1) in the 14-bit fixed point of the header
+ * comment: floor(w * 2^14 + 1/2), both float steps exact. */
+#define GF_RS_PREC 14u
+#define GF_RS_HALF (1u << (GF_RS_PREC - 1u))
+static inline GF_XFORM_HD uint32_t gf_rs_wq(float w) {
+  return (uint32_t)GF_FADD(GF_FMUL(w, (float)(1u << GF_RS_PREC)), 0.5f);
+}
+
+/* A pass's sum (GF_RS_HALF plus the weighted taps) to its uint8 value:
+ * rounded half up, clamped. */
+static inline GF_XFORM_HD uint32_t gf_rs_clip8(uint32_t acc) {
+  uint32_t v = acc >> GF_RS_PREC;
+  return v > 255u ? 255u : v;
 }
 
 /* The resampled size and the output's offset in it for a window of wh x

@@ -97,12 +97,12 @@ static void emit_sample(const gf_transform *t, const xform_lut *lut,
 #undef GF_EMIT_SAMPLE
 
 /* One axis of a resized sample: for each of the output's `count` indices,
- * the window's taps [lo, lo + n) and their normalised weights at
+ * the window's taps [lo, lo + n) and their fixed-point weights at
  * wt[k * kmax ...]; n = 0 for an index outside the resampled window
  * (padding). */
 typedef struct rs_table {
   int32_t *lo, *n;
-  float *wt;
+  uint32_t *wt;
   uint32_t kmax;
 } rs_table;
 
@@ -115,7 +115,8 @@ static uint32_t rs_kmax(uint32_t in, uint32_t out, uint32_t aa) {
 }
 
 static size_t rs_table_bytes(uint32_t count, uint32_t kmax) {
-  return (size_t)count * (2 * sizeof(int32_t) + (size_t)kmax * sizeof(float));
+  return (size_t)count *
+         (2 * sizeof(int32_t) + (size_t)kmax * sizeof(uint32_t));
 }
 
 static void rs_table_fill(rs_table *tb, void *mem, uint32_t count,
@@ -123,7 +124,7 @@ static void rs_table_fill(rs_table *tb, void *mem, uint32_t count,
                           int32_t off, uint32_t aa) {
   tb->lo = (int32_t *)mem;
   tb->n = tb->lo + count;
-  tb->wt = (float *)(tb->n + count);
+  tb->wt = (uint32_t *)(tb->n + count);
   tb->kmax = kmax;
   gf_rs_axis a;
   gf_rs_axis_init(&a, in, rs, aa);
@@ -133,15 +134,14 @@ static void rs_table_fill(rs_table *tb, void *mem, uint32_t count,
     if (i < 0 || i >= (int64_t)rs)
       continue;
     int32_t lo, n;
-    float center = gf_rs_taps(&a, (uint32_t)i, &lo, &n);
-    float *w = tb->wt + (size_t)o * kmax, total = 0.0f;
+    float center = gf_rs_taps(&a, (uint32_t)i, &lo, &n), total = 0.0f;
+    uint32_t *w = tb->wt + (size_t)o * kmax;
+    for (int32_t j = 0; j < n; j++)
+      total = GF_FADD(total, gf_rs_tri(&a, lo + j, center));
     for (int32_t j = 0; j < n; j++) {
-      w[j] = gf_rs_tri(&a, lo + j, center);
-      total = GF_FADD(total, w[j]);
+      float v = gf_rs_tri(&a, lo + j, center);
+      w[j] = gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v);
     }
-    if (total != 0.0f)
-      for (int32_t j = 0; j < n; j++)
-        w[j] = GF_FDIV(w[j], total);
     tb->lo[o] = lo;
     tb->n[o] = n;
   }
@@ -153,18 +153,18 @@ static void rs_table_fill(rs_table *tb, void *mem, uint32_t count,
 static uint32_t rs_pixel(const rs_table *ry, uint32_t ty, const rs_table *rx,
                          uint32_t tx, const uint8_t *win, size_t pitch,
                          uint32_t c, uint32_t ch) {
-  const float *wy = ry->wt + (size_t)ty * ry->kmax;
-  const float *wx = rx->wt + (size_t)tx * rx->kmax;
+  const uint32_t *wy = ry->wt + (size_t)ty * ry->kmax;
+  const uint32_t *wx = rx->wt + (size_t)tx * rx->kmax;
   const uint8_t *p0 = win + (size_t)rx->lo[tx] * c + ch;
-  float acc = 0.0f;
+  uint32_t acc = GF_RS_HALF;
   for (int32_t i = 0; i < ry->n[ty]; i++) {
     const uint8_t *p = p0 + (size_t)(ry->lo[ty] + i) * pitch;
-    float hs = 0.0f;
+    uint32_t hs = GF_RS_HALF; /* the horizontal pass, to uint8 */
     for (int32_t j = 0; j < rx->n[tx]; j++)
-      hs = GF_FADD(hs, GF_FMUL(wx[j], (float)p[(size_t)j * c]));
-    acc = GF_FADD(acc, GF_FMUL(wy[i], hs));
+      hs += wx[j] * p[(size_t)j * c];
+    acc += wy[i] * gf_rs_clip8(hs);
   }
-  return gf_rs_u8(acc);
+  return gf_rs_clip8(acc);
 }
 
 #define GF_EMIT_RESIZED(T, VALUE)                                            \
