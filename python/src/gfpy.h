@@ -95,9 +95,6 @@ void gfpy_drain(core *c);
  * with the GIL held (released while it waits; Ctrl-C interrupts):
  * 1 and *out, 0 at the end of the epoch, -1 with a Python error set. */
 int gfpy_core_take(core *c, void *stream, gf_batch **out);
-/* A new reference to the Core object's core; NULL with an error when the
- * object is closed (or not a Core). */
-core *gfpy_core_grab(PyObject *core_object);
 
 /* batch.c */
 extern PyObject *gfpy_BatchType;

@@ -147,14 +147,6 @@ static PyObject *core_close(PyObject *o, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
-core *gfpy_core_grab(PyObject *o) {
-  if (!PyObject_TypeCheck(o, (PyTypeObject *)gfpy_CoreType)) {
-    PyErr_SetString(PyExc_TypeError, "not a gpufeed._C.Core");
-    return NULL;
-  }
-  return grab((CoreObject *)o);
-}
-
 int gfpy_core_take(core *c, void *stream, gf_batch **out) {
   for (;;) {
     int rc;
