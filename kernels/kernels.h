@@ -44,11 +44,15 @@ typedef struct gf_xform_launch {
   uint32_t resize_path;      /* 0 (default): each 32x32 tile of a
                                 resized sample in two passes through
                                 shared memory, pixel by pixel where its
-                                taps do not fit (shrink factors beyond
-                                ~20 a side); GF_XFORM_RESIZE_PER_PIXEL:
+                                taps do not fit (RGB shrinks beyond
+                                ~10x); GF_XFORM_RESIZE_PER_PIXEL:
                                 every resized pixel on its own (the
                                 tiles' fallback, for tests and benches:
                                 the same bytes) */
+  uint32_t resize_tpb;       /* tiles of a sample a resize block makes: 0
+                                (default) chosen from the batch's size;
+                                tests set it to cover every choice (the
+                                same bytes) */
   float mean[4];             /* per channel, as gf_transform's */
   float std[4];              /* per channel; 0 means 1 */
   void *dst;                 /* n * out_h * out_w * out_c elements, dense;

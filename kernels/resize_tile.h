@@ -22,11 +22,14 @@
  *     the tile reads; gf_rs_splan_make (every thread) lays out the pool:
  *     the column weights (tap-major: kx x GF_RS_TILE_W, zero past a
  *     column's own taps, so every column runs kx taps and a warp does not
- *     diverge), the row weights (GF_RS_TILE_H x ky), then for `cap` source
- *     rows their uint8 horizontal results (c x cap x GF_RS_TILE_W bytes)
- *     and their staged bytes. The tile goes through the pool when one
- *     output row's taps fit (cap >= ky); otherwise (shrink factors beyond
- *     ~20-30 a side) the kernel makes its pixels one by one (its per-pixel
+ *     diverge), the row weights (GF_RS_TILE_H x 4 kq, kq = (ky + 3) / 4,
+ *     16 bits each, zero past a row's own taps), then for `cap` source
+ *     rows their uint8 horizontal results (c x GF_RS_TILE_W columns of
+ *     hsw words: cap bytes and the word read past them) and their staged
+ *     bytes. The tile goes through the pool when one
+ *     output row's taps fit (cap >= ky); otherwise (RGB shrinks beyond
+ *     ~7.5x) the kernel makes it as two tiles of 16 columns, and where
+ *     those do not fit either (beyond ~10x) pixel by pixel (its per-pixel
  *     path).
  *  3. gf_rs_tile_sweights: the fixed-point weights, tri / total with total
  *     summed in tap order, then gf_rs_wq (rs_table_fill's operations).
@@ -34,17 +37,20 @@
  *     (warp ballots: gf_rs_chunk_valid, gf_rs_chunk_breaks,
  *     gf_rs_chunk_masks; gf_rs_tile_chunk is the same on one thread):
  *     gf_rs_tile_stage copies the source row segments into the pool with
- *     aligned 32-bit loads; gf_rs_tile_hsum2 makes each (source row,
+ *     aligned 32-bit loads; gf_rs_tile_hsum makes each (source row,
  *     tile column)'s horizontal pass (rs_pixel's inner loop and its
  *     clip8: a row's result depends on the column alone, so it is the
- *     value rs_pixel recomputes for every output row), two source rows a
- *     work item; gf_rs_tile_vsum4 makes each output pixel's vertical pass
- *     (rs_pixel's outer loop), four adjacent columns a work item (their
- *     uint8 intermediates one 32-bit load).
- * Work items are numbered row-major, so a warp reads adjacent source
- * pixels of one row and writes adjacent output columns (NCHW: consecutive
- * x). The channel count is an argument the kernel makes a constant, so
- * channel loops are straight-line code. */
+ *     value rs_pixel recomputes for every output row), a thread a column
+ *     with its weights in registers, and stores the uint8 results of a
+ *     column as consecutive bytes; gf_rs_tile_vsum makes each output
+ *     pixel's vertical pass (rs_pixel's outer loop) from those bytes, four
+ *     taps a 32-bit word with two dp2a (16-bit weights times bytes, exact
+ *     integer sums: the same values as the reference's loop).
+ * A warp works on one row (source row in step 4b, output row in 4c), a
+ * lane on a column: the warp reads adjacent source pixels of one row and
+ * writes adjacent output columns (NCHW: consecutive x), and the row's
+ * weights are the same in every lane. The channel count is an argument
+ * the kernel makes a constant, so channel loops are straight-line code. */
 #ifndef GF_RESIZE_TILE_H
 #define GF_RESIZE_TILE_H
 
@@ -56,10 +62,10 @@
 
 #define GF_RS_TILE_W 32u
 #define GF_RS_TILE_H 32u
-/* 32-bit words in the pool: 28 KiB, so that six blocks of 256 threads
- * (pool, tables, value table of up to 4 KiB) share an SM's shared
- * memory. */
-#define GF_RS_POOL 7168u
+/* 32-bit words in the pool: 18 KiB, so that eight blocks (pool, tables,
+ * value table of up to 4 KiB) share an SM's shared memory; a tile's
+ * source rows for shrinks up to ~2.5x fit in one chunk. */
+#define GF_RS_POOL 4608u
 
 /* Inlined on the device: the tile description stays in registers. */
 #if defined(__CUDACC__)
@@ -73,6 +79,19 @@
 #define GF_RS_UNROLL
 #endif
 
+/* The plan of a tile (gf_rs_splan_make, from sm->ext). */
+typedef struct gf_rs_splan {
+  uint32_t kx, ky, cap;
+  uint32_t kq;     /* groups of 4 row taps: (ky + 3) / 4 */
+  uint32_t ok;     /* 1: the tile goes through the pool */
+  uint32_t seg_lo; /* first window column the tile's taps read */
+  uint32_t seg_w;  /* columns staged from seg_lo (max lo + kx - seg_lo) */
+  uint32_t seg_v;  /* of which inside the window (the rest reads 0) */
+  uint32_t stride; /* bytes a staged row, a multiple of 4 */
+  uint32_t hsw;    /* words a (channel, tile column)'s results, odd */
+  uint32_t st;     /* byte offset of the staged rows in the pool */
+} gf_rs_splan;
+
 /* A block's shared state for one tile. */
 typedef struct gf_rs_shared {
   int32_t clo[GF_RS_TILE_W], cn[GF_RS_TILE_W];
@@ -81,7 +100,8 @@ typedef struct gf_rs_shared {
   float rcen[GF_RS_TILE_H];
   uint32_t chunk_end, r0, r1; /* gf_rs_tile_chunk's answer */
   uint32_t ext[4];            /* gf_rs_tile_extent's */
-  uint32_t pad_;              /* the pool 16-byte aligned */
+  gf_rs_splan plan;           /* the kernel's: made once, read by all */
+  uint32_t pad_[2];           /* the pool 16-byte aligned */
   uint32_t pool[GF_RS_POOL];
 } gf_rs_shared;
 
@@ -98,6 +118,7 @@ typedef struct gf_rs_tile {
   uint32_t rs_h, rs_w;
   int32_t off_y, off_x;
   const uint8_t *win; /* the window's top-left source pixel */
+  const uint8_t *img, *img_end; /* the sample's bytes (h x w x c) */
   uint32_t pitch, c;  /* source bytes a row; channels */
   uint32_t ow, flip;
   uint32_t y0, x0, ny, nx; /* the tile */
@@ -131,24 +152,20 @@ GF_RS_FN void gf_rs_tile_taps(gf_rs_shared *sm, const gf_rs_tile *t,
   }
 }
 
-/* The plan of a tile (every thread computes it from sm->ext). */
-typedef struct gf_rs_splan {
-  uint32_t kx, ky, cap;
-  uint32_t ok;     /* 1: the tile goes through the pool */
-  uint32_t seg_lo; /* first window column the tile's taps read */
-  uint32_t seg_w;  /* columns staged from seg_lo (max lo + kx - seg_lo) */
-  uint32_t seg_v;  /* of which inside the window (the rest reads 0) */
-  uint32_t stride; /* bytes a staged row, a multiple of 4 */
-  uint32_t st;     /* byte offset of the staged rows in the pool */
-} gf_rs_splan;
 
-/* Where the pool's parts start: column weights at word 0, row weights at
- * word gf_rs_wy, the uint8 horizontal results at word gf_rs_hs. */
+/* Where the pool's parts start: column weights at word 0 (tap-major:
+ * kx x GF_RS_TILE_W words), row weights at word gf_rs_wy (a tile row's
+ * 2 kq words: two 16-bit weights a word, taps past the row's own 0), the
+ * uint8 horizontal results at word gf_rs_hs: for channel ch and tile
+ * column col, hsw words holding source rows 0 .. cap - 1 of the chunk,
+ * one byte each (a column's results are consecutive bytes, so the
+ * vertical pass reads four taps a word), then the staged rows at byte
+ * st. */
 GF_RS_FN uint32_t gf_rs_wy(const gf_rs_splan *p) {
   return GF_RS_TILE_W * p->kx;
 }
 GF_RS_FN uint32_t gf_rs_hs(const gf_rs_splan *p) {
-  return GF_RS_TILE_W * p->kx + GF_RS_TILE_H * p->ky;
+  return GF_RS_TILE_W * p->kx + GF_RS_TILE_H * 2u * p->kq;
 }
 
 /* Step 2, host form (one thread, after step 1): sm->ext = {kx, ky, the
@@ -172,72 +189,91 @@ GF_RS_FN void gf_rs_tile_extent(gf_rs_shared *sm) {
   sm->ext[3] = hi;
 }
 
-/* The plan from sm->ext (every thread, after step 2). */
+/* The plan from sm->ext (every thread, after step 2). The results of a
+ * column read from row lo .. lo + 4 kq + 3 (whole words past the taps:
+ * their weights are 0), so hsw words hold cap + 7 bytes; hsw odd puts
+ * the 32 columns' words in 32 banks. */
 GF_RS_FN gf_rs_splan gf_rs_splan_make(const gf_rs_shared *sm,
                                       const gf_rs_tile *t, uint32_t c) {
-  gf_rs_splan p = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  gf_rs_splan p = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   p.kx = sm->ext[0];
   p.ky = sm->ext[1];
+  p.kq = (p.ky + 3u) / 4u;
   uint64_t lo = sm->ext[3] ? sm->ext[2] : 0u;
   uint64_t end = sm->ext[3] ? (uint64_t)sm->ext[3] - 1u + p.kx : 0u;
   uint64_t in = (uint64_t)(uint32_t)t->ax.in;
   uint64_t seg_w = end - lo, seg_v = (end < in ? end : in) - lo;
   uint64_t stride = (seg_w * c + 6u) & ~(uint64_t)3u; /* + the shift */
   uint64_t fixed = 4u * ((uint64_t)GF_RS_TILE_W * p.kx +
-                         (uint64_t)GF_RS_TILE_H * p.ky);
+                         (uint64_t)GF_RS_TILE_H * 2u * p.kq);
+  /* The results take at most c x GF_RS_TILE_W x (cap + 16) bytes. */
+  uint64_t slack = (uint64_t)GF_RS_TILE_W * c * 16u;
   uint64_t row = (uint64_t)GF_RS_TILE_W * c + stride;
-  if (fixed < 4u * GF_RS_POOL) {
-    uint64_t cap = (4u * GF_RS_POOL - fixed) / row;
+  if (fixed + slack < 4u * GF_RS_POOL) {
+    uint64_t cap = (4u * GF_RS_POOL - fixed - slack) / row;
+    uint64_t hsw = ((cap + 7u + 3u) / 4u) | 1u;
     p.cap = (uint32_t)cap;
     p.ok = cap >= p.ky && cap > 0;
     p.seg_lo = (uint32_t)lo;
     p.seg_w = (uint32_t)seg_w;
     p.seg_v = (uint32_t)seg_v;
     p.stride = (uint32_t)stride;
-    p.st = (uint32_t)(fixed + (uint64_t)GF_RS_TILE_W * c * cap);
+    p.hsw = (uint32_t)hsw;
+    p.st = (uint32_t)(fixed + 4u * (uint64_t)GF_RS_TILE_W * c * hsw);
   }
   return p;
 }
 
 /* Step 3 (the tids of step 1, when p->ok): the fixed-point weights of
  * tile column tid (taps [n, kx) set to 0: w * byte = 0 leaves each sum as
- * it was, so the bytes are the reference's) or of tile row tid - 32. */
+ * it was, so the bytes are the reference's) or of tile row tid - 32 (two
+ * a word, taps [n, 4 kq) 0). */
 GF_RS_FN void gf_rs_tile_sweights(gf_rs_shared *sm, const gf_rs_tile *t,
                                   const gf_rs_splan *p, uint32_t tid) {
   gf_rs_axis ax; /* a copy: a pointer to either would keep the tile in
                     local memory on the device */
-  uint32_t *w, stride, kpad;
   float cen;
   int32_t lo, n;
-  if (tid < GF_RS_TILE_W) {
+  const bool col = tid < GF_RS_TILE_W;
+  if (col) {
     ax = t->ax;
-    w = sm->pool + tid;
-    stride = GF_RS_TILE_W;
     lo = sm->clo[tid];
     n = sm->cn[tid];
     cen = sm->ccen[tid];
-    kpad = p->kx;
   } else if (tid - GF_RS_TILE_W < GF_RS_TILE_H) {
     uint32_t k = tid - GF_RS_TILE_W;
     ax = t->ay;
-    w = sm->pool + gf_rs_wy(p) + k * p->ky;
-    stride = 1;
     lo = sm->rlo[k];
     n = sm->rn[k];
     cen = sm->rcen[k];
-    kpad = 0;
   } else {
     return;
   }
   float total = 0.0f;
   for (int32_t j = 0; j < n; j++)
     total = GF_FADD(total, gf_rs_tri(&ax, lo + j, cen));
-  for (int32_t j = 0; j < n; j++) {
-    float v = gf_rs_tri(&ax, lo + j, cen);
-    w[(uint32_t)j * stride] = gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v);
+  if (col) {
+    uint32_t *w = sm->pool + tid;
+    for (uint32_t j = 0; j < p->kx; j++) {
+      uint32_t q = 0;
+      if ((int32_t)j < n) {
+        float v = gf_rs_tri(&ax, lo + (int32_t)j, cen);
+        q = gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v);
+      }
+      w[j * GF_RS_TILE_W] = q;
+    }
+    return;
   }
-  for (uint32_t j = n > 0 ? (uint32_t)n : 0u; j < kpad; j++)
-    w[j * stride] = 0u;
+  uint32_t *w = sm->pool + gf_rs_wy(p) + (tid - GF_RS_TILE_W) * 2u * p->kq;
+  for (uint32_t j = 0; j < 2u * p->kq; j++) {
+    uint32_t word = 0;
+    for (uint32_t h = 0; h < 2; h++)
+      if ((int32_t)(2u * j + h) < n) {
+        float v = gf_rs_tri(&ax, lo + (int32_t)(2u * j + h), cen);
+        word |= gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v) << (16u * h);
+      }
+    w[j] = word;
+  }
 }
 
 /* Step 4a, one-thread form: the chunk of tile rows [a, chunk_end) whose
@@ -306,6 +342,17 @@ GF_RS_FN void gf_rs_chunk_masks(const gf_rs_shared *sm, const gf_rs_tile *t,
           : *r0;
 }
 
+/* An aligned 32-bit load of source bytes (little-endian: byte 0 the low
+ * bits, as on the device). */
+GF_RS_FN uint32_t gf_rs_ld4(const uint8_t *q) {
+#if defined(__CUDA_ARCH__)
+  return __ldg((const unsigned int *)q);
+#else
+  return (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+         (uint32_t)q[3] << 24;
+#endif
+}
+
 /* The staged row r's first byte: its source address mod 4 (the same in
  * 32 bits: only the low bits count). */
 GF_RS_FN uint32_t gf_rs_stage_shift(const gf_rs_tile *t, const gf_rs_splan *p,
@@ -318,10 +365,11 @@ GF_RS_FN uint32_t gf_rs_stage_shift(const gf_rs_tile *t, const gf_rs_splan *p,
 /* Step 4a: word k of staged row r of the chunk (window row r0 + r;
  * k < p->stride / 4), loaded (gf_rs_stage_word) then stored
  * (gf_rs_tile_stage); the kernel loads several words a thread before it
- * stores any, so their memory latencies overlap. A word wholly inside the
- * row segment is one aligned 32-bit load; the words at its ends take byte
- * by byte what lies inside (0 outside): nothing outside the window's row
- * is read. */
+ * stores any, so their memory latencies overlap. Every word is one aligned
+ * 32-bit load, its bytes outside the window's row segment made 0 (a word
+ * at the segment's ends reaches into the image's other pixels, never
+ * used); only a word that reaches outside the sample's own bytes is read
+ * byte by byte, what lies inside the segment. */
 GF_RS_FN uint32_t gf_rs_stage_word(const gf_rs_tile *t, const gf_rs_splan *p,
                                    uint32_t r0, uint32_t r, uint32_t k,
                                    uint32_t c) {
@@ -330,13 +378,16 @@ GF_RS_FN uint32_t gf_rs_stage_word(const gf_rs_tile *t, const gf_rs_splan *p,
   const int32_t o =
       (int32_t)(4u * k) - (int32_t)gf_rs_stage_shift(t, p, r0, r, c);
   const int32_t nb = (int32_t)(p->seg_v * c);
-  if (o >= 0 && o + 4 <= nb) {
-#if defined(__CUDA_ARCH__)
-    return __ldg((const unsigned int *)(g + o));
-#else
-    return (uint32_t)g[o] | (uint32_t)g[o + 1] << 8 |
-           (uint32_t)g[o + 2] << 16 | (uint32_t)g[o + 3] << 24;
-#endif
+  const uint8_t *q = g + o; /* 4-byte aligned */
+  if (o >= 0 && o + 4 <= nb)
+    return gf_rs_ld4(q);
+  if (q >= t->img && q + 4 <= t->img_end) {
+    /* bytes [lo, hi) of the word are inside the segment */
+    const int32_t lo = o < 0 ? -o : 0, hi = nb - o < 4 ? nb - o : 4;
+    if (hi <= lo)
+      return 0;
+    const uint32_t keep = (0xFFFFFFFFu >> (8 * (4 - (hi - lo)))) << (8 * lo);
+    return gf_rs_ld4(q) & keep;
   }
   uint32_t v = 0;
   for (int32_t b = 0; b < 4; b++)
@@ -356,101 +407,146 @@ GF_RS_FN void gf_rs_tile_stage(gf_rs_shared *sm, const gf_rs_tile *t,
   gf_rs_stage_put(sm, p, r, k, gf_rs_stage_word(t, p, r0, r, k, c));
 }
 
-/* Step 4b: work item i < ((nr + 1) / 2) x GF_RS_TILE_W: source rows r and
- * r + 1 of the chunk (r even) at tile column i % GF_RS_TILE_W, their
- * weights and tap offset loaded once; kx taps for every column. Writes
- * their uint8 horizontal results. */
-GF_RS_FN void gf_rs_tile_hsum2(gf_rs_shared *sm, const gf_rs_tile *t,
-                               const gf_rs_splan *p, uint32_t r0, uint32_t nr,
-                               uint32_t i, uint32_t c) {
-  const uint32_t r = 2u * (i / GF_RS_TILE_W), col = i % GF_RS_TILE_W;
+/* Two taps of a vertical pass: acc + the 16-bit weights of `w2` times
+ * bytes 0-1 (lo) or 2-3 (hi) of `b4` (the device's dp2a instructions). */
+GF_RS_FN uint32_t gf_rs_dp2a_lo(uint32_t w2, uint32_t b4, uint32_t acc) {
+#if defined(__CUDA_ARCH__)
+  return __dp2a_lo(w2, b4, acc);
+#else
+  return acc + (w2 & 0xFFFFu) * (b4 & 255u) + (w2 >> 16) * (b4 >> 8 & 255u);
+#endif
+}
+GF_RS_FN uint32_t gf_rs_dp2a_hi(uint32_t w2, uint32_t b4, uint32_t acc) {
+#if defined(__CUDA_ARCH__)
+  return __dp2a_hi(w2, b4, acc);
+#else
+  return acc + (w2 & 0xFFFFu) * (b4 >> 16 & 255u) + (w2 >> 16) * (b4 >> 24);
+#endif
+}
+/* The 4 bytes from byte `s` (0-3) of the pair lo:hi. */
+GF_RS_FN uint32_t gf_rs_bytes4(uint32_t lo, uint32_t hi, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(lo, hi, 8u * s);
+#else
+  return s ? lo >> (8u * s) | hi << (32u - 8u * s) : lo;
+#endif
+}
+
+/* The taps of a horizontal pass a thread keeps in registers (kx above
+ * it: read from the pool tap by tap). */
+#define GF_RS_HREG 8u
+
+/* Step 4b: tile column col's horizontal passes over the chunk's source
+ * rows first, first + step, ... < nr (the kernel: col the lane, first
+ * the warp, step the warps): the column's weights loaded once, kx taps a
+ * row; each result stored as the byte of row r in the column's results
+ * (gf_rs_hs). A padding column (no taps) stores nothing: its results are
+ * never read. */
+GF_RS_FN void gf_rs_tile_hsum(gf_rs_shared *sm, const gf_rs_tile *t,
+                              const gf_rs_splan *p, uint32_t r0, uint32_t nr,
+                              uint32_t col, uint32_t first, uint32_t step,
+                              uint32_t c) {
   if (sm->cn[col] <= 0)
-    return; /* a padding column: its results are never read */
-  const bool two = r + 1u < nr;
+    return;
   const uint32_t off = ((uint32_t)sm->clo[col] - p->seg_lo) * c;
   const uint8_t *st = (const uint8_t *)sm->pool + p->st;
-  const uint8_t *pa =
-      st + r * p->stride + gf_rs_stage_shift(t, p, r0, r, c) + off;
-  /* Row r + 1's bytes (row r's again when there is none: computed, not
-   * stored). */
-  const uint32_t rb = two ? r + 1u : r;
-  const uint8_t *pb =
-      st + rb * p->stride + gf_rs_stage_shift(t, p, r0, rb, c) + off;
+  uint8_t *hs = (uint8_t *)(sm->pool + gf_rs_hs(p)) + 4u * col * p->hsw;
+  const uint32_t plane = 4u * GF_RS_TILE_W * p->hsw; /* bytes a channel */
   const uint32_t *w = sm->pool + col;
-  uint32_t ha[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
-  uint32_t hb[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
-  for (uint32_t j = 0; j < p->kx; j++, pa += c, pb += c) {
-    const uint32_t wj = w[j * GF_RS_TILE_W];
+  const uint32_t kx = p->kx;
+  uint32_t wr[GF_RS_HREG];
+  GF_RS_UNROLL
+  for (uint32_t j = 0; j < GF_RS_HREG; j++)
+    wr[j] = j < kx ? w[j * GF_RS_TILE_W] : 0u;
+  for (uint32_t r = first; r < nr; r += step) {
+    const uint8_t *pa =
+        st + r * p->stride + gf_rs_stage_shift(t, p, r0, r, c) + off;
+    uint32_t a[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
+    if (kx <= 4u) {
+      GF_RS_UNROLL
+      for (uint32_t j = 0; j < 4u; j++)
+        if (j < kx) {
+          GF_RS_UNROLL
+          for (uint32_t ch = 0; ch < 4; ch++)
+            if (ch < c)
+              a[ch] += wr[j] * pa[j * c + ch];
+        }
+    } else if (kx <= GF_RS_HREG) {
+      GF_RS_UNROLL
+      for (uint32_t j = 0; j < GF_RS_HREG; j++)
+        if (j < kx) {
+          GF_RS_UNROLL
+          for (uint32_t ch = 0; ch < 4; ch++)
+            if (ch < c)
+              a[ch] += wr[j] * pa[j * c + ch];
+        }
+    } else {
+      for (uint32_t j = 0; j < kx; j++) {
+        const uint32_t wj = w[j * GF_RS_TILE_W];
+        GF_RS_UNROLL
+        for (uint32_t ch = 0; ch < 4; ch++)
+          if (ch < c)
+            a[ch] += wj * pa[j * c + ch];
+      }
+    }
+    GF_RS_UNROLL
+    for (uint32_t ch = 0; ch < 4; ch++)
+      if (ch < c)
+        hs[ch * plane + r] = (uint8_t)gf_rs_clip8(a[ch]);
+  }
+}
+
+/* Step 4c: the pixel of tile row k (in the chunk: its taps within the
+ * chunk's source rows from r0) and tile column col < nx, all channels, in
+ * px (0 for padding). A warp makes one tile row (lane = column), so the
+ * row's weights and tap offset are the same in every lane. Four taps a
+ * step: a word of four consecutive results, two dp2a. */
+GF_RS_FN void gf_rs_tile_vsum(const gf_rs_shared *sm, const gf_rs_splan *p,
+                              uint32_t r0, uint32_t k, uint32_t col,
+                              uint32_t px[4], uint32_t c) {
+  GF_RS_UNROLL
+  for (uint32_t ch = 0; ch < 4; ch++)
+    px[ch] = 0;
+  const int32_t n = sm->rn[k];
+  if (n <= 0 || sm->cn[col] <= 0)
+    return;
+  const uint32_t *w = sm->pool + gf_rs_wy(p) + k * 2u * p->kq;
+  const uint32_t off = (uint32_t)sm->rlo[k] - r0, sh = off & 3u;
+  const uint32_t *hs =
+      sm->pool + gf_rs_hs(p) + col * p->hsw + off / 4u;
+  const uint32_t plane = GF_RS_TILE_W * p->hsw; /* words a channel */
+  if (p->kq <= 2) { /* up to 8 taps (shrinks under ~3.5x): unrolled */
+    const uint32_t w0 = w[0], w1 = w[1], w2 = p->kq == 2 ? w[2] : 0u,
+                   w3 = p->kq == 2 ? w[3] : 0u;
     GF_RS_UNROLL
     for (uint32_t ch = 0; ch < 4; ch++)
       if (ch < c) {
-        ha[ch] += wj * pa[ch];
-        hb[ch] += wj * pb[ch];
+        const uint32_t *h = hs + ch * plane;
+        const uint32_t mid = h[1], b0 = gf_rs_bytes4(h[0], mid, sh);
+        uint32_t acc = gf_rs_dp2a_lo(w0, b0, GF_RS_HALF);
+        acc = gf_rs_dp2a_hi(w1, b0, acc);
+        if (p->kq == 2) {
+          const uint32_t b1 = gf_rs_bytes4(mid, h[2], sh);
+          acc = gf_rs_dp2a_lo(w2, b1, acc);
+          acc = gf_rs_dp2a_hi(w3, b1, acc);
+        }
+        px[ch] = gf_rs_clip8(acc);
       }
+    return;
   }
-  uint8_t *hs = (uint8_t *)(sm->pool + gf_rs_hs(p));
   GF_RS_UNROLL
   for (uint32_t ch = 0; ch < 4; ch++)
     if (ch < c) {
-      hs[(ch * nr + r) * GF_RS_TILE_W + col] = (uint8_t)gf_rs_clip8(ha[ch]);
-      if (two)
-        hs[(ch * nr + r + 1u) * GF_RS_TILE_W + col] =
-            (uint8_t)gf_rs_clip8(hb[ch]);
-    }
-}
-
-/* Step 4c: work item i < (chunk_end - a) x GF_RS_TILE_W / 4: tile row *k,
- * columns *col .. *col + 3; px[4 q + ch] the pixel of column *col + q (0
- * for padding). Returns a mask: bit q set when column *col + q is inside
- * the output (to write). */
-GF_RS_FN uint32_t gf_rs_tile_vsum4(const gf_rs_shared *sm,
-                                   const gf_rs_tile *t, const gf_rs_splan *p,
-                                   uint32_t a, uint32_t r0, uint32_t nr,
-                                   uint32_t i, uint32_t *k, uint32_t *col,
-                                   uint32_t px[16], uint32_t c) {
-  *k = a + i / (GF_RS_TILE_W / 4u);
-  *col = 4u * (i % (GF_RS_TILE_W / 4u));
-  uint32_t mask = 0;
-  GF_RS_UNROLL
-  for (uint32_t q = 0; q < 4; q++)
-    mask |= *col + q < t->nx ? 1u << q : 0u;
-  GF_RS_UNROLL
-  for (uint32_t e = 0; e < 16; e++)
-    px[e] = 0;
-  const int32_t n = sm->rn[*k];
-  if (!mask || n <= 0)
-    return mask;
-  const uint32_t *w = sm->pool + gf_rs_wy(p) + *k * p->ky;
-  /* The uint8 results of columns col .. col + 3, one word a source row
-   * (a padding column's bytes were never written: its result is dropped
-   * below). px holds the sums, then the pixels. */
-  const uint32_t *hs = sm->pool + gf_rs_hs(p) +
-                       (uint32_t)(sm->rlo[*k] - (int32_t)r0) *
-                           (GF_RS_TILE_W / 4u) +
-                       *col / 4u;
-  const uint32_t plane = nr * (GF_RS_TILE_W / 4u);
-  GF_RS_UNROLL
-  for (uint32_t e = 0; e < 16; e++)
-    px[e] = GF_RS_HALF;
-  for (int32_t j = 0; j < n; j++, hs += GF_RS_TILE_W / 4u) {
-    const uint32_t wy = w[j];
-    GF_RS_UNROLL
-    for (uint32_t ch = 0; ch < 4; ch++)
-      if (ch < c) {
-        const uint32_t v = hs[ch * plane];
-        GF_RS_UNROLL
-        for (uint32_t q = 0; q < 4; q++)
-          px[4 * q + ch] += wy * ((v >> (8u * q)) & 255u);
+      const uint32_t *h = hs + ch * plane;
+      uint32_t acc = GF_RS_HALF, lo = h[0];
+      for (uint32_t q = 0; q < p->kq; q++) {
+        const uint32_t hi = h[q + 1u], b = gf_rs_bytes4(lo, hi, sh);
+        acc = gf_rs_dp2a_lo(w[2u * q], b, acc);
+        acc = gf_rs_dp2a_hi(w[2u * q + 1u], b, acc);
+        lo = hi;
       }
-  }
-  GF_RS_UNROLL
-  for (uint32_t q = 0; q < 4; q++) {
-    const bool in = (mask >> q & 1u) && sm->cn[*col + q] > 0;
-    GF_RS_UNROLL
-    for (uint32_t ch = 0; ch < 4; ch++)
-      px[4 * q + ch] = in && ch < c ? gf_rs_clip8(px[4 * q + ch]) : 0u;
-  }
-  return mask;
+      px[ch] = gf_rs_clip8(acc);
+    }
 }
 
 #endif /* GF_RESIZE_TILE_H */

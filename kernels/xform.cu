@@ -9,25 +9,32 @@
 // Three kernels, launched by gf_launch_xform on the caller's stream
 // (the third, xform_resize, launched only when samples are resized):
 //
-// - xform_resize: one block a tile of 32 x 32 output pixels (grid: tiles x
-//   groups of samples; in batches of 64 samples and more a block makes the
-//   same tile of 2-4 samples, one value table for them), the channel count
-//   a template argument. Two passes through shared memory
-//   (resize_tile.h): the window's taps and fixed-point weights once a tile
-//   column and once a tile row (tap extents by warp reductions), then for
-//   each chunk of the tile's rows (chosen by warp ballots) the source row
-//   segments it needs copied into shared memory with aligned 32-bit loads,
-//   the horizontal pass of each (source row, tile column) with integer
-//   multiply-adds, two rows a thread, kept as uint8, then the vertical
-//   pass of each output pixel, four columns a thread (one 32-bit load a
-//   channel and tap), mapped through the value table. 4 barriers a tile
-//   (one more a further chunk). A row's horizontal pass depends on the
-//   output column alone, so it is gf_xform_ref's rs_pixel value. Where a
-//   tile's taps do not fit shared memory (a side shrunk beyond ~20-30x) the
+// - xform_resize: a block of 128 threads makes 32 x 32 tiles of output
+//   pixels (grid: groups of tiles x samples; a block makes several tiles
+//   of one sample, 3 in batches of 256 at 224x224, so that its value table
+//   and the sample's setup serve them all), the channel count a template
+//   argument. Two passes through shared memory (resize_tile.h): the
+//   window's taps and fixed-point weights once a tile column and once a
+//   tile row (tap extents by warp reductions; the plan made by one
+//   thread), then for each chunk of the tile's rows (chosen by warp
+//   ballots) the source row segments it needs copied into shared memory
+//   with aligned 32-bit loads (the first chunk's loads in flight while the
+//   weights are made), the horizontal pass of each (source row, tile
+//   column) with integer multiply-adds, a thread a column (its weights in
+//   registers) and a warp a row, kept as uint8 with a column's results in
+//   consecutive bytes, then the vertical pass of each output pixel, a
+//   warp a row and a lane a column, four taps a 32-bit load and two dp2a,
+//   mapped through the value table. 5 barriers a tile (one more a further
+//   chunk). A row's horizontal pass depends on the output column alone,
+//   so it is gf_xform_ref's rs_pixel value. Where a tile's source does not
+//   fit shared memory (RGB shrinks beyond ~7.5x) it is made as two halves
+//   of 16 columns; where a half does not fit either (beyond ~10x) the
 //   block makes its pixels one by one, recomputing the taps and weights
 //   per pixel (resize_pixel; also resize_path GF_XFORM_RESIZE_PER_PIXEL,
 //   which tests use to check that path everywhere). Reads only inside the
-//   window. The other two kernels skip resized samples.
+//   sample (bytes outside the window's rows are read only as parts of
+//   aligned words and never used). The other two kernels skip resized
+//   samples.
 //   Gradient-filtered samples are never resized here (gf_xform_validate
 //   refuses them for the GPU; the loader unfilters them on the CPU when a
 //   resize mode is set).
@@ -71,14 +78,18 @@ constexpr unsigned kScanK = 4; // pixels a lane per scan round
 constexpr unsigned kResizeTaps = 8; // column weights a resize thread keeps
 constexpr unsigned kStageWords = 8; // source words a resize thread loads
                                     // at once (their latencies overlap)
-// Blocks an SM of the resize kernel: 6 caps it at 40 registers a thread
-// (its ~33 KiB of shared memory allows 6 on sm_80 and sm_90); sm_75 to
-// sm_89 hold fewer threads or less shared memory an SM: 4 (64 registers).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800 && __CUDA_ARCH__ != 900
-constexpr unsigned kResizeBlocks = 4;
-#else
-constexpr unsigned kResizeBlocks = 5;
-#endif
+// The resize kernel's blocks: 128 threads, eight an SM (a cap of 64
+// registers a thread; its ~21 KiB of shared memory fits eight on sm_80 and
+// sm_90, fewer elsewhere). Measured on an H200 (bench/xform_bench): 128
+// threads a 32 x 32 tile (eight pixels a thread) against 256 (four) issue
+// 17% fewer instructions, the per-tile work (taps, weights, the chunk,
+// loop set-up) spread over more pixels; with the pool shrunk to 18 KiB so
+// that eight blocks fill an SM, the resize's share of a batch fell from
+// 8.4% to 6.9% (bench/RESULTS.md).
+constexpr unsigned kResizeThreads = 128;
+constexpr unsigned kResizeBlocks = 8;
+static_assert(kResizeThreads >= GF_RS_TILE_W + GF_RS_TILE_H,
+              "step 1 needs a thread a tile row and a tile column");
 
 struct Args {
   const uint8_t *src;
@@ -712,6 +723,8 @@ __device__ __forceinline__ void tile_sample(gf_rs_tile &t,
   const uint32_t aa = !(s.resize & GF_XFORM_NO_AA);
   gf_rs_axis_init(&t.ay, s.win_h, t.rs_h, aa);
   gf_rs_axis_init(&t.ax, s.win_w, t.rs_w, aa);
+  t.img = a.src + s.src_offset;
+  t.img_end = t.img + (uint64_t)s.h * s.w * a.c;
   t.win = a.src + s.src_offset +
           ((uint64_t)s.crop_y * s.w + (unsigned)s.crop_x) * a.c;
   t.pitch = s.w * a.c;
@@ -775,10 +788,11 @@ __device__ __forceinline__ void tile_pixels(const Args &a, const gf_rs_tile &t,
 
 // One tile (resize_tile.h), C channels; called after a barrier (the
 // previous tile is done with the shared state). Barriers: after the
-// extents, after the weights and staged rows, after the horizontal passes
+// extents, after the plan (made by one thread), after the weights and
+// staged rows, after the horizontal passes
 // (and one more before each further chunk).
 template <int DT, int LAYOUT, unsigned C>
-__device__ void tile_staged(const Args &a, const gf_rs_tile &t,
+__device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
                             gf_rs_shared &sm, typename Out<DT>::T *out,
                             const typename Out<DT>::T *lut, unsigned P) {
   const unsigned tid = threadIdx.x, lane = tid & 31u;
@@ -786,13 +800,20 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
   __syncwarp();
   tile_extent(sm, tid);
   __syncthreads();
-  const gf_rs_splan p = gf_rs_splan_make(&sm, &t, C);
-  if (!p.ok || a.resize_path == GF_XFORM_RESIZE_PER_PIXEL) {
-    // the same for every thread of the block
+  if (tid == 0)
+    sm.plan = gf_rs_splan_make(&sm, &t, C);
+  __syncthreads();
+  const gf_rs_splan p = sm.plan;
+  // the same for every thread of the block
+  if (a.resize_path == GF_XFORM_RESIZE_PER_PIXEL) {
     tile_pixels<DT, LAYOUT>(a, t, out, lut, P);
-    return;
+    return true;
   }
-  gf_rs_tile_sweights(&sm, &t, &p, tid);
+  if (!p.ok)
+    return false; // refused: nothing written
+  // The weights are made while the first chunk's source loads are in
+  // flight (between its loads and its stores).
+  bool weights = true;
   for (unsigned a0 = 0; a0 < t.ny;) {
     // Every warp makes the chunk itself: lane k tile row k.
     const uint32_t V =
@@ -804,53 +825,105 @@ __device__ void tile_staged(const Args &a, const gf_rs_tile &t,
     gf_rs_chunk_masks(&sm, &t, V, B, &b, &c0, &c1);
     const unsigned nr = c1 - c0, wpr = p.stride / 4u, words = nr * wpr;
     // The staged rows, kStageWords loads a thread in flight before their
-    // stores (consecutive threads, consecutive words of a row).
-    for (unsigned w0 = 0; w0 < words; w0 += kStageWords * kThreads) {
-      uint32_t v[kStageWords];
+    // stores (consecutive threads, consecutive words of a row); a thread's
+    // (row, word) steps by kResizeThreads words without a division.
+    {
+      const unsigned dr = kResizeThreads / wpr, dk = kResizeThreads % wpr;
+      for (unsigned w0 = 0, r = tid / wpr, k = tid % wpr; w0 < words;
+           w0 += kStageWords * kResizeThreads) {
+        uint32_t v[kStageWords];
+        unsigned rr = r, kk = k;
 #pragma unroll
-      for (unsigned u = 0; u < kStageWords; u++) {
-        const unsigned w = w0 + u * kThreads + tid;
-        v[u] = w < words ? gf_rs_stage_word(&t, &p, c0, w / wpr, w % wpr, C)
-                         : 0u;
-      }
+        for (unsigned u = 0; u < kStageWords; u++) {
+          v[u] = rr < nr ? gf_rs_stage_word(&t, &p, c0, rr, kk, C) : 0u;
+          rr += dr;
+          kk += dk;
+          if (kk >= wpr) {
+            kk -= wpr;
+            rr++;
+          }
+        }
+        if (weights) {
+          gf_rs_tile_sweights(&sm, &t, &p, tid);
+          weights = false;
+        }
 #pragma unroll
-      for (unsigned u = 0; u < kStageWords; u++) {
-        const unsigned w = w0 + u * kThreads + tid;
-        if (w < words)
-          gf_rs_stage_put(&sm, &p, w / wpr, w % wpr, v[u]);
+        for (unsigned u = 0; u < kStageWords; u++) {
+          if (r < nr)
+            gf_rs_stage_put(&sm, &p, r, k, v[u]);
+          r += dr;
+          k += dk;
+          if (k >= wpr) {
+            k -= wpr;
+            r++;
+          }
+        }
       }
     }
+    if (weights) { // no source row staged (no chunk has rows)
+      gf_rs_tile_sweights(&sm, &t, &p, tid);
+      weights = false;
+    }
     __syncthreads(); // the weights and the staged rows are in
-    for (unsigned i = tid; i < (nr + 1u) / 2u * GF_RS_TILE_W; i += blockDim.x)
-      gf_rs_tile_hsum2(&sm, &t, &p, c0, nr, i, C);
+    gf_rs_tile_hsum(&sm, &t, &p, c0, nr, lane, tid / 32u, kResizeThreads / 32u,
+                    C);
     __syncthreads();
-    for (unsigned i = tid; i < (b - a0) * (GF_RS_TILE_W / 4u);
-         i += blockDim.x) {
-      uint32_t k, col, px[16];
-      const uint32_t m =
-          gf_rs_tile_vsum4(&sm, &t, &p, a0, c0, nr, i, &k, &col, px, C);
-      const unsigned e = (t.y0 + k) * a.ow + t.x0 + col;
-#pragma unroll
-      for (unsigned q = 0; q < 4; q++)
-        if (m >> q & 1u)
-          put_px<DT, LAYOUT>(out, lut, P, C, e + q, px + 4 * q);
+    // A warp a tile row, a lane a column.
+    for (unsigned k = a0 + tid / 32u; k < b; k += kResizeThreads / 32u) {
+      if (lane < t.nx) {
+        uint32_t px[4];
+        gf_rs_tile_vsum(&sm, &p, c0, k, lane, px, C);
+        put_px<DT, LAYOUT>(out, lut, P, C, (t.y0 + k) * a.ow + t.x0 + lane,
+                           px);
+      }
     }
     a0 = b;
     if (a0 < t.ny)
       __syncthreads(); // the results are read before the next chunk's
   }
+  return true;
 }
 
-// The resized samples: a block a tile of GF_RS_TILE_H x GF_RS_TILE_W
-// output pixels of one sample or of several (grid: tiles x groups of
-// samples), in two passes through shared memory (tile_staged), or pixel by
-// pixel (resize_pixel) where the tile's taps do not fit or resize_path
-// asks for it. With resize_all (no xform_plain in the launch) it also
+// One tile: staged whole; if its taps do not fit the pool, as two halves of
+// GF_RS_TILE_W / 2 columns (each half stages half the source columns, so
+// shrinks about twice as large fit); a half that still does not fit, pixel
+// by pixel. Called after a barrier, as tile_staged.
+template <int DT, int LAYOUT, unsigned C>
+__device__ void tile_any(const Args &a, const gf_rs_tile &t, gf_rs_shared &sm,
+                         typename Out<DT>::T *out,
+                         const typename Out<DT>::T *lut, unsigned P) {
+  // One call site of tile_staged (each would be inlined: twice the code).
+  constexpr unsigned kHalf = GF_RS_TILE_W / 2u;
+  gf_rs_tile u = t;
+  bool halves = false;
+  for (unsigned x = 0;;) {
+    if (!tile_staged<DT, LAYOUT, C>(a, u, sm, out, lut, P)) {
+      if (!halves) { // the whole tile does not fit: its halves
+        halves = true;
+        u.nx = t.nx < kHalf ? t.nx : kHalf;
+        __syncthreads(); // the shared state is free again
+        continue;
+      }
+      tile_pixels<DT, LAYOUT>(a, u, out, lut, P);
+    }
+    if (!halves || (x += kHalf) >= t.nx)
+      return;
+    u.x0 = t.x0 + x;
+    u.nx = t.nx - x < kHalf ? t.nx - x : kHalf;
+    __syncthreads();
+  }
+}
+
+// The resized samples: a block makes tiles of GF_RS_TILE_H x GF_RS_TILE_W
+// output pixels of one sample at a time (grid: groups of tiles x samples),
+// in two passes through shared memory (tile_any), or pixel by pixel
+// (resize_pixel) where the tile's taps do not fit or resize_path asks
+// for it. With resize_all (no xform_plain in the launch) it also
 // pads and reports the samples that check_sample refuses, and pads any
 // sample not resized. C: the channel count (its own kernel, so its
 // registers are its own).
 template <int DT, int LAYOUT, unsigned C>
-__global__ void __launch_bounds__(kThreads, kResizeBlocks)
+__global__ void __launch_bounds__(kResizeThreads, kResizeBlocks)
     xform_resize(Args a) {
   typedef typename Out<DT>::T T;
   __shared__ T lut[4 * 256];
@@ -885,7 +958,7 @@ __global__ void __launch_bounds__(kThreads, kResizeBlocks)
                              zero);
         continue;
       }
-      tile_staged<DT, LAYOUT, C>(a, t, sm, out, lut, P);
+      tile_any<DT, LAYOUT, C>(a, t, sm, out, lut, P);
     }
   }
 }
@@ -1006,12 +1079,21 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   if (a->n_resized) {
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
                      ((a->out_h + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
-    // Large batches give a block the same tile of several samples, so its
-    // value table (c x 256 divisions and conversions) serves them all.
-    const unsigned spb = a->n >= 256u ? 4u : a->n >= 64u ? 2u : 1u;
-    const unsigned gy = (a->n + spb - 1) / spb;
-    dim3 rgrid(tiles, gy < 65535u ? gy : 65535u);
-    rsz<<<rgrid, kThreads, 0, s>>>(k);
+    // A block makes several tiles of a sample (every gx-th), so that its
+    // value table (c x 256 divisions and conversions) and the sample's
+    // setup serve them all, while the batch still gives a few thousand
+    // blocks (several waves: the tiles' costs differ, and the last wave
+    // leaves SMs idle). Measured (xform_bench, 256 samples of 49 tiles):
+    // 2-3 tiles a block beat 1 (set-up) and 7 (the last wave).
+    const uint64_t work = (uint64_t)tiles * a->n;
+    const uint64_t want = work / 4096u;
+    const uint64_t tpb64 = a->resize_tpb ? a->resize_tpb
+                           : want < 1u   ? 1u
+                                         : want;
+    const unsigned tpb = tpb64 > tiles ? tiles : (unsigned)tpb64;
+    const unsigned gx = (tiles + tpb - 1) / tpb;
+    dim3 rgrid(gx, a->n < 65535u ? a->n : 65535u);
+    rsz<<<rgrid, kResizeThreads, 0, s>>>(k);
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;
   }

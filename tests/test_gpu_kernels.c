@@ -61,6 +61,7 @@ typedef struct xcase {
   uint64_t src_len;
   uint32_t dst_shift; /* elements the output starts past 16-byte alignment */
   uint32_t resize_path; /* gf_xform_launch's (check_case sets it) */
+  uint32_t resize_tpb;  /* gf_xform_launch's (0: the kernel's choice) */
 } xcase;
 
 static devbuf d_src, d_params, d_dst, d_status;
@@ -113,6 +114,7 @@ static int run_gpu(const xcase *c, const uint8_t *want, uint32_t n_filtered,
       a.n_resized += c->s[i].resize != 0;
     a.resize_size = gf_xform_resize_size(&c->t, c->oh);
     a.resize_path = c->resize_path;
+    a.resize_tpb = c->resize_tpb;
     a.out_h = c->oh;
     a.out_w = c->ow;
     a.out_c = c->oc;
@@ -297,7 +299,7 @@ static void random_case(int idx) {
  * JPEG window decoded at a reduced scale), destinations at any
  * alignment. */
 /* many: 64 to 323 (71 under --quick) small samples, so that the staged
- * tiles' blocks each make 2 or 4 samples (resize_path 0). */
+ * tiles' blocks each make several tiles of a sample (resize_path 0). */
 static void resize_case(int idx, bool big, bool many) {
   xcase c;
   memset(&c, 0, sizeof c);
@@ -323,6 +325,9 @@ static void resize_case(int idx, bool big, bool many) {
    * tiles) the large batches stay small. */
   c.n = many ? 64 + rnd(quick ? 8 : 260)
              : 1 + rnd(big ? (quick ? 4 : 64) : 12);
+  /* Blocks making 1 to 4 tiles of a sample each, or the kernel's choice
+   * (1 for these batches: the large ones of the benches take 3). */
+  c.resize_tpb = rnd(3) ? 1 + rnd(4) : 0;
   c.t.height = c.oh = big ? 224 : 1 + rnd(64);
   c.t.width = c.ow = big ? 224 : 1 + rnd(64);
   if (c.t.resize == GF_RESIZE_SHORTER_CENTER_CROP && rnd(3) == 0)
@@ -821,7 +826,9 @@ int main(int argc, char **argv) {
     resize_case(i, false, true);
   for (int i = 0; i < (quick ? 10 : 60); i++)
     mixed_case(i);
-  /* Tiles in several chunks (8-20x down), then tiles pixel by pixel. */
+  /* Tiles in several chunks (8-20x down; at 8x and 3 channels each tile
+   * as two halves of 16 columns, its whole source not fitting), then
+   * tiles pixel by pixel. */
   resize_exact_case("8x down, rgb", 333, 301, 3, 41, 40, 0, GF_OUT_F16,
                     GF_LAYOUT_NCHW);
   resize_exact_case("8x down, rgba, plain", 330, 77, 4, 37, 45, 1,
