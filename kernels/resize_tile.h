@@ -255,12 +255,9 @@ GF_RS_FN void gf_rs_tile_sweights(gf_rs_shared *sm, const gf_rs_tile *t,
   if (col) {
     uint32_t *w = sm->pool + tid;
     for (uint32_t j = 0; j < p->kx; j++) {
-      uint32_t q = 0;
-      if ((int32_t)j < n) {
-        float v = gf_rs_tri(&ax, lo + (int32_t)j, cen);
-        q = gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v);
-      }
-      w[j * GF_RS_TILE_W] = q;
+      w[j * GF_RS_TILE_W] =
+          (int32_t)j < n ? gf_rs_weight(&ax, lo + (int32_t)j, cen, total)
+                         : 0u;
     }
     return;
   }
@@ -268,10 +265,9 @@ GF_RS_FN void gf_rs_tile_sweights(gf_rs_shared *sm, const gf_rs_tile *t,
   for (uint32_t j = 0; j < 2u * p->kq; j++) {
     uint32_t word = 0;
     for (uint32_t h = 0; h < 2; h++)
-      if ((int32_t)(2u * j + h) < n) {
-        float v = gf_rs_tri(&ax, lo + (int32_t)(2u * j + h), cen);
-        word |= gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v) << (16u * h);
-      }
+      if ((int32_t)(2u * j + h) < n)
+        word |= gf_rs_weight(&ax, lo + (int32_t)(2u * j + h), cen, total)
+                << (16u * h);
     w[j] = word;
   }
 }

@@ -630,13 +630,6 @@ __global__ void __launch_bounds__(kFiltThreads) xform_filtered(Args a) {
 // horizontal pass (clipped to uint8) weighted into the vertical sum. The
 // per-pixel path: tiles whose taps do not fit shared memory (huge shrink
 // factors) and resize_path GF_XFORM_RESIZE_PER_PIXEL.
-__device__ __forceinline__ uint32_t rs_weight(const gf_rs_axis &ax,
-                                              int32_t j, float cen,
-                                              float total) {
-  const float v = gf_rs_tri(&ax, j, cen);
-  return gf_rs_wq(total != 0.0f ? __fdiv_rn(v, total) : v);
-}
-
 __device__ __forceinline__ void resize_pixel(const Args &a,
                                              const gf_rs_tile &t, unsigned y,
                                              unsigned x, uint32_t px[4]) {
@@ -659,10 +652,10 @@ __device__ __forceinline__ void resize_pixel(const Args &a,
   uint32_t wxr[kResizeTaps];
 #pragma unroll
   for (int32_t j = 0; j < (int32_t)kResizeTaps; j++)
-    wxr[j] = j < nx ? rs_weight(t.ax, lx + j, cx, tx) : 0u;
+    wxr[j] = j < nx ? gf_rs_weight(&t.ax, lx + j, cx, tx) : 0u;
   uint32_t acc[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
   for (int32_t i = 0; i < ny; i++) {
-    const uint32_t wy = rs_weight(t.ay, ly + i, cy, ty);
+    const uint32_t wy = gf_rs_weight(&t.ay, ly + i, cy, ty);
     const uint8_t *p =
         t.win + (uint64_t)(unsigned)(ly + i) * t.pitch + (unsigned)lx * c;
     uint32_t hs[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
@@ -677,7 +670,7 @@ __device__ __forceinline__ void resize_pixel(const Args &a,
         }
     } else {
       for (int32_t j = 0; j < nx; j++, p += c) {
-        const uint32_t wx = rs_weight(t.ax, lx + j, cx, tx);
+        const uint32_t wx = gf_rs_weight(&t.ax, lx + j, cx, tx);
 #pragma unroll
         for (unsigned ch = 0; ch < 4; ch++)
           if (ch < c)

@@ -417,6 +417,15 @@ static inline GF_XFORM_HD uint32_t gf_rs_wq(float w) {
   return (uint32_t)GF_FADD(GF_FMUL(w, (float)(1u << GF_RS_PREC)), 0.5f);
 }
 
+/* Tap j's fixed-point weight: its triangle value over the taps' total
+ * (summed in tap order; a total of 0 leaves the value as it is). */
+static inline GF_XFORM_HD uint32_t gf_rs_weight(const gf_rs_axis *a,
+                                                int32_t j, float center,
+                                                float total) {
+  float v = gf_rs_tri(a, j, center);
+  return gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v);
+}
+
 /* A pass's sum (GF_RS_HALF plus the weighted taps) to its uint8 value:
  * rounded half up, clamped. */
 static inline GF_XFORM_HD uint32_t gf_rs_clip8(uint32_t acc) {

@@ -138,10 +138,8 @@ static void rs_table_fill(rs_table *tb, void *mem, uint32_t count,
     uint32_t *w = tb->wt + (size_t)o * kmax;
     for (int32_t j = 0; j < n; j++)
       total = GF_FADD(total, gf_rs_tri(&a, lo + j, center));
-    for (int32_t j = 0; j < n; j++) {
-      float v = gf_rs_tri(&a, lo + j, center);
-      w[j] = gf_rs_wq(total != 0.0f ? GF_FDIV(v, total) : v);
-    }
+    for (int32_t j = 0; j < n; j++)
+      w[j] = gf_rs_weight(&a, lo + j, center, total);
     tb->lo[o] = lo;
     tb->n[o] = n;
   }
