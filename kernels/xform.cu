@@ -18,8 +18,7 @@
 //   tile row (tap extents by warp reductions; the plan made by one
 //   thread), then for each chunk of the tile's rows (chosen by warp
 //   ballots) the source row segments it needs copied into shared memory
-//   with aligned 32-bit loads (the first chunk's loads in flight while the
-//   weights are made), the horizontal pass of each (source row, tile
+//   with aligned 32-bit loads, the horizontal pass of each (source row, tile
 //   column) with integer multiply-adds, a thread a column (its weights in
 //   registers) and a warp a row, kept as uint8 with a column's results in
 //   consecutive bytes, then the vertical pass of each output pixel, a
@@ -804,9 +803,7 @@ __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
   }
   if (!p.ok)
     return false; // refused: nothing written
-  // The weights are made while the first chunk's source loads are in
-  // flight (between its loads and its stores).
-  bool weights = true;
+  gf_rs_tile_sweights(&sm, &t, &p, tid);
   for (unsigned a0 = 0; a0 < t.ny;) {
     // Every warp makes the chunk itself: lane k tile row k.
     const uint32_t V =
@@ -836,10 +833,6 @@ __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
             rr++;
           }
         }
-        if (weights) {
-          gf_rs_tile_sweights(&sm, &t, &p, tid);
-          weights = false;
-        }
 #pragma unroll
         for (unsigned u = 0; u < kStageWords; u++) {
           if (r < nr)
@@ -852,10 +845,6 @@ __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
           }
         }
       }
-    }
-    if (weights) { // no source row staged (no chunk has rows)
-      gf_rs_tile_sweights(&sm, &t, &p, tid);
-      weights = false;
     }
     __syncthreads(); // the weights and the staged rows are in
     gf_rs_tile_hsum(&sm, &t, &p, c0, nr, lane, tid / 32u, kResizeThreads / 32u,
