@@ -23,7 +23,8 @@
 #   2. for each io queue depth of QD_LIST, caches dropped, `disk_probe
 #      --loader` (one epoch of the loader, O_DIRECT, host mode) and its
 #      stored GB/s against the yardstick: the ratio and [met] / [MISSED]
-#      for >= 0.9x;
+#      for >= 0.9x; `auto` leaves the queue depth (and, without THREADS,
+#      the threads) to the loader's autotune: what a user gets;
 #   3. caches dropped, `gpufeed bench DS --epochs 1 --io uring` (what the
 #      CLI does: it has no O_DIRECT option, so it reads through the page
 #      cache), stored GB/s from its JSON, against the same yardstick.
@@ -40,8 +41,9 @@
 #   RANDOM_QD="16 64"  queue depths of the random-read probe (step 1b:
 #                      random places, a sample's stored size a read: what a
 #                      shuffled epoch's reads can get from this disk)
-#   QD_LIST="4 16 64"  the loader's io queue depths (reads in flight a
-#                      worker; the library's default is 16, its cap 64)
+#   QD_LIST="auto 16 64"  the loader's io queue depths (reads in flight a
+#                      worker; `auto`: autotune's, 16, or 64 with 2 threads
+#                      for a raw dataset read with O_DIRECT; the cap 64)
 #   BATCH=256          the loader's batch (a worker's reads in flight are
 #                      also capped at batch / (2 x threads))
 #   ORDER=shuffle      the loader's order (shuffle, sequential, block)
@@ -63,7 +65,7 @@ for x in "$gf" "$probe"; do
   [ -x "$x" ] || { echo "cold_read: $x not found or not executable" >&2; exit 2; }
 done
 count=${COUNT:-40000} size=${SIZE:-256x256}
-codecs=${CODECS:-raw gradzstd} qd_list=${QD_LIST:-4 16 64}
+codecs=${CODECS:-raw gradzstd} qd_list=${QD_LIST:-auto 16 64}
 batch=${BATCH:-256} order=${ORDER:-shuffle}
 probe_args=(--sweep --json --seconds "${PROBE_SECONDS:-3}")
 [ -n "${PROBE_BYTES:-}" ] && probe_args+=(--bytes "$PROBE_BYTES")
@@ -186,7 +188,9 @@ for c in $codecs; do
     printf '  %-4s %-9s %-10s %-9s %-7s %-8s %-8s %s\n' qd threads in-flight images/s GB/s ratio verdict "busy read/decode %"
     for qd in $qd_list; do
       drop
-      lj=$("$probe" --loader "$ds" --qd "$qd" --batch "$batch" --order "$order" "${thr[@]}" --json)
+      qdarg=(--qd "$qd") qdj=$qd
+      [ "$qd" = auto ] && qdarg=() qdj='"auto"'
+      lj=$("$probe" --loader "$ds" "${qdarg[@]}" --batch "$batch" --order "$order" "${thr[@]}" --json)
       if [ $? != 0 ]; then
         echo "  qd $qd: the loader run failed"
         status=1
@@ -196,17 +200,17 @@ for c in $codecs; do
       printf '  %-4s %-9s %-10s %-9s %-7s %-8s %-8s %s/%s\n' "$qd" "$(jnum "$lj" threads)" \
         "$(jnum "$lj" reads_in_flight_max)" "$(jnum "$lj" images_per_s)" "$g" "${r}x" \
         "$(verdict "$r")" "$(jnum "$lj" read)" "$(jnum "$lj" decode)"
-      loaders+="${loaders:+,}{\"qd\":$qd,\"threads\":$(jnum "$lj" threads),\"in_flight\":$(jnum "$lj" reads_in_flight_max),\"gb_per_s\":$g,\"ratio\":$r}"
+      loaders+="${loaders:+,}{\"qd\":$qdj,\"threads\":$(jnum "$lj" threads),\"in_flight\":$(jnum "$lj" reads_in_flight_max),\"gb_per_s\":$g,\"ratio\":$r}"
       if awk -v a="$g" -v b="$best_loader" 'BEGIN { exit !(a > b) }'; then
         best_loader=$g best_loader_qd=$qd
         best_busy="read $(jnum "$lj" read)%, decode $(jnum "$lj" decode)%"
         best_decode_bound=$(awk -v r="$(jnum "$lj" read)" -v d="$(jnum "$lj" decode)" 'BEGIN { print (d > r ? 1 : 0) }')
       fi
-      [ "$qd" = 16 ] && default_ratio=$r
+      [ "$qd" = auto ] && default_ratio=$r
       if [ -z "$first_met" ] && [ "$(verdict "$r")" = "[met]" ]; then first_met=$qd; fi
     done
     if [ -n "$default_ratio" ]; then
-      echo "  the library's default io queue depth (16) gives ${default_ratio}x $(verdict "$default_ratio")"
+      echo "  the loader's defaults (autotune) give ${default_ratio}x $(verdict "$default_ratio")"
     fi
     if [ -n "$first_met" ]; then
       echo "  the smallest io queue depth of QD_LIST reaching 0.9x: $first_met"

@@ -17,7 +17,8 @@
  *
  * Loader (--loader DATASET): one epoch of gf_loader over DATASET with
  * O_DIRECT (gf_loader_config.io_direct; --buffered: through the page
- * cache) and io_queue_depth --qd, every sample read (the last partial
+ * cache) and io_queue_depth --qd (default: the loader's autotune, as
+ * --threads), every sample read (the last partial
  * batch kept), in host mode unless --device says otherwise, and the stored
  * bytes read per second from create to the epoch's last batch: the figure
  * to hold against the probe's. `gpufeed bench` has no option for O_DIRECT
@@ -695,10 +696,10 @@ static int run_loader(const loader_opts *o, const char *dir) {
   double gbps = secs > 0 ? (double)stored / secs / 1e9 : 0;
   double mean_read = count ? (double)stored / (double)count : 0;
   /* A worker's reads in flight: its chunk, min(io_queue_depth, batch / (2 x
-   * threads)) (docs/BENCH.md); the default queue depth is 16, at most 64. */
-  unsigned qd = o->qd ? (o->qd > 64 ? 64 : o->qd) : 16;
-  unsigned per = st.threads ? o->batch / (2 * st.threads) : 1;
-  unsigned chunk = per < qd ? (per ? per : 1) : qd;
+   * threads)) (docs/BENCH.md), as the loader says; the queue depth asked
+   * for (0: autotune's). */
+  unsigned qd = o->qd ? (o->qd > 64 ? 64 : o->qd) : 0;
+  unsigned chunk = st.io_in_flight;
   double thread_s = (t1 - t_created) * st.threads;
   double read_pct =
       thread_s > 0 ? 100.0 * (double)st.read.busy_ns * 1e-9 / thread_s : 0;
@@ -727,10 +728,15 @@ static int run_loader(const loader_opts *o, const char *dir) {
     printf("}\n");
   } else {
     printf("disk_probe --loader: %s\n", dir);
+    char qds[16];
+    if (qd)
+      snprintf(qds, sizeof qds, "%u", qd);
+    else
+      snprintf(qds, sizeof qds, "autotune");
     printf("  reads      %s, %s, %s order, %u threads x %u in flight (io "
-           "queue depth %u, batch %u)\n",
+           "queue depth %s, batch %u)\n",
            o->buffered ? "buffered" : "O_DIRECT", st.io_backend,
-           orders[o->order], st.threads, chunk, qd, o->batch);
+           orders[o->order], st.threads, chunk, qds, o->batch);
     printf("  epoch      %llu images, %.3f GB stored (%.0f bytes a sample), "
            "%.3f GB of disk blocks, in %.2f s (create %.1f ms)\n",
            (unsigned long long)images, (double)stored / 1e9, mean_read,

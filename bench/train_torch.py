@@ -42,6 +42,14 @@ Measured after --warmup steps, over --steps steps (one JSON line per run):
                      the data iterator and the preparation over wall time;
   host_data_wait_pct the host time blocked in the data iterator (next())
                      plus the preparation, over wall time;
+  host_next_us_p50/_p99  the host time of each measured step's next() call,
+                     in microseconds. With gpufeed it holds the previous
+                     batch's release (its tensors freed as the iterator
+                     resumes), next, the DLPack export and the two torch
+                     tensors: where the loader keeps ahead of the model
+                     (gpu_data_wait_pct at the synthetic feed's), it is
+                     Python's own cost per batch inside a real loop, the
+                     thread coming back from its wait for the GPU;
   vs_synthetic       img_per_s / the synthetic feed's (--ceiling, or the
                      synthetic run of the same invocation when --feed lists
                      it first), and gpu_wait_vs_synthetic_pct, 100 x (1 - that).
@@ -407,6 +415,12 @@ def make_model(a, dist):
     return model, opt
 
 
+def percentile(xs, q):
+    """The q-th percentile of xs (nearest rank); nan when empty."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))] if xs else float("nan")
+
+
 def padding(total, world):
     """The repeats a padded epoch of `world` ranks adds (DistributedSampler's)."""
     return -(-total // world) * world - total
@@ -463,6 +477,7 @@ def run(a, dist, feed_name, ceiling):
     total_steps = a.warmup + a.steps
     starts, ends = [], []       # events of the measured steps (GPU)
     host_wait = 0.0             # seconds in next() + prepare, measured steps
+    next_us = []                # each measured step's next(), microseconds
     host_gap = 0.0
     prev_end = None
     step = 0
@@ -500,11 +515,13 @@ def run(a, dist, feed_name, ceiling):
                     x, y, idx = next(it)
                 except StopIteration:
                     break
+                t_next = time.perf_counter()
                 x, y = feed.prepare(x, y)
                 t1 = time.perf_counter()
                 measured = step >= a.warmup
                 if measured:
                     host_wait += t1 - t0
+                    next_us.append(1e6 * (t_next - t0))
                 if a.check:
                     delivered[-1].extend(idx)
                     if mem_during is None:
@@ -590,6 +607,8 @@ def run(a, dist, feed_name, ceiling):
         "step_ms": round(1000.0 * wall / measured_steps, 3),
         "gpu_data_wait_pct": round(gpu_wait, 2),
         "host_data_wait_pct": round(100.0 * host_wait / (t_end - t_begin), 2),
+        "host_next_us_p50": round(percentile(next_us, 50), 2),
+        "host_next_us_p99": round(percentile(next_us, 99), 2),
         "torch": torch.__version__,
     }
     if ceiling:

@@ -416,7 +416,13 @@ typedef struct gf_loader_config {
   uint32_t keep_16bit;    /* 16-bit PNGs stay 16-bit */
   uint32_t error_policy;  /* gf_error_policy */
   uint32_t io_backend;    /* gf_io_backend */
-  uint32_t io_queue_depth;/* reads in flight a worker (default 16) */
+  uint32_t io_queue_depth;/* reads in flight a worker, at most 64 (and at
+                             most batch_size / (2 x threads)); 0: autotune,
+                             16, or 64 for a raw dataset read with
+                             io_direct whose samples the CPU neither
+                             decodes nor transforms (GPU mode, or no
+                             transform), which also gets 2 threads when
+                             threads is 0 (gf_loader_stats.tuning) */
   uint32_t io_direct;     /* O_DIRECT reads (aligned datasets only) */
   uint32_t block_size;    /* GF_ORDER_BLOCK: samples a block (default 256) */
   uint64_t max_sample_bytes; /* decoded bytes a sample may take in a batch
@@ -847,7 +853,8 @@ typedef struct gf_loader_stats {
   char io_backend[16];    /* "io_uring" or "pread" */
   char io_fallback_reason[256]; /* why io_uring was not used, or "" */
   int32_t device;         /* the GPU in use, or GF_DEVICE_CPU (host mode) */
-  uint32_t reserved1;
+  uint32_t io_in_flight;  /* reads a worker keeps in flight: min(the io
+                             queue depth, batch_size / (2 x threads)) */
   char host_mode_reason[256]; /* why GF_DEVICE_AUTO chose host mode */
   uint64_t device_pool_in_use, device_pool_peak, device_pool_reserved;
   char tuning[256];       /* how threads and prefetch were chosen: the

@@ -22,6 +22,11 @@ set_property(TEST test_loader_once_uring_refused APPEND PROPERTY ENVIRONMENT
   "GPUFEED_FAULT=uring_setup:1:EPERM:sticky;GPUFEED_TEST_CONFIGS=60")
 gpufeed_add_test(test_loader_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_plan.c LABELS loader)
 target_link_libraries(test_loader_plan PRIVATE gpufeed_loader_fixture)
+# Autotune's reads-alone rule (O_DIRECT raw datasets: 2 threads x 64).
+gpufeed_add_test(test_loader_reads_alone
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_reads_alone.c
+  LABELS threaded loader TIMEOUT 120)
+target_link_libraries(test_loader_reads_alone PRIVATE gpufeed_loader_fixture)
 # The memory plan against what create really allocates (host mode; GPU mode
 # too where a device is found).
 gpufeed_add_test(test_loader_plan_create

@@ -457,7 +457,8 @@ int gfc_bench(const gfc_bench_opts *o) {
     json_str(xf);
     printf(",\"autotune\":");
     json_str(st.tuning);
-    printf(",\"prefetch\":%llu", (unsigned long long)st.slots);
+    printf(",\"prefetch\":%llu,\"io_in_flight\":%u",
+           (unsigned long long)st.slots, st.io_in_flight);
     printf(",\"jpeg\":{\"scale\":\"%s\",\"decoded\":[%llu,%llu,%llu,%llu],"
            "\"pixels_decoded\":%llu,\"pixels_full\":%llu,"
            "\"pixel_fraction\":%.4f}",
@@ -498,8 +499,8 @@ int gfc_bench(const gfc_bench_opts *o) {
   } else {
     char b1[32], b2[32];
     printf("gpufeed bench: %s\n", o->source);
-    printf("  mode              %s, %u threads, batch %u, io %s%s%s", mode,
-           st.threads, o->batch, st.io_backend,
+    printf("  mode              %s, %u threads, batch %u, io %s x %u%s%s",
+           mode, st.threads, o->batch, st.io_backend, st.io_in_flight,
            st.io_fallback_reason[0] ? " (" : "", st.io_fallback_reason[0]
                                                     ? st.io_fallback_reason
                                                     : "");

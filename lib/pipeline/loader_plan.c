@@ -56,8 +56,8 @@ int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     return cfg_fail("io_backend", "is not a gf_io_backend value");
   if (c->channels == 2 || c->channels > 4)
     return cfg_fail("channels", "must be 0 (native), 1, 3 or 4");
-  if (!c->io_queue_depth)
-    c->io_queue_depth = 16;
+  /* io_queue_depth 0: chosen by autotune() (16, or 64 for reads that
+   * need no decoding). */
   if (c->io_queue_depth > 64)
     c->io_queue_depth = 64;
   if (c->jpeg_scale > GF_JPEG_SCALE_OFF)
@@ -107,9 +107,10 @@ static uint64_t mem_available(void) {
   return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 }
 
-/* Read-buffer samples a worker gets (the chunk). */
-static uint32_t chunk_for(const gf_loader_config *c, uint32_t threads) {
-  uint32_t chunk = c->io_queue_depth;
+/* Read-buffer samples a worker gets (the chunk): its reads in flight. */
+static uint32_t chunk_for(const gf_loader_config *c, const gf_loader_sizes *z,
+                          uint32_t threads) {
+  uint32_t chunk = z->queue_depth;
   uint32_t per = c->batch_size / (2 * threads);
   if (per < chunk)
     chunk = per ? per : 1;
@@ -121,7 +122,7 @@ static uint32_t chunk_for(const gf_loader_config *c, uint32_t threads) {
 static uint64_t read_buffer_bytes(const gf_loader_config *c,
                                   const gf_loader_sizes *z, uint32_t threads) {
   uint64_t rb;
-  if (!gf_mul_u64(chunk_for(c, threads), z->stored_cap, &rb) ||
+  if (!gf_mul_u64(chunk_for(c, z, threads), z->stored_cap, &rb) ||
       rb > UINT64_MAX - 4095)
     return UINT64_MAX;
   return (rb + 4095) / 4096 * 4096;
@@ -153,14 +154,34 @@ static void fmt_gb(uint64_t b, char *buf, size_t cap) {
     snprintf(buf, cap, "%.1f kB", (double)b / 1e3);
 }
 
-/* Chooses threads and prefetch where the config left them 0: threads
- * within a CPU budget (online cores, one kept for the consumer above 2
- * cores, which otherwise would compete with the workers it waits on) and a
- * RAM budget (the loader's host buffers at most 1/8 of MemAvailable, so a
- * training process keeps the rest); prefetch 2 (double buffering), up to 4
- * with 8 threads or more, where fast workers finish batches in bursts and
- * the extra slots absorb them. Writes the choice and why to z->tuning. */
+/* Reads alone: a raw dataset read with O_DIRECT, with nothing for the CPU
+ * to decode or transform (a transform runs on the GPU, or there is none).
+ * Measured on a virtio disk (bench/RESULTS.md, "Cold reads"), the same
+ * 128 reads in flight went slower the more threads submitted them (16
+ * rings x 8: 1.2-1.3 GB/s; 2 rings x 64: 2.2 GB/s, the disk's own random
+ * read rate), and such a loader needs no more threads to decode: it gets 2
+ * threads x 64 reads in flight. */
+static bool reads_alone(const gf_loader_sizes *z, bool gpu) {
+  return z->direct_align && z->raw_only && (gpu || z->identity);
+}
+#define GF_READS_ALONE_THREADS 2u
+#define GF_READS_ALONE_DEPTH 64u
+#define GF_DEFAULT_DEPTH 16u
+
+/* Chooses the io queue depth, threads and prefetch where the config left
+ * them 0: the queue depth 16 (64 for reads alone, above); threads within
+ * a CPU budget (online cores, one kept for the consumer above 2 cores,
+ * which otherwise would compete with the workers it waits on; 2 for reads
+ * alone) and a RAM budget (the loader's host buffers at most 1/8 of
+ * MemAvailable, so a training process keeps the rest); prefetch 2 (double
+ * buffering), up to 4 with 8 threads or more, where fast workers finish
+ * batches in bursts and the extra slots absorb them. Writes the choice and
+ * why to z->tuning. */
 static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
+  bool alone = reads_alone(z, gpu);
+  z->queue_depth = c->io_queue_depth ? c->io_queue_depth
+                   : alone           ? GF_READS_ALONE_DEPTH
+                                     : GF_DEFAULT_DEPTH;
   bool auto_t = c->threads == 0, auto_p = c->prefetch == 0;
   if (!auto_t && !auto_p) {
     z->threads = c->threads;
@@ -173,6 +194,8 @@ static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t cores = n > 0 ? (uint32_t)(n > 1024 ? 1024 : n) : 1;
   uint32_t cpu_budget = cores > 2 ? cores - 1 : cores;
+  if (alone && cpu_budget > GF_READS_ALONE_THREADS)
+    cpu_budget = GF_READS_ALONE_THREADS;
   uint64_t avail = mem_available();
   uint64_t budget = avail ? avail / 8 : UINT64_MAX;
   uint32_t p = auto_p ? 2 : c->prefetch;
@@ -192,7 +215,7 @@ static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
       }
   z->threads = t;
   z->prefetch = p;
-  char ram[32], need[32], why_t[96], why_p[96];
+  char ram[32], need[32], why_t[128], why_p[96];
   fmt_gb(budget == UINT64_MAX ? 0 : budget, ram, sizeof ram);
   fmt_gb(host_bytes(c, z, t, p), need, sizeof need);
   if (!auto_t)
@@ -200,6 +223,11 @@ static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
   else if (ram_cut)
     snprintf(why_t, sizeof why_t, "%u threads (%u cores, cut to fit RAM)", t,
              cores);
+  else if (alone)
+    snprintf(why_t, sizeof why_t,
+             "%u threads (%u cores; O_DIRECT raw reads, no decoding: few "
+             "threads, %u reads in flight each)",
+             t, cores, chunk_for(c, z, t));
   else
     snprintf(why_t, sizeof why_t, "%u threads (%u cores, %s)", t, cores,
              cores > 2 ? "1 for the consumer" : "none kept for the consumer");
@@ -240,6 +268,8 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   uint32_t cmax = ex.max_channels;
   z->max_decoded = max_dec;
   z->jpeg_samples = ex.jpeg;
+  z->raw_only = gf_source_is_dataset(src) && ex.raw > 0 &&
+                ex.raw == gf_source_count(src);
   z->folder_source = !gf_source_is_dataset(src);
   z->max_native = ex.max_native;
   z->max_index = ex.max_index;
@@ -337,7 +367,7 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   z->slot_table_bytes = table_bytes(B, direct, z->jpeg_gpu_mode != 0);
   autotune(c, z, gpu);
   z->slots = c->staging_slots ? c->staging_slots : z->prefetch;
-  z->chunk = chunk_for(c, z->threads);
+  z->chunk = chunk_for(c, z, z->threads);
   z->read_buffer_bytes = read_buffer_bytes(c, z, z->threads);
   if (z->read_buffer_bytes == UINT64_MAX)
     return cfg_fail("max_sample_bytes", "gives a read buffer beyond 2^64 "

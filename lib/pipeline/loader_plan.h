@@ -30,11 +30,15 @@ typedef struct gf_loader_sizes {
   uint64_t headers_counted, headers_uncounted; /* folder: headers read */
   char largest_name[256]; /* folder: the file behind max_decoded */
   uint32_t out_channels;  /* the most channels an output sample has */
+  bool raw_only;          /* a dataset whose records are all raw: loading
+                             one is a read, no decoding */
   /* From the machine (autotune) unless the config sets them. */
   uint32_t threads;       /* workers, each with one read buffer */
   uint32_t prefetch;
   uint32_t slots;         /* batch slots (staging_slots, else prefetch) */
-  uint32_t chunk;         /* read-buffer entries a worker */
+  uint32_t queue_depth;   /* io_queue_depth, or autotune's when it is 0 */
+  uint32_t chunk;         /* read-buffer entries a worker: its reads in
+                             flight */
   /* One of each, per slot or per worker. */
   uint64_t slot_bytes;        /* a slot's pixels: batch_size * stride (in
                                  GPU mode the stage's staging slot) */

@@ -54,6 +54,7 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   memcpy(o.io_fallback_reason, l->io_fallback, sizeof o.io_fallback_reason);
   o.device = l->device;
   memcpy(o.host_mode_reason, l->host_reason, sizeof o.host_mode_reason);
+  o.io_in_flight = l->chunk;
   memcpy(o.tuning, l->tuning, sizeof o.tuning);
   gf_trace_counts(l->trace, &o.trace_recorded, &o.trace_dropped);
   memcpy(o.jpeg_gpu_backend, l->jpeg_gpu_backend, sizeof o.jpeg_gpu_backend);

@@ -233,7 +233,7 @@ typedef struct scan_ctx {
   gf_limits lim;
   uint64_t max_decoded, max_stored, max_native;
   uint32_t max_channels;
-  uint64_t jpeg;
+  uint64_t by_codec[GF_CODEC_COUNT_];
 } scan_ctx;
 
 /* A damaged record cannot make the buffers larger than the limits allow:
@@ -241,7 +241,8 @@ typedef struct scan_ctx {
 static void scan_one(void *ctx, int codec, const gf_shape *shape,
                      uint64_t length) {
   scan_ctx *c = ctx;
-  c->jpeg += codec == GF_CODEC_JPEG;
+  if (codec >= 0 && codec < GF_CODEC_COUNT_)
+    c->by_codec[codec]++;
   uint64_t d = out_bytes(codec, shape, c->opts);
   uint64_t nat = out_bytes(codec, shape, &c->native);
   if (nat <= c->lim.max_bytes && nat > c->max_native)
@@ -258,7 +259,7 @@ static void scan_one(void *ctx, int codec, const gf_shape *shape,
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint64_t *max_native, uint32_t *max_channels,
-                        uint64_t *jpeg) {
+                        uint64_t *by_codec) {
   if (!s->ds)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_source_max_sizes: a folder is sized from its headers "
@@ -270,8 +271,8 @@ int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
   gf_dataset_scan_sizes(s->ds, scan_one, &c);
   *max_decoded = c.max_decoded;
   *max_stored = c.max_stored;
-  if (jpeg)
-    *jpeg = c.jpeg;
+  if (by_codec)
+    memcpy(by_codec, c.by_codec, sizeof c.by_codec);
   *max_native = c.max_native > c.max_decoded ? c.max_native : c.max_decoded;
   /* No record with a channel count: any of the 4. */
   *max_channels = opts->channels ? opts->channels

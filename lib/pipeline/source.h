@@ -76,12 +76,12 @@ int gf_source_file_codec(const gf_source *s, uint64_t idx, const void *head,
  * largest stored size, its largest sample before any conversion (a png
  * record taken 16 bits wide: a bound), all from one scan of the index, the
  * most channels a decoded sample has (opts->channels when set), and its
- * jpeg records (jpeg may be NULL). A folder is sized from every file's
- * header instead (source_shapes.h): -EINVAL. */
+ * records of each codec (by_codec[GF_CODEC_COUNT_], may be NULL). A folder
+ * is sized from every file's header instead (source_shapes.h): -EINVAL. */
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint64_t *max_native, uint32_t *max_channels,
-                        uint64_t *jpeg);
+                        uint64_t *by_codec);
 
 /* Metadata for training scripts (gpufeed.h's gf_loader_class_* and
  * gf_loader_sample_path). Class names: an image folder in the ImageFolder

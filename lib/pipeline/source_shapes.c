@@ -421,11 +421,14 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
   out->max_index = GF_NO_INDEX;
   if (!gf_source_is_dataset(src))
     return scan_folder(src, opts, threads, strict, out);
+  uint64_t by_codec[GF_CODEC_COUNT_];
   int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,
                                &out->max_native, &out->max_channels,
-                               &out->jpeg);
+                               by_codec);
   if (rc < 0)
     return rc;
+  out->jpeg = by_codec[GF_CODEC_JPEG];
+  out->raw = by_codec[GF_CODEC_RAW];
   out->counted = gf_source_count(src);
   return 0;
 }

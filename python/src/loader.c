@@ -392,7 +392,7 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
       U_(cache_misses) || U_(cache_bytes) || U_(cache_budget) ||
       U_(batches) || U_(consumer_wait_ns) || U_(next_calls) ||
       U_(ready_sum) || U_(slots) || U_(skipped) || S_(last_skip_reason) ||
-      S_(io_backend) || S_(io_fallback_reason) ||
+      S_(io_backend) || S_(io_fallback_reason) || U_(io_in_flight) ||
       put_i64(d, "device", st.device) < 0 || S_(host_mode_reason) ||
       U_(device_pool_in_use) || U_(device_pool_peak) ||
       U_(device_pool_reserved) || S_(tuning) || U_(trace_recorded) ||

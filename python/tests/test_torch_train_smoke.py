@@ -62,6 +62,9 @@ def test_each_feed_trains(folder):
     for d in lines:
         assert d["steps"] == 2 and d["img_per_s"] > 0 and d["world"] == 1
         assert 0 <= d["gpu_data_wait_pct"] <= 100 and 0 <= d["host_data_wait_pct"] <= 100
+        # each measured step's next(), in microseconds, under the wall time
+        assert 0 < d["host_next_us_p50"] <= d["host_next_us_p99"]
+        assert d["host_next_us_p99"] < 1e6 * d["steps"] * d["step_ms"] / 1e3
     assert "vs_synthetic" not in lines[0]
     for d in lines[1:]:
         assert d["vs_synthetic"] == pytest.approx(d["img_per_s"] / lines[0]["img_per_s"],
