@@ -4,6 +4,7 @@
 #include "format/format.h"
 #include "gpu_testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,53 @@ int fixture_make(fixture *f, const char *dir, uint64_t n, uint32_t classes,
       return -1;
   }
   int rc = gf_writer_finish(w);
+  gf_writer_destroy(w);
+  gf_folder_free(fo);
+  return rc;
+}
+
+int fixture_build_dataset(const char *dir, const char *ds, int codec,
+                          uint32_t align) {
+  gf_folder *fo;
+  if (gf_folder_scan(dir, NULL, &fo) < 0)
+    return -1;
+  if (mkdir(ds, 0755) != 0 && errno != EEXIST) {
+    gf_folder_free(fo);
+    return -1;
+  }
+  gf_writer_opts wo = {4096, align};
+  gf_writer *w;
+  if (gf_writer_create(ds, &wo, &w) < 0)
+    return -1;
+  for (uint32_t c = 0; c < fo->class_count; c++)
+    gf_writer_add_class(w, fo->classes[c]);
+  gf_decode_opts o = GF_DECODE_OPTS_INIT;
+  int rc = 0;
+  for (uint64_t k = 0; k < fo->count && rc == 0; k++) {
+    char path[8800];
+    snprintf(path, sizeof path, "%s/%s", dir, fo->entries[k].path);
+    size_t len;
+    uint8_t *png = gf_test_read_file(path, &len);
+    gf_shape s;
+    rc = png ? gf_decode_shape(GF_CODEC_PNG, png, len, NULL, &o, &s) : -1;
+    uint8_t *px = rc == 0 ? malloc(gf_shape_bytes(&s)) : NULL;
+    if (rc == 0)
+      rc = gf_decode(GF_CODEC_PNG, png, len, NULL, &o, px, gf_shape_bytes(&s),
+                     &s);
+    void *enc = NULL;
+    size_t enc_len = 0;
+    if (rc == 0 && codec == GF_CODEC_PNG)
+      rc = gf_writer_add(w, png, len, codec, &s, fo->entries[k].label,
+                         fo->entries[k].path);
+    else if (rc == 0 && (rc = gf_encode(codec, px, &s, 0, &enc, &enc_len)) == 0)
+      rc = gf_writer_add(w, enc, enc_len, codec, &s, fo->entries[k].label,
+                         fo->entries[k].path);
+    free(enc);
+    free(px);
+    free(png);
+  }
+  if (rc == 0)
+    rc = gf_writer_finish(w);
   gf_writer_destroy(w);
   gf_folder_free(fo);
   return rc;

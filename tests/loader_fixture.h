@@ -25,6 +25,13 @@ int fixture_make(fixture *f, const char *dir, uint64_t n, uint32_t classes,
                  bool ragged, uint32_t align, uint32_t channels);
 void fixture_free(fixture *f);
 
+/* Builds the PNG folder dir (ImageFolder) into the dataset ds (made if
+ * missing) with `codec`: png records hold the files as they are, the
+ * others each file's default decode (native channels and depth) encoded
+ * with codec; extents aligned to `align` (1 or 4096). Returns 0 or -1. */
+int fixture_build_dataset(const char *dir, const char *ds, int codec,
+                          uint32_t align);
+
 /* Checks every sample of b against the references; returns the number of
  * mismatches (each printed). */
 int fixture_check_batch(const fixture *f, const gf_batch *b);

@@ -8,58 +8,15 @@
  * statistics saying the threads and reads in flight the plan chose. */
 #include "loader_fixture.h"
 
-#include "decode/decode.h"
-#include "format/format.h"
 #include "pipeline/loader_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define N 48
 #define B 32
-
-/* dir: f's PNG files as raw records, extents aligned to 4096 bytes. */
-static int build_raw(const fixture *f, const char *dir) {
-  gf_folder *fo;
-  if (gf_folder_scan(f->png_dir, NULL, &fo) < 0)
-    return -1;
-  gf_writer_opts wo = {1u << 20, 4096};
-  gf_writer *w;
-  int rc = mkdir(dir, 0755) == 0 ? 0 : -1;
-  if (rc == 0)
-    rc = gf_writer_create(dir, &wo, &w);
-  if (rc < 0) {
-    gf_folder_free(fo);
-    return -1;
-  }
-  for (uint32_t c = 0; rc == 0 && c < fo->class_count; c++)
-    rc = gf_writer_add_class(w, fo->classes[c]);
-  gf_decode_opts native = GF_DECODE_OPTS_INIT;
-  for (uint64_t k = 0; rc == 0 && k < fo->count; k++) {
-    char path[8800];
-    snprintf(path, sizeof path, "%s/%s", f->png_dir, fo->entries[k].path);
-    size_t len;
-    uint8_t *png = gf_test_read_file(path, &len);
-    gf_shape s;
-    rc = png ? gf_png_shape(png, len, &native, &s) : -1;
-    uint8_t *px = rc == 0 ? malloc(gf_shape_bytes(&s)) : NULL;
-    if (rc == 0 && px &&
-        (rc = gf_png_decode(png, len, &native, px, gf_shape_bytes(&s), &s)) ==
-            0)
-      rc = gf_writer_add(w, px, gf_shape_bytes(&s), GF_CODEC_RAW, &s,
-                         fo->entries[k].label, fo->entries[k].path);
-    free(px);
-    free(png);
-  }
-  if (rc == 0)
-    rc = gf_writer_finish(w);
-  gf_writer_destroy(w);
-  gf_folder_free(fo);
-  return rc < 0 ? -1 : 0;
-}
 
 static gf_loader_sizes plan_of(const gf_loader_config *cfg) {
   gf_memory_plan p;
@@ -81,7 +38,7 @@ int main(void) {
   CHECK_OK(fixture_make(&f, gf_test_tmpdir(), N, 3, false, 4096, 3));
   char raw[4200];
   snprintf(raw, sizeof raw, "%s/raw", gf_test_tmpdir());
-  CHECK_OK(build_raw(&f, raw));
+  CHECK_OK(fixture_build_dataset(f.png_dir, raw, GF_CODEC_RAW, 4096));
   if (gf_test_failures)
     return gf_test_finish();
   long n = sysconf(_SC_NPROCESSORS_ONLN);

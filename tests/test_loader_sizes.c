@@ -14,7 +14,7 @@
  * Usage: test_loader_sizes            the mixed folder and the grown file
  *        test_loader_sizes pngsuite   PngSuite's valid images as a folder
  *                                     (skips without the test data) */
-#include "testutil.h"
+#include "loader_fixture.h"
 
 #include "decode/decode.h"
 #include "format/format.h"
@@ -106,50 +106,6 @@ static void free_refs(refs *r) {
   free(r->px);
   free(r->shape);
   free(r->label);
-}
-
-/* Builds dir's images into ds with `codec` (png: the files as they are;
- * gradzstd: their default decode). */
-static int build(const char *dir, const char *ds, int codec) {
-  gf_folder *fo;
-  if (gf_folder_scan(dir, NULL, &fo) < 0 || mkdir_one(ds) < 0)
-    return -1;
-  gf_writer_opts wo = {4096, 1};
-  gf_writer *w;
-  if (gf_writer_create(ds, &wo, &w) < 0)
-    return -1;
-  for (uint32_t c = 0; c < fo->class_count; c++)
-    gf_writer_add_class(w, fo->classes[c]);
-  gf_decode_opts o = GF_DECODE_OPTS_INIT;
-  int rc = 0;
-  for (uint64_t k = 0; k < fo->count && rc == 0; k++) {
-    char path[8800];
-    snprintf(path, sizeof path, "%s/%s", dir, fo->entries[k].path);
-    size_t len;
-    uint8_t *png = gf_test_read_file(path, &len);
-    gf_shape s;
-    rc = png ? gf_decode_shape(GF_CODEC_PNG, png, len, NULL, &o, &s) : -1;
-    uint8_t *px = rc == 0 ? malloc(gf_shape_bytes(&s)) : NULL;
-    if (rc == 0)
-      rc = gf_decode(GF_CODEC_PNG, png, len, NULL, &o, px, gf_shape_bytes(&s),
-                     &s);
-    void *enc = NULL;
-    size_t enc_len = 0;
-    if (rc == 0 && codec == GF_CODEC_PNG)
-      rc = gf_writer_add(w, png, len, codec, &s, fo->entries[k].label,
-                         fo->entries[k].path);
-    else if (rc == 0 && (rc = gf_encode(codec, px, &s, 0, &enc, &enc_len)) == 0)
-      rc = gf_writer_add(w, enc, enc_len, codec, &s, fo->entries[k].label,
-                         fo->entries[k].path);
-    free(enc);
-    free(px);
-    free(png);
-  }
-  if (rc == 0)
-    rc = gf_writer_finish(w);
-  gf_writer_destroy(w);
-  gf_folder_free(fo);
-  return rc;
 }
 
 /* Two epochs of src under policy: every sample once an epoch, equal to its
@@ -259,7 +215,7 @@ static void load_all(const char *tmp, const char *dir, const char *tag) {
   static const int codecs[] = {GF_CODEC_PNG, GF_CODEC_GRADZSTD};
   for (int c = 0; c < 2; c++) {
     snprintf(ds, sizeof ds, "%s/ds_%s_%d", tmp, tag, c);
-    CHECK_OK(build(dir, ds, codecs[c]));
+    CHECK_OK(fixture_build_dataset(dir, ds, codecs[c], 1));
     for (int policy = 0; policy < 2; policy++) {
       snprintf(what, sizeof what, "%s dataset (%s), %s policy", tag,
                c ? "gradzstd" : "png", policy ? "skip" : "fail");
