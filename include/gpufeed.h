@@ -643,9 +643,11 @@ GF_API int gf_loader_release(gf_loader *l, gf_batch *b);
 /* GPU mode, stream-ordered: as gf_loader_next, but instead of waiting on
  * the host for the batch's device output, makes `cuda_stream` (a
  * cudaStream_t of the loader's device) wait for it: work queued on that
- * stream after this call sees the batch. gf_loader_next is this call with
- * a NULL stream (the host waits for the output). In host mode the stream
- * is ignored. Consumer thread. */
+ * stream after this call sees the batch. When the batch's device work is
+ * already over (the GPU says so in a word of pinned memory that the call
+ * reads), there is nothing to wait for and the call makes no CUDA call at
+ * all. gf_loader_next is this call with a NULL stream (the host waits for
+ * the output). In host mode the stream is ignored. Consumer thread. */
 GF_API int gf_loader_next_on(gf_loader *l, void *cuda_stream, gf_batch **out);
 /* As gf_loader_release, stream-ordered: the batch's device blocks are
  * reused only after `cuda_stream` has reached this point (an event is

@@ -10,7 +10,10 @@
  *      blocks), copy the bytes and the per-sample parameters to the device,
  *      run the transform kernel into the output block, record `ready`;
  *   3. gf_stage_handoff: the caller's stream waits for `ready` (no host
- *      wait);
+ *      wait), or nothing at all when the batch's work is already over: a
+ *      one-thread kernel after `ready` writes the submit's number into a
+ *      done word of the slot's pinned memory (kernels/done.h), which
+ *      handoff reads without a CUDA call;
  *   4. gf_stage_release: record a release event on each of the caller's
  *      streams (the next submit of the slot waits for all of them);
  *   5. gf_stage_copy_done: whether the copy out of the staging memory has
@@ -121,7 +124,8 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     uint32_t out_w, uint32_t out_c, void **out,
                     const int64_t **labels_dev, uint64_t *out_len);
 /* Makes `stream` (a cudaStream_t; NULL: the host waits) wait for slot i's
- * batch. Returns 0 or GF_ECUDA. */
+ * batch; no call into CUDA when the slot's done word says its work is
+ * over. Returns 0 or GF_ECUDA. */
 int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream);
 /* Records that streams[0..n) (cudaStream_t each; a NULL entry: nothing
  * pending there) are done with slot i's device blocks once they all reach

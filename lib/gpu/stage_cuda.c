@@ -3,6 +3,7 @@
 
 #include "common/fault.h"
 #include "gather.h"
+#include "done.h"
 #include "kernels.h"
 
 #include <cuda_runtime.h>
@@ -25,6 +26,10 @@ typedef struct stage_slot {
   gf_gather_seg *h_segs;     /* inside the pinned mapping, after h_params
                                 at the same offset as d_segs after d_params */
   int64_t *h_labels;         /* after h_segs, as d_labels after d_segs */
+  uint64_t *h_done;          /* after h_labels: the done word (done.h),
+                                written by the GPU once a submit's work is
+                                finished, with that submit's gen */
+  uint64_t gen;              /* submits of this slot so far */
   void *d_in, *d_out;
   gf_xform_sample *d_params;
   gf_gather_seg *d_segs;
@@ -361,12 +366,13 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
   size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
                                  sizeof(gf_gather_seg));
   size_t labels = (size_t)gf_stage_label_bytes(cfg->max_samples);
+  const size_t done = 256; /* the done word, in its own aligned span */
   st->params_span = params;
   st->segs_span = segs;
   for (uint32_t i = 0; i < cfg->slots; i++) {
     stage_slot *s = &st->slots[i];
     size_t in = (size_t)round256(cfg->in_bytes);
-    s->map_len = (in + params + segs + labels + 4095) / 4096 * 4096;
+    s->map_len = (in + params + segs + labels + done + 4095) / 4096 * 4096;
     /* Address space only: the pages are made and pinned by gf_stage_pin
      * (slot 0 below, the others when the loader gets to them). */
     void *p = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE,
@@ -383,6 +389,7 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     s->h_params = (gf_xform_sample *)(s->host + in);
     s->h_segs = (gf_gather_seg *)(s->host + in + params);
     s->h_labels = (int64_t *)(s->host + in + params + segs);
+    s->h_done = (uint64_t *)(s->host + in + params + segs + labels);
     s->e_dst = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
     s->e_src = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
     s->e_len = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(size_t));
@@ -665,6 +672,14 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
     return cuda_fail(e, "transform kernel launch");
   if ((e = cudaEventRecord(s->ready, st->copy)) != cudaSuccess)
     return cuda_fail(e, "cudaEventRecord");
+  /* The done word: the caller's stream need not wait for a batch whose
+   * work is over (gf_stage_handoff). */
+  uint64_t *dw = (uint64_t *)(uintptr_t)(s->host_dev +
+                                         (uint64_t)((uint8_t *)s->h_done -
+                                                    s->host));
+  if ((e = gf_launch_done_word(dw, s->gen + 1, st->copy)) != cudaSuccess)
+    return cuda_fail(e, "done word launch");
+  s->gen++;
   if (st->timing) {
     if ((e = cudaEventRecord(s->t_end, st->copy)) != cudaSuccess)
       return cuda_fail(e, "cudaEventRecord (trace)");
@@ -747,6 +762,10 @@ void gf_gpu_range_end(uint64_t id) { nvtxRangeEnd(id); }
 
 int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
   stage_slot *s = &st->slots[i];
+  /* Its work over (the GPU wrote this submit's gen): nothing to wait for,
+   * and no CUDA call. */
+  if (s->gen && __atomic_load_n(s->h_done, __ATOMIC_ACQUIRE) == s->gen)
+    return 0;
   cudaError_t e = stream ? cudaStreamWaitEvent((cudaStream_t)stream, s->ready, 0)
                          : cudaEventSynchronize(s->ready);
   return e == cudaSuccess ? 0 : cuda_fail(e, "handing the batch over");

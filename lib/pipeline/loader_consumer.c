@@ -182,7 +182,9 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
     pthread_mutex_unlock(&l->mu);
     return GF_EEPOCHEND;
   }
-  bool failed = slot_failed(s);
+  /* Found when the slot became READY, not scanned again here: the
+   * statuses were written on the workers' cores. */
+  bool failed = s->failed;
   if (failed && l->cfg.error_policy == GF_ON_ERROR_FAIL) {
     gf_error_info e = s->err;
     give_up(l, s);
@@ -340,11 +342,15 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
   span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0, l->trace ? now_ns() : 0,
        s->seq);
   slot_free(l, s);
+  /* A polling worker finds the slot by itself (loader_dispatch.c): no
+   * wake-up, no system call here. */
+  bool wake = !l->poller;
   pthread_mutex_unlock(&l->mu);
   /* After the unlock: a woken worker does not block on mu at once. One
    * worker, not all: the one that dispatches the freed slot wakes the
    * others (claim). */
-  pthread_cond_signal(&l->work_cv);
+  if (wake)
+    pthread_cond_signal(&l->work_cv);
   return rc;
 }
 

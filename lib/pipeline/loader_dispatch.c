@@ -124,6 +124,19 @@ static void prepare_read_buffer(worker *w) {
   hook(l, "read buffer");
 }
 
+/* The poller: one idle worker at a time waits for work with a timeout
+ * instead of for a wake-up, looking again every GF_POLL_MIN_NS, the
+ * interval doubling up to GF_POLL_MAX_NS while nothing comes, for at most
+ * GF_POLL_FOR_NS after its last work (then it waits as the others do, and
+ * release() wakes one). While it polls, release() frees a slot with no
+ * wake-up, so the consumer makes no system call (a futex wake costs it
+ * 2-3 us); the poller claims the slot within its interval and wakes the
+ * others as it dispatches (claim). Its cost: at most 1 / GF_POLL_MAX_NS
+ * wake-ups a second on one core, for a moment after the work stops. */
+#define GF_POLL_MIN_NS 50000u
+#define GF_POLL_MAX_NS 200000u
+#define GF_POLL_FOR_NS 100000000u
+
 void *worker_main(void *arg) {
   worker *w = arg;
   gf_loader *l = w->l;
@@ -137,6 +150,7 @@ void *worker_main(void *arg) {
              (unsigned)(w - l->workers), strerror(e));
   }
   prepare_read_buffer(w);
+  uint64_t last_work = now_ns(), poll_ns = GF_POLL_MIN_NS;
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {
     uint32_t j0, n;
@@ -163,14 +177,21 @@ void *worker_main(void *arg) {
         /* Rare (a batch given back before its copy ran): nothing will
          * signal the copy's end, so ask again soon. */
         cond_wait_ns(&l->work_cv, &l->mu, 200000);
+      } else if (!l->poller && t0 - last_work < GF_POLL_FOR_NS) {
+        l->poller = true;
+        cond_wait_ns(&l->work_cv, &l->mu, poll_ns);
+        l->poller = false;
+        poll_ns = poll_ns * 2 < GF_POLL_MAX_NS ? poll_ns * 2 : GF_POLL_MAX_NS;
       } else {
         pthread_cond_wait(&l->work_cv, &l->mu);
       }
       add(&l->st_read.wait_ns, now_ns() - t0);
       continue;
     }
+    poll_ns = GF_POLL_MIN_NS;
     pthread_mutex_unlock(&l->mu);
     run_chunk(w, s, j0, n);
+    last_work = now_ns();
     pthread_mutex_lock(&l->mu);
     s->busy--;
     s->done += n;
@@ -182,8 +203,10 @@ void *worker_main(void *arg) {
       s->busy++;
       bool failed = slot_failed(s);
       pthread_mutex_unlock(&l->mu);
-      if (!failed)
+      if (!failed) {
         finalize(l, s, w->tid);
+        failed = slot_failed(s); /* a file nvJPEG refused, say */
+      }
       hook(l, "ready");
       pthread_mutex_lock(&l->mu);
       s->busy--;
@@ -191,6 +214,7 @@ void *worker_main(void *arg) {
         if (s->busy == 0)
           pthread_cond_broadcast(&l->ready_cv);
       } else {
+        s->failed = failed;
         s->state = SLOT_READY;
         pthread_cond_broadcast(&l->ready_cv);
         if (GF_UNLIKELY(!l->first_ready)) {

@@ -112,6 +112,9 @@ typedef struct slot {
   uint32_t busy;    /* workers processing a chunk of this slot */
   uint32_t done;    /* samples finished */
   int state;
+  bool failed;    /* a sample's status was set (slot_failed) when the slot
+                     became READY: what next() reads, without scanning the
+                     statuses the workers wrote */
   bool copy_wait; /* GPU mode: its staging memory may still be read by the
                      copy of its last batch; not refilled before it ends */
   uint64_t free_gen; /* times it was made FREE (slot_free) */
@@ -190,6 +193,10 @@ struct gf_loader {
   pthread_cond_t work_cv;  /* workers: a slot to fill or to dispatch */
   pthread_cond_t ready_cv; /* consumer: a slot ready or a cancel drained */
   bool stop;
+  /* An idle worker is waiting with a timeout and will look for work again
+   * by itself (loader_dispatch.c, the poller): release() frees a slot
+   * without waking anyone then. */
+  bool poller;
   bool paused; /* no dispatch while the cursors are being moved */
   /* Workers run under SCHED_BATCH (GPUFEED_WORKER_SCHED, default batch):
    * a thread of the caller that wakes (the consumer taking its batch, a
