@@ -1,5 +1,6 @@
 /* The loader's GPU stage with the CUDA runtime (see stage.h). */
 #include "gpu/stage.h"
+#include "gpu/stage_impl.h"
 
 #include "common/fault.h"
 #include "gather.h"
@@ -16,67 +17,13 @@
 #include <sys/mman.h>
 #include <time.h>
 
-typedef struct stage_slot {
-  uint8_t *host;           /* staging bytes, then the parameters, the
-                              gather list and the labels */
-  uint64_t host_dev;       /* the mapping's device address (once pinned) */
-  size_t map_len;
-  bool registered;         /* pinned (gf_stage_pin) */
-  gf_xform_sample *h_params; /* inside the pinned mapping */
-  gf_gather_seg *h_segs;     /* inside the pinned mapping, after h_params
-                                at the same offset as d_segs after d_params */
-  int64_t *h_labels;         /* after h_segs, as d_labels after d_segs */
-  uint64_t *h_done;          /* after h_labels: the done word (done.h),
-                                written by the GPU once a submit's work is
-                                finished, with that submit's gen */
-  uint64_t gen;              /* submits of this slot so far */
-  void *d_in, *d_out;
-  gf_xform_sample *d_params;
-  gf_gather_seg *d_segs;
-  int64_t *d_labels;
-  /* Engine gathers: the batched copy's arguments (max_samples each). */
-  void **e_dst;
-  const void **e_src;
-  size_t *e_len;
-  cudaEvent_t copied, ready;
-  cudaEvent_t released[GF_RELEASE_STREAMS_MAX]; /* one per caller stream */
-  bool events;
-  bool submitted;          /* a copy was enqueued from this slot */
-  uint32_t release_pending; /* released[0..n) recorded on caller streams */
-  cudaEvent_t t_start, t_end; /* trace mode: around copy + kernel */
-  bool timed;              /* t_start/t_end recorded and not yet taken */
-} stage_slot;
-
-struct gf_stage {
-  gf_stage_config cfg;
-  gf_device_pool *pool;
-  cudaStream_t copy;
-  bool have_stream;
-  stage_slot *slots;
-  bool timing;             /* trace mode (gf_stage_timing_enable) */
-  cudaEvent_t t_ref;       /* recorded when the host clock read t_ref_ns */
-  uint64_t t_ref_ns;
-  gf_direct_copy direct;   /* how gathers reach the device */
-  uint32_t gather_blocks;  /* kernel gathers: grid bound */
-  size_t params_span;      /* round256(max_samples * sizeof params) */
-  size_t segs_span;        /* round256(max_samples * sizeof gather seg) */
-  gf_nvjpeg *jpeg;         /* the JPEG decoder on the copy stream, or NULL */
-  pthread_mutex_t jpeg_mu; /* one decode call at a time (nvJPEG's states
-                              are not thread-safe; workers finalise slots
-                              in parallel) */
-  bool jpeg_mu_init;
-  gf_nvjpeg_stats jpeg_snap; /* the decoder's statistics after its last
-                              call, under snap_mu: read without waiting
-                              for a decode */
-  pthread_mutex_t snap_mu;
-  bool snap_mu_init;
-};
-
-static int cuda_fail(cudaError_t e, const char *what) {
-  return gf_fail(e == cudaErrorMemoryAllocation ? GF_EDEVOOM : GF_ECUDA, NULL,
+int gf_stage__cuda_fail(int e, const char *what) {
+  cudaError_t c = (cudaError_t)e;
+  return gf_fail(c == cudaErrorMemoryAllocation ? GF_EDEVOOM : GF_ECUDA, NULL,
                  GF_NO_INDEX, GF_NO_INDEX, "%s: %s (%s)", what,
-                 cudaGetErrorString(e), cudaGetErrorName(e));
+                 cudaGetErrorString(c), cudaGetErrorName(c));
 }
+#define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
 
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
@@ -487,104 +434,6 @@ void gf_stage_destroy(gf_stage *st) {
   if (st->snap_mu_init)
     pthread_mutex_destroy(&st->snap_mu);
   free(st);
-}
-
-/* ---- JPEG on the GPU ----------------------------------------------------- */
-
-int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
-                       size_t cap) {
-  if (st->jpeg)
-    return 0;
-  gf_nvjpeg_config c = *cfg;
-  c.device = st->cfg.device;
-  c.stream = st->copy;
-  int rc = gf_nvjpeg_open(&c, &st->jpeg, why, cap);
-  if (rc == 0)
-    gf_nvjpeg_stats_get(st->jpeg, &st->jpeg_snap);
-  return rc;
-}
-
-int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
-                        gf_nvjpeg_info *info) {
-  if (!st->jpeg)
-    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "GPU JPEG probe: no decoder is open");
-  pthread_mutex_lock(&st->jpeg_mu);
-  int rc = gf_nvjpeg_probe(st->jpeg, data, len, info);
-  pthread_mutex_unlock(&st->jpeg_mu);
-  return rc;
-}
-
-const char *gf_stage_jpeg_backend(const gf_stage *st) {
-  return st->jpeg ? gf_nvjpeg_backend_name(st->jpeg) : NULL;
-}
-
-int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
-                         const uint64_t *dst_off, uint64_t cap,
-                         uint32_t n, gf_nvjpeg_result *res) {
-  stage_slot *s = &st->slots[i];
-  if (!st->jpeg || !s->registered)
-    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "GPU JPEG decode for slot %u: %s", i,
-                   !st->jpeg ? "no decoder is open" : "the slot is not pinned");
-  uint64_t in = st->cfg.in_bytes;
-  for (uint32_t k = 0; k < n; k++) {
-    if (dst_off[k] > in || cap > in - dst_off[k])
-      return gf_fail(GF_EINTERNAL, NULL, imgs[k].sample, GF_NO_INDEX,
-                     "GPU JPEG decode: image %u's place (%llu bytes at "
-                     "%llu) is outside the batch input of %llu bytes",
-                     k, (unsigned long long)cap,
-                     (unsigned long long)dst_off[k], (unsigned long long)in);
-    imgs[k].dst = (uint8_t *)s->d_in + dst_off[k];
-    imgs[k].dst_cap = cap;
-  }
-  pthread_mutex_lock(&st->jpeg_mu);
-  cudaError_t e = cudaSetDevice(st->cfg.device);
-  int rc = 0;
-  /* The device input may still be read for the slot's previous batch by
-   * the caller's streams: the decode writes it after they are done. */
-  for (uint32_t k = 0; e == cudaSuccess && k < s->release_pending; k++)
-    e = cudaStreamWaitEvent(st->copy, s->released[k], 0);
-  if (e != cudaSuccess) {
-    rc = cuda_fail(e, "cudaStreamWaitEvent (release, before a JPEG decode)");
-  } else {
-    rc = gf_nvjpeg_decode(st->jpeg, imgs, n, res);
-    gf_error_info saved = *gf_last_error();
-    /* Whatever was queued reads the staging memory until this point. */
-    if ((e = cudaEventRecord(s->copied, st->copy)) == cudaSuccess)
-      s->submitted = true;
-    else if (rc == 0)
-      rc = cuda_fail(e, "cudaEventRecord (after a JPEG decode)");
-    if (rc < 0 && saved.code == rc)
-      gf_error_restore(&saved);
-  }
-  gf_nvjpeg_stats snap;
-  gf_nvjpeg_stats_get(st->jpeg, &snap);
-  pthread_mutex_unlock(&st->jpeg_mu);
-  pthread_mutex_lock(&st->snap_mu);
-  st->jpeg_snap = snap;
-  pthread_mutex_unlock(&st->snap_mu);
-  return rc;
-}
-
-int gf_stage_copied_wait(gf_stage *st, uint32_t i) {
-  stage_slot *s = &st->slots[i];
-  if (!s->submitted)
-    return 0;
-  cudaError_t e = cudaSetDevice(st->cfg.device);
-  if (e == cudaSuccess)
-    e = cudaEventSynchronize(s->copied);
-  return e == cudaSuccess ? 0 : cuda_fail(e, "waiting for the staging copy");
-}
-
-bool gf_stage_jpeg_stats(gf_stage *st, gf_nvjpeg_stats *out) {
-  memset(out, 0, sizeof *out);
-  if (!st->jpeg)
-    return false;
-  pthread_mutex_lock(&st->snap_mu);
-  *out = st->jpeg_snap;
-  pthread_mutex_unlock(&st->snap_mu);
-  return true;
 }
 
 uint8_t *gf_stage_host(gf_stage *st, uint32_t i) { return st->slots[i].host; }

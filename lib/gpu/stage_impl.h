@@ -1,0 +1,84 @@
+/* The GPU stage's insides, shared by its two files: stage_cuda.c (the
+ * staging slots, their pinning, the submit and the stream handoff) and
+ * stage_jpeg_cuda.c (JPEG decoding on the stage's copy stream). Included
+ * only there. The CUDA types are written as the runtime defines them
+ * (cudaStream_t is `struct CUstream_st *`, cudaEvent_t `struct CUevent_st
+ * *`): only the _cuda.c files include the runtime's header. */
+#ifndef GF_GPU_STAGE_IMPL_H
+#define GF_GPU_STAGE_IMPL_H
+
+#include "gpu/stage.h"
+
+#include "gather_seg.h"
+#include "gpu/pool.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct CUevent_st;
+struct CUstream_st;
+
+typedef struct stage_slot {
+  uint8_t *host;           /* staging bytes, then the parameters, the
+                              gather list and the labels */
+  uint64_t host_dev;       /* the mapping's device address (once pinned) */
+  size_t map_len;
+  bool registered;         /* pinned (gf_stage_pin) */
+  gf_xform_sample *h_params; /* inside the pinned mapping */
+  gf_gather_seg *h_segs;     /* inside the pinned mapping, after h_params
+                                at the same offset as d_segs after d_params */
+  int64_t *h_labels;         /* after h_segs, as d_labels after d_segs */
+  uint64_t *h_done;          /* after h_labels: the done word (done.h),
+                                written by the GPU once a submit's work is
+                                finished, with that submit's gen */
+  uint64_t gen;              /* submits of this slot so far */
+  void *d_in, *d_out;
+  gf_xform_sample *d_params;
+  gf_gather_seg *d_segs;
+  int64_t *d_labels;
+  /* Engine gathers: the batched copy's arguments (max_samples each). */
+  void **e_dst;
+  const void **e_src;
+  size_t *e_len;
+  struct CUevent_st *copied, *ready;
+  /* One per caller stream: */
+  struct CUevent_st *released[GF_RELEASE_STREAMS_MAX];
+  bool events;
+  bool submitted;          /* a copy was enqueued from this slot */
+  uint32_t release_pending; /* released[0..n) recorded on caller streams */
+  /* Trace mode: around copy + kernel: */
+  struct CUevent_st *t_start, *t_end;
+  bool timed;              /* t_start/t_end recorded and not yet taken */
+} stage_slot;
+
+struct gf_stage {
+  gf_stage_config cfg;
+  gf_device_pool *pool;
+  struct CUstream_st *copy;
+  bool have_stream;
+  stage_slot *slots;
+  bool timing;             /* trace mode (gf_stage_timing_enable) */
+  struct CUevent_st *t_ref; /* recorded when the host clock read t_ref_ns */
+  uint64_t t_ref_ns;
+  gf_direct_copy direct;   /* how gathers reach the device */
+  uint32_t gather_blocks;  /* kernel gathers: grid bound */
+  size_t params_span;      /* round256(max_samples * sizeof params) */
+  size_t segs_span;        /* round256(max_samples * sizeof gather seg) */
+  gf_nvjpeg *jpeg;         /* the JPEG decoder on the copy stream, or NULL */
+  pthread_mutex_t jpeg_mu; /* one decode call at a time (nvJPEG's states
+                              are not thread-safe; workers finalise slots
+                              in parallel) */
+  bool jpeg_mu_init;
+  gf_nvjpeg_stats jpeg_snap; /* the decoder's statistics after its last
+                              call, under snap_mu: read without waiting
+                              for a decode */
+  pthread_mutex_t snap_mu;
+  bool snap_mu_init;
+};
+
+/* GF_EDEVOOM (cudaErrorMemoryAllocation) or GF_ECUDA with context: what
+ * failed and the runtime's words for e (an int: a cudaError_t). */
+int gf_stage__cuda_fail(int e, const char *what);
+
+#endif /* GF_GPU_STAGE_IMPL_H */
