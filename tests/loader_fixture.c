@@ -126,8 +126,10 @@ int fixture_build_dataset(const char *dir, const char *ds, int codec,
   }
   gf_writer_opts wo = {4096, align};
   gf_writer *w;
-  if (gf_writer_create(ds, &wo, &w) < 0)
+  if (gf_writer_create(ds, &wo, &w) < 0) {
+    gf_folder_free(fo);
     return -1;
+  }
   for (uint32_t c = 0; c < fo->class_count; c++)
     gf_writer_add_class(w, fo->classes[c]);
   gf_decode_opts o = GF_DECODE_OPTS_INIT;

@@ -23,8 +23,6 @@ int gf_stage__cuda_fail(int e, const char *what) {
                  GF_NO_INDEX, GF_NO_INDEX, "%s: %s (%s)", what,
                  cudaGetErrorString(c), cudaGetErrorName(c));
 }
-#define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
-
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
 int gf_stage_probe(int32_t device, char *why, size_t cap) {

@@ -80,5 +80,6 @@ struct gf_stage {
 /* GF_EDEVOOM (cudaErrorMemoryAllocation) or GF_ECUDA with context: what
  * failed and the runtime's words for e (an int: a cudaError_t). */
 int gf_stage__cuda_fail(int e, const char *what);
+#define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
 
 #endif /* GF_GPU_STAGE_IMPL_H */

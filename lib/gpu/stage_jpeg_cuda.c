@@ -6,8 +6,6 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-#define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
-
 int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
                        size_t cap) {
   if (st->jpeg)
