@@ -152,6 +152,23 @@ void gf_grad_unfilter(uint8_t *px, uint32_t h, uint32_t w, uint32_t bpp);
 void gf_grad_unfilter_generic(uint8_t *px, uint32_t h, uint32_t w,
                               uint32_t bpp);
 
+/* loco (loco.c; the format and arithmetic in decode/loco_band.h): 8-bit
+ * images of 1 to 4 channels, HWC. Encode into a malloc'd record (*dst
+ * owned by the caller) in bands of band_rows rows (1-255;
+ * GF_LOCO_BAND_ROWS is the default). Returns 0, -EINVAL or -ENOMEM. */
+int gf_loco_encode(const uint8_t *px, uint32_t h, uint32_t w, uint32_t c,
+                   uint32_t band_rows, void **dst, size_t *dst_len);
+/* The record's structure for an h x w x c image: header, band table and
+ * length (not the streams). Returns 0, GF_EDECODE or GF_EUNSUPPORTED (a
+ * later version; a shape loco does not code). */
+int gf_loco_check(const void *src, size_t len, uint32_t h, uint32_t w,
+                  uint32_t c);
+/* Decodes the whole record into dst (h * w * c bytes), after
+ * gf_loco_check. Returns 0 or what gf_loco_check returns, or GF_EDECODE
+ * naming the damaged band. */
+int gf_loco_decode(const void *src, size_t len, uint32_t h, uint32_t w,
+                   uint32_t c, uint8_t *dst);
+
 /* Converts `n` pixels of `src_c` channels to `dst_c` channels (1, 2, 3, 4),
  * 8-bit: gray->RGB replicates, RGB->gray is BT.601 luma rounded
  * ((77 R + 150 G + 29 B + 128) >> 8), alpha is added as 255 or dropped.
