@@ -72,15 +72,17 @@ static void encode_band(const uint8_t *px, uint32_t w, uint32_t C,
         int sign;
         uint32_t q = gf_loco_context(a, bb, c, d, &sign);
         gf_loco_ctx *cx = &ctx[(i ? GF_LOCO_CONTEXTS : 0u) + q];
+        gf_loco_st st = gf_loco_unpack(*cx);
         int p0 = gf_loco_med(a, bb, c);
         int pr = C >= 3 && ch != 3 && i ? gf_loco_clamp(p0 + eg) : p0;
-        pr = gf_loco_clamp(pr + sign * cx->C);
+        pr = gf_loco_clamp(pr + sign * st.C);
         int v = row[(size_t)x * C + ch];
         int e = sign * (v - pr);
         e = ((e + 128) & 255) - 128;
-        uint32_t k = gf_loco_k(cx);
-        put_code(b, gf_loco_map(cx, k, e), k);
-        gf_loco_update(cx, e);
+        uint32_t k = gf_loco_k(&st);
+        put_code(b, gf_loco_map(&st, k, e), k);
+        gf_loco_update(&st, e);
+        *cx = gf_loco_pack(st);
         if (i == 0)
           eg = v - p0;
       }

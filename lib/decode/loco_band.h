@@ -45,7 +45,7 @@
  * when k = 0 and 2 B[Q] <= -N[Q]: 2e + 1 (e >= 0) or -2(e + 1). Code: when
  * m >> k < 23, (m >> k) zero bits, a one, then the low k bits of m; else
  * 23 zero bits, a one, and m - 1 in 8 bits (at most 32 bits a sample).
- * Then the context's update (gf_loco_update): JPEG-LS's, with RESET 64,
+ * Then the context's update (gf_loco_update): JPEG-LS's, with RESET 32,
  * from A = 4, B = 0, C = 0, N = 1 at the band's start.
  * The decoder takes x = (Px + sign * e) mod 256. */
 #ifndef GF_LOCO_BAND_H
@@ -66,24 +66,38 @@
 #define GF_LOCO_BAND_ROWS 8u       /* the encoder's default */
 #define GF_LOCO_CONTEXTS 405u      /* a set */
 #define GF_LOCO_SETS 2u
-#define GF_LOCO_RESET 64
+#define GF_LOCO_RESET 32
 #define GF_LOCO_MAXUN 23           /* unary zeros before the escape */
 
-/* One context's state: 8 bytes, so the GPU loads it in one access. */
-typedef struct gf_loco_ctx {
-  int32_t A;
-  int16_t B;
-  int8_t C;
-  uint8_t N;
-} gf_loco_ctx;
+/* One context's state in 32 bits, so 64 GPU threads keep their contexts
+ * in shared memory: A (0 to 8191; at most ~4100 with RESET 32) in bits
+ * 0-12, N (1 to 32) in bits 13-18, -B (0 to 31: B is kept in -N < B <= 0)
+ * in bits 19-23, C + 128 in bits 24-31. */
+typedef uint32_t gf_loco_ctx;
+
+typedef struct gf_loco_st {
+  int A, B, C, N;
+} gf_loco_st;
+
+GF_LOCO_HD gf_loco_st gf_loco_unpack(gf_loco_ctx x) {
+  gf_loco_st t;
+  t.A = (int)(x & 0x1FFFu);
+  t.N = (int)((x >> 13) & 63u);
+  t.B = -(int)((x >> 19) & 31u);
+  t.C = (int)(x >> 24) - 128;
+  return t;
+}
+
+GF_LOCO_HD gf_loco_ctx gf_loco_pack(gf_loco_st t) {
+  return (uint32_t)t.A | (uint32_t)t.N << 13 | (uint32_t)(-t.B) << 19 |
+         (uint32_t)(t.C + 128) << 24;
+}
 
 GF_LOCO_HD void gf_loco_ctx_reset(gf_loco_ctx *ctx) {
-  for (uint32_t i = 0; i < GF_LOCO_SETS * GF_LOCO_CONTEXTS; i++) {
-    ctx[i].A = 4;
-    ctx[i].B = 0;
-    ctx[i].C = 0;
-    ctx[i].N = 1;
-  }
+  gf_loco_st t = {4, 0, 0, 1};
+  gf_loco_ctx v = gf_loco_pack(t);
+  for (uint32_t i = 0; i < GF_LOCO_SETS * GF_LOCO_CONTEXTS; i++)
+    ctx[i] = v;
 }
 
 /* d quantized by the thresholds 3, 7, 21 (JPEG-LS's defaults for 8 bits),
@@ -124,15 +138,15 @@ GF_LOCO_HD uint32_t gf_loco_bitlen(uint32_t v) {
 }
 
 /* The least k >= 0 with N << k >= A (A >= 1, N >= 1, A < 2^20). */
-GF_LOCO_HD uint32_t gf_loco_k(const gf_loco_ctx *x) {
-  uint32_t A = (uint32_t)x->A, N = x->N;
+GF_LOCO_HD uint32_t gf_loco_k(const gf_loco_st *x) {
+  uint32_t A = (uint32_t)x->A, N = (uint32_t)x->N;
   uint32_t la = gf_loco_bitlen(A), ln = gf_loco_bitlen(N);
   uint32_t k = la > ln ? la - ln : 0u;
   return (N << k) < A ? k + 1 : k;
 }
 
 /* The context's update after coding error e (-128..127). */
-GF_LOCO_HD void gf_loco_update(gf_loco_ctx *x, int e) {
+GF_LOCO_HD void gf_loco_update(gf_loco_st *x, int e) {
   int A = x->A + (e < 0 ? -e : e), B = x->B + e, N = x->N;
   int C = x->C;
   if (N == GF_LOCO_RESET) {
@@ -155,22 +169,22 @@ GF_LOCO_HD void gf_loco_update(gf_loco_ctx *x, int e) {
       B = 0;
   }
   x->A = A;
-  x->B = (int16_t)B;
-  x->C = (int8_t)C;
-  x->N = (uint8_t)N;
+  x->B = B;
+  x->C = C;
+  x->N = N;
 }
 
 /* The mapped value of error e under context x with parameter k. */
-GF_LOCO_HD uint32_t gf_loco_map(const gf_loco_ctx *x, uint32_t k, int e) {
-  if (k == 0 && 2 * x->B <= -(int)x->N)
+GF_LOCO_HD uint32_t gf_loco_map(const gf_loco_st *x, uint32_t k, int e) {
+  if (k == 0 && 2 * x->B <= -x->N)
     return e >= 0 ? (uint32_t)(2 * e + 1) : (uint32_t)(-2 * (e + 1));
   return e >= 0 ? (uint32_t)(2 * e) : (uint32_t)(-2 * e - 1);
 }
 
 /* Its inverse. */
-GF_LOCO_HD int gf_loco_unmap(const gf_loco_ctx *x, uint32_t k, uint32_t m) {
+GF_LOCO_HD int gf_loco_unmap(const gf_loco_st *x, uint32_t k, uint32_t m) {
   int v = (int)(m >> 1);
-  if (k == 0 && 2 * x->B <= -(int)x->N)
+  if (k == 0 && 2 * x->B <= -x->N)
     return (m & 1) ? v : -v - 1;
   return (m & 1) ? -v - 1 : v;
 }
@@ -188,6 +202,8 @@ typedef struct gf_loco_bits {
   uint32_t next;    /* the next word to load */
   uint32_t have;    /* valid bits in acc, MSB-aligned */
   uint64_t acc;
+  uint32_t nw;      /* word `next`, loaded one refill ahead (its latency
+                       hidden behind the codes before the refill) */
 } gf_loco_bits;
 
 GF_LOCO_HD uint32_t gf_loco_word(const uint8_t *p, uint32_t i) {
@@ -200,12 +216,22 @@ GF_LOCO_HD uint32_t gf_loco_word(const uint8_t *p, uint32_t i) {
 #endif
 }
 
+GF_LOCO_HD void gf_loco_bits_init(gf_loco_bits *r, const uint8_t *p,
+                                   uint32_t n) {
+  r->p = p;
+  r->n = n;
+  r->next = 0;
+  r->have = 0;
+  r->acc = 0;
+  r->nw = n ? gf_loco_word(p, 0) : 0u;
+}
+
 GF_LOCO_HD void gf_loco_fill(gf_loco_bits *r) {
   if (r->have < 32) {
-    uint32_t w = r->next < r->n ? gf_loco_word(r->p, r->next) : 0u;
-    r->next++;
-    r->acc |= (uint64_t)w << (32 - r->have);
+    r->acc |= (uint64_t)r->nw << (32 - r->have);
     r->have += 32;
+    r->next++;
+    r->nw = r->next < r->n ? gf_loco_word(r->p, r->next) : 0u;
   }
 }
 
@@ -250,46 +276,61 @@ GF_LOCO_HD uint32_t gf_loco_read(gf_loco_bits *r, uint32_t k) {
  * here. Returns 0, or 1 when the stream is malformed (a bad code, too few
  * or too many words, nonzero padding): the band's pixels are then
  * undefined but nothing outside them was written or read. C is 1 to 4
- * (the GPU kernel passes a constant). */
+ * (the GPU kernel passes a constant, so the channel loops unroll and the
+ * neighbours stay in registers: each sample reads one byte of the row
+ * above, loaded a pixel ahead). */
 GF_LOCO_HD int gf_loco_band_decode(const uint8_t *p, uint32_t n, uint8_t *img,
                                    uint32_t w, uint32_t C, uint32_t y0,
                                    uint32_t y1, gf_loco_ctx *ctx) {
   gf_loco_ctx_reset(ctx);
-  gf_loco_bits r = {p, n, 0, 0, 0};
+  gf_loco_bits r;
+  gf_loco_bits_init(&r, p, n);
   size_t stride = (size_t)w * C;
   for (uint32_t y = y0; y < y1; y++) {
     uint8_t *row = img + (size_t)y * stride;
     const uint8_t *up = y > y0 ? row - stride : (const uint8_t *)0;
+    int a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0},
+        d[4] = {0, 0, 0, 0};
+    if (up)
+      for (uint32_t i = 0; i < C; i++) {
+        uint32_t ch = gf_loco_chan(C, i);
+        a[i] = b[i] = c[i] = up[ch];
+        d[i] = w > 1 ? up[C + ch] : b[i];
+      }
     for (uint32_t x = 0; x < w; x++) {
+      /* The next pixel's above-right, loaded early. */
+      int nd[4] = {0, 0, 0, 0};
+      if (up && x + 2 < w)
+        for (uint32_t i = 0; i < C; i++)
+          nd[i] = up[(size_t)(x + 2) * C + gf_loco_chan(C, i)];
       int eg = 0;
       for (uint32_t i = 0; i < C; i++) {
         uint32_t ch = gf_loco_chan(C, i);
-        int a, b, c, d;
-        if (!up) {
-          b = c = d = 0;
-          a = x ? row[(size_t)(x - 1) * C + ch] : 0;
-        } else {
-          b = up[(size_t)x * C + ch];
-          c = x ? up[(size_t)(x - 1) * C + ch] : b;
-          a = x ? row[(size_t)(x - 1) * C + ch] : b;
-          d = x + 1 < w ? up[(size_t)(x + 1) * C + ch] : b;
-        }
         int sign;
-        uint32_t q = gf_loco_context(a, b, c, d, &sign);
+        uint32_t q = gf_loco_context(a[i], b[i], c[i], d[i], &sign);
         gf_loco_ctx *cx = &ctx[(i ? GF_LOCO_CONTEXTS : 0u) + q];
-        int p0 = gf_loco_med(a, b, c);
+        gf_loco_st st = gf_loco_unpack(*cx);
+        int p0 = gf_loco_med(a[i], b[i], c[i]);
         int pr = C >= 3 && ch != 3 && i ? gf_loco_clamp(p0 + eg) : p0;
-        pr = gf_loco_clamp(pr + sign * cx->C);
-        uint32_t k = gf_loco_k(cx);
+        pr = gf_loco_clamp(pr + sign * st.C);
+        uint32_t k = gf_loco_k(&st);
         uint32_t m = gf_loco_read(&r, k);
         if (m == UINT32_MAX)
           return 1;
-        int e = gf_loco_unmap(cx, k, m);
-        gf_loco_update(cx, e);
+        int e = gf_loco_unmap(&st, k, m);
+        gf_loco_update(&st, e);
+        *cx = gf_loco_pack(st);
         int v = (pr + sign * e) & 255;
         row[(size_t)x * C + ch] = (uint8_t)v;
         if (i == 0)
           eg = v - p0;
+        /* The next pixel's neighbours. */
+        a[i] = v;
+        if (up) {
+          c[i] = b[i];
+          b[i] = d[i];
+          d[i] = x + 2 < w ? nd[i] : b[i];
+        }
       }
     }
   }
