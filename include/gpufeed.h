@@ -126,6 +126,7 @@ typedef enum gf_codec {
   GF_CODEC_ZSTD = 2,     /* decoded pixels, zstd-compressed */
   GF_CODEC_GRADZSTD = 3, /* gradient filter (p - left - up + upleft) + zstd */
   GF_CODEC_JPEG = 4,     /* the source JPEG file, stored as is */
+  GF_CODEC_LOCO = 5,     /* lossless 8-bit, LOCO-I in bands (GPU-decoded) */
   GF_CODEC_COUNT_
 } gf_codec;
 
@@ -589,7 +590,9 @@ typedef struct gf_batch {
   const uint8_t *filtered; /* [count] 1: that sample's bytes in `data` are
                               still gradient-filtered (a gradzstd sample in
                               GPU mode: the GPU undoes the filter while it
-                              makes `output`); 0 everywhere in host mode */
+                              makes `output`); 2: its bytes are a loco
+                              record the GPU decodes (data is then NULL);
+                              0 everywhere in host mode */
   uint32_t skipped;        /* bad samples skipped while making this batch */
   uint32_t on_device;      /* 1: `output` is device memory */
   /* The transformed batch (see gf_transform): [count, C, H, W] (NCHW) or

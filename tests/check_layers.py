@@ -49,7 +49,7 @@ ALLOWED = {
     "decode": {"common", "decode"},
     "io": {"common", "io"},
     "xform": {"common", "decode", "xform"},
-    "kernels": {"xform", "kernels"},
+    "kernels": {"xform", "kernels", "decode"},
     "gpu": {"common", "xform", "kernels", "gpu"},
     "pipeline": {"common", "format", "decode", "io", "xform", "gpu",
                  "pipeline"},

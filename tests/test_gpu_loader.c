@@ -120,6 +120,11 @@ int main(void) {
   const char *dir = gf_test_tmpdir();
   fixture f;
   CHECK_OK(fixture_make(&f, dir, 90, 3, true, 4096, 3));
+  /* The same images as loco records (the RGB ones decoded on the GPU, the
+   * gray ones converted on the CPU and copied). */
+  char loco_ds[4200];
+  snprintf(loco_ds, sizeof loco_ds, "%s/loco", dir);
+  CHECK_OK(fixture_build_dataset(f.png_dir, loco_ds, GF_CODEC_LOCO, 4096));
   if (gf_test_failures)
     return gf_test_finish();
 
@@ -140,12 +145,14 @@ int main(void) {
   /* 1. Outputs equal the reference; exactly once; the fused unfilter ran.
    * mode 0: dataset, cache gathered by the copy engines; 1: the same with
    * the gather kernel; 2: cache not pinned; 3: pinning fails; 4: PNG
-   * folder, no cache. */
-  for (int mode = 0; mode < 5; mode++) {
+   * folder, no cache; 5: the loco dataset, its records gathered from the
+   * pinned cache into the loco block; 6: the loco dataset, no cache. */
+  for (int mode = 0; mode < 7; mode++) {
     int src = mode == 4;
+    bool loco = mode >= 5;
     setenv("GPUFEED_DIRECT_COPY", mode == 1 ? "kernel" : "engine", 1);
     gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
-    cfg.source = src ? f.png_dir : f.ds_dir;
+    cfg.source = loco ? loco_ds : src ? f.png_dir : f.ds_dir;
     cfg.cache_direct = mode == 2 ? GF_CACHE_DIRECT_OFF : GF_CACHE_DIRECT_AUTO;
     /* Every registration of the cache's chunks fails (the staging slots
      * are pinned through their own site, cuda_stage_register). */
@@ -158,13 +165,14 @@ int main(void) {
     cfg.threads = 4;
     cfg.device = 0;
     cfg.transform = t;
-    cfg.cache_bytes = src ? 0 : 1 << 20;
+    cfg.cache_bytes = src || mode == 6 ? 0 : 1 << 20;
     cfg.prefetch = 2;
     gf_loader *l;
     CHECK_OK(gf_loader_create(&cfg, &l));
     if (gf_test_failures)
       return gf_test_finish();
     uint64_t filtered = 0, direct = 0, null_data = 0, copied_batches = 0;
+    uint64_t gpu_loco = 0;
     for (int e = 0; e < 3; e++) {
       uint32_t *cnt = calloc(f.n, sizeof *cnt);
       gf_batch *b;
@@ -173,14 +181,20 @@ int main(void) {
         gf_test_failures += check_output(&f, &t, b);
         copied_batches += b->direct_count == 0;
         direct += b->direct_count;
-        null_data += b->data == NULL;
-        CHECK((b->data == NULL) == (b->direct_count > 0));
+        uint32_t nl = 0;
         for (uint32_t j = 0; j < b->count; j++) {
           cnt[b->indices[j]]++;
-          filtered += b->filtered[j];
+          filtered += b->filtered[j] == 1;
+          nl += b->filtered[j] == 2;
         }
+        gpu_loco += nl;
+        null_data += b->data == NULL && b->direct_count > 0;
+        CHECK((b->data == NULL) == (b->direct_count > 0 || nl > 0));
         gf_loader_release(l, b);
       }
+      if (rc != GF_EEPOCHEND)
+        fprintf(stderr, "mode %d epoch %d: %s\n", mode, e,
+                gf_last_error()->message);
       CHECK(rc == GF_EEPOCHEND);
       for (uint64_t i = 0; i < f.n; i++)
         CHECK(cnt[i] == 1);
@@ -195,13 +209,17 @@ int main(void) {
            (unsigned long long)st.cache_direct,
            (unsigned long long)st.cache_pinned_bytes,
            (unsigned long long)st.cache_pin_failures);
-    if (!src)
+    printf("mode %d: %llu loco records decoded on the GPU\n", mode,
+           (unsigned long long)gpu_loco);
+    if (!src && !loco)
       CHECK(filtered > 0); /* a quarter of the dataset is gradzstd */
+    if (loco)
+      CHECK(gpu_loco > 0 && filtered == 0);
     CHECK(st.cache_direct == direct);
     /* Device labels were checked on both kinds of batch: gathered from the
      * pinned cache (modes 0 and 1) and copied through the staging slot. */
     CHECK(copied_batches > 0);
-    if (mode <= 1) {
+    if (mode <= 1 || mode == 5) {
       /* Epochs 2 and 3 come from the cache, nearly all of it pinned. */
       CHECK(direct >= f.n);
       CHECK(null_data > 0);

@@ -3,6 +3,7 @@
  * loader's gf_decode_filtered. It calls the codecs; they never call it. */
 #include "decode/decode.h"
 #include "common/scratch.h"
+#include "decode/loco_band.h" /* GF_LOCO_BAND_ROWS */
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ static const char *const codec_names[GF_CODEC_COUNT_] = {
     [GF_CODEC_ZSTD] = "zstd",
     [GF_CODEC_GRADZSTD] = "gradzstd",
     [GF_CODEC_JPEG] = "jpeg",
+    [GF_CODEC_LOCO] = "loco",
 };
 
 const char *gf_codec_name(int codec) {
@@ -117,7 +119,11 @@ int gf_decode_shape(int codec, const void *src, size_t src_len,
                      src_len, (unsigned long long)want, stored->height,
                      stored->width, stored->channels,
                      stored->dtype == GF_DTYPE_U16 ? "u16" : "u8");
-    if (codec != GF_CODEC_RAW &&
+    if (codec == GF_CODEC_LOCO &&
+        (rc = gf_loco_check(src, src_len, stored->height, stored->width,
+                            stored->channels)) < 0)
+      return rc;
+    if (codec != GF_CODEC_RAW && codec != GF_CODEC_LOCO &&
         (rc = gf_zstd_check_frame(src, src_len, (size_t)want)) < 0)
       return rc;
   }
@@ -129,6 +135,12 @@ int gf_decode_shape(int codec, const void *src, size_t src_len,
  * buf, exactly gf_shape_bytes(st) bytes. */
 static int unpack(int codec, const void *src, size_t len, const gf_shape *st,
                   uint8_t *buf, size_t n) {
+  if (codec == GF_CODEC_LOCO)
+    return st->dtype != GF_DTYPE_U8
+               ? gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                         "a loco record stored as 16-bit")
+               : gf_loco_decode(src, len, st->height, st->width,
+                                st->channels, buf);
   int rc = gf_zstd_decompress(src, len, buf, n);
   if (rc < 0)
     return rc;
@@ -258,6 +270,21 @@ int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
   }
   if (codec == GF_CODEC_ZSTD)
     return gf_zstd_compress(pixels, n, level ? level : 3, dst, dst_len);
+  if (codec == GF_CODEC_LOCO) {
+    if (shape->dtype != GF_DTYPE_U8)
+      return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "loco codes 8-bit samples; use gradzstd for 16-bit "
+                     "images");
+    if (level < 0 || level > 255)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "loco: level %d (rows a band) must be 1-255, or 0 for "
+                     "the default %u",
+                     level, GF_LOCO_BAND_ROWS);
+    return gf_loco_encode(pixels, shape->height, shape->width,
+                          shape->channels,
+                          level ? (uint32_t)level : GF_LOCO_BAND_ROWS, dst,
+                          dst_len);
+  }
   uint8_t *tmp = malloc(n);
   if (!tmp)
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -268,4 +295,41 @@ int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
   rc = gf_zstd_compress(tmp, n, level ? level : 1, dst, dst_len);
   free(tmp);
   return rc;
+}
+
+int gf_decode_gpu_record(int codec, const void *src, size_t src_len,
+                         bool exact, const gf_shape *stored, uint32_t *len,
+                         uint32_t *bands) {
+  if (!src || !stored || !bands || !len)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_decode_gpu_record: NULL argument");
+  if (codec != GF_CODEC_LOCO || stored->dtype != GF_DTYPE_U8)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "only an 8-bit loco record is decoded on the GPU");
+  const uint8_t *p = src;
+  size_t n = src_len;
+  if (!exact && n >= 3 && p[2] && stored->height) {
+    /* The record's own length, from the end of its last band. */
+    uint64_t nb = (stored->height + p[2] - 1) / p[2];
+    uint64_t at = 4 + 4 * (nb - 1);
+    if (at + 4 <= n) {
+      uint64_t end = (uint64_t)p[at] | (uint64_t)p[at + 1] << 8 |
+                     (uint64_t)p[at + 2] << 16 | (uint64_t)p[at + 3] << 24;
+      uint64_t want = 4 + 4 * nb + 4 * end;
+      if (want <= n)
+        n = (size_t)want;
+    }
+  }
+  int rc = gf_loco_check(src, n, stored->height, stored->width,
+                         stored->channels);
+  if (rc < 0)
+    return rc;
+  if (n > UINT32_MAX)
+    return gf_fail(GF_ELIMIT, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "a loco record of %zu bytes is beyond the GPU decode's "
+                   "4 GiB",
+                   n);
+  *len = (uint32_t)n;
+  *bands = (stored->height + p[2] - 1) / p[2];
+  return 0;
 }

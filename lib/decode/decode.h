@@ -213,4 +213,14 @@ gf_shape gf_decode_out_shape(const gf_shape *stored, const gf_decode_opts *o);
 int gf_decode_filtered(int codec, const void *src, size_t src_len,
                        const gf_shape *stored, void *dst, size_t dst_cap);
 
+/* Checks a loco record that a GPU will decode (its header, band table and
+ * length against the stored shape: decode/loco_band.h's layout; not its
+ * streams) and gives its length and band count. With exact, the record
+ * is src_len bytes; else it starts src and ends within src_len bytes.
+ * Returns 0, GF_EDECODE, GF_EUNSUPPORTED or -EINVAL (not loco, not
+ * 8-bit). Any thread. */
+int gf_decode_gpu_record(int codec, const void *src, size_t src_len,
+                         bool exact, const gf_shape *stored, uint32_t *len,
+                         uint32_t *bands);
+
 #endif

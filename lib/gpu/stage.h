@@ -43,7 +43,19 @@ typedef struct gf_stage_config {
   uint64_t out_bytes;     /* device output bytes a slot */
   uint64_t pool_bytes;    /* device pool reservation (>= what the slots
                              need; the rest is the caller's to allocate) */
+  uint32_t loco;          /* 1: loco records are decoded on the GPU: a
+                             device block of in_bytes a slot the records
+                             land in, and an upload stream (a batch's copy
+                             overlaps the previous batch's decode); 0:
+                             none */
 } gf_stage_config;
+
+/* A sample's part in a loco batch (kernels/loco.h's gf_loco_item). */
+typedef struct gf_stage_loco {
+  uint32_t len;   /* its loco record's bytes at its place (0: its bytes are
+                     pixels) */
+  uint32_t band0; /* its first band: the bands of the samples before it */
+} gf_stage_loco;
 
 /* Device bytes the slots need from the pool for cfg (inputs, outputs,
  * parameters and gather lists, labels; each rounded to the pool's 256-byte
@@ -114,15 +126,27 @@ const char *gf_stage_direct_copy(const gf_stage *st);
  * (segs: at most max_samples, each inside `used`, used <= in_bytes). The
  * labels go to the device with the parameters, before `ready`. *out gets
  * the device output pointer, *labels_dev the device labels ([n] int64)
- * and *out_len the output's bytes. Returns 0, GF_ECUDA,
+ * and *out_len the output's bytes. With loco (n entries, NULL for none;
+ * loco_bands bands in all, > 0), the input lands in the stage's loco
+ * block and a decode kernel writes the samples' pixels into the slot's
+ * device input, records decoded, the others copied; a malformed record
+ * (possible only where its checksum matched: a writer's fault or a
+ * crafted file) zeroes its sample and is reported by
+ * gf_stage_loco_error. Returns 0, GF_ECUDA,
  * GF_ESHAPE/GF_EUNSUPPORTED (from validation), GF_EINTERNAL (a range
  * outside the input, or slot i not pinned) with context. */
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     const gf_xform_sample *params, const int64_t *labels,
                     uint32_t n, uint32_t n_filtered, uint64_t used,
-                    const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
-                    uint32_t out_w, uint32_t out_c, void **out,
-                    const int64_t **labels_dev, uint64_t *out_len);
+                    const gf_stage_seg *segs, uint32_t nsegs,
+                    const gf_stage_loco *loco, uint32_t loco_bands,
+                    uint32_t out_h, uint32_t out_w, uint32_t out_c,
+                    void **out, const int64_t **labels_dev,
+                    uint64_t *out_len);
+/* 1 + the position of the first sample of slot i's last batch whose loco
+ * record the GPU found malformed, 0 when none, or -1 while the batch's
+ * work is still running (its done word not yet written). No CUDA call. */
+int64_t gf_stage_loco_error(gf_stage *st, uint32_t i);
 /* Makes `stream` (a cudaStream_t; NULL: the host waits) wait for slot i's
  * batch; no call into CUDA when the slot's done word says its work is
  * over. Returns 0 or GF_ECUDA. */

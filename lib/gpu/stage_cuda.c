@@ -6,6 +6,7 @@
 #include "gather.h"
 #include "done.h"
 #include "kernels.h"
+#include "loco.h"
 
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -23,6 +24,9 @@ int gf_stage__cuda_fail(int e, const char *what) {
                  GF_NO_INDEX, GF_NO_INDEX, "%s: %s (%s)", what,
                  cudaGetErrorString(c), cudaGetErrorName(c));
 }
+static_assert(sizeof(gf_stage_loco) == sizeof(gf_loco_item),
+              "the stage's loco items are the kernel's");
+
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
 int gf_stage_probe(int32_t device, char *why, size_t cap) {
@@ -103,7 +107,7 @@ void gf_gpu_unpin(int32_t device, void *addr) {
 /* Puts segs into slot s's gather list (device side after the copy) and
  * checks each range against the input block. *tiles: the kernel's tiles. */
 static int stage_segs(stage_slot *s, const gf_stage_seg *segs, uint32_t nsegs,
-                      uint64_t used, uint64_t *tiles) {
+                      uint64_t used, uint8_t *base, uint64_t *tiles) {
   uint64_t t = 0;
   for (uint32_t k = 0; k < nsegs; k++) {
     const gf_stage_seg *g = &segs[k];
@@ -116,7 +120,7 @@ static int stage_segs(stage_slot *s, const gf_stage_seg *segs, uint32_t nsegs,
                      (unsigned long long)used);
     s->h_segs[k] = (gf_gather_seg){g->dev, g->dst, g->len, t};
     t += gf_gather_tiles(g->len);
-    s->e_dst[k] = (uint8_t *)s->d_in + g->dst;
+    s->e_dst[k] = base + g->dst;
     s->e_src[k] = g->host;
     s->e_len[k] = (size_t)g->len;
   }
@@ -126,7 +130,7 @@ static int stage_segs(stage_slot *s, const gf_stage_seg *segs, uint32_t nsegs,
 
 /* Enqueues the gather of slot s's list on the copy stream. */
 static cudaError_t gather(gf_stage *st, stage_slot *s, uint32_t nsegs,
-                          uint64_t tiles) {
+                          uint64_t tiles, uint8_t *base, cudaStream_t q) {
   if (nsegs == 0)
     return cudaSuccess;
   if (st->direct == GF_DIRECT_COPY_ENGINE) {
@@ -139,7 +143,7 @@ static cudaError_t gather(gf_stage *st, stage_slot *s, uint32_t nsegs,
     attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
     size_t idx0 = 0;
     cudaError_t e = cudaMemcpyBatchAsync(s->e_dst, s->e_src, s->e_len, nsegs,
-                                         &attr, &idx0, 1, st->copy);
+                                         &attr, &idx0, 1, q);
     if (e != cudaErrorNotSupported && e != cudaErrorInvalidValue)
       return e;
     /* An older driver: the kernel does it, from now on. */
@@ -148,8 +152,8 @@ static cudaError_t gather(gf_stage *st, stage_slot *s, uint32_t nsegs,
            cudaGetErrorString(e));
     st->direct = GF_DIRECT_COPY_KERNEL;
   }
-  return gf_launch_gather(s->d_segs, nsegs, tiles, (uint8_t *)s->d_in,
-                          st->gather_blocks, st->copy);
+  return gf_launch_gather(s->d_segs, nsegs, tiles, base, st->gather_blocks,
+                          q);
 }
 
 /* Makes the pages of [p, p + len): 0 or -ENOMEM and the like. */
@@ -300,6 +304,14 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     goto fail;
   }
   st->have_stream = true;
+  if (cfg->loco) {
+    if ((e = cudaStreamCreateWithFlags(&st->up, cudaStreamNonBlocking)) !=
+        cudaSuccess) {
+      rc = cuda_fail(e, "cudaStreamCreateWithFlags (upload stream)");
+      goto fail;
+    }
+    st->have_up = true;
+  }
   st->slots = calloc(cfg->slots, sizeof *st->slots);
   if (!st->slots) {
     rc = -ENOMEM;
@@ -310,10 +322,15 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    sizeof(gf_xform_sample));
   size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
                                  sizeof(gf_gather_seg));
+  size_t loco = (size_t)round256((uint64_t)cfg->max_samples *
+                                 sizeof(gf_stage_loco));
   size_t labels = (size_t)gf_stage_label_bytes(cfg->max_samples);
-  const size_t done = 256; /* the done word, in its own aligned span */
+  const size_t done = 256; /* the done word and the loco error word, in
+                              their own aligned span */
   st->params_span = params;
   st->segs_span = segs;
+  st->loco_span = loco;
+  segs += loco; /* below: the loco items ride after the gather list */
   for (uint32_t i = 0; i < cfg->slots; i++) {
     stage_slot *s = &st->slots[i];
     size_t in = (size_t)round256(cfg->in_bytes);
@@ -335,6 +352,8 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     s->h_segs = (gf_gather_seg *)(s->host + in + params);
     s->h_labels = (int64_t *)(s->host + in + params + segs);
     s->h_done = (uint64_t *)(s->host + in + params + segs + labels);
+    s->h_loco = (gf_stage_loco *)(s->host + in + params + st->segs_span);
+    s->h_loco_err = (uint32_t *)(s->host + in + params + segs + labels + 64);
     s->e_dst = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
     s->e_src = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(void *));
     s->e_len = calloc(cfg->max_samples ? cfg->max_samples : 1, sizeof(size_t));
@@ -350,6 +369,8 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    (void **)&s->d_params)) < 0)
       goto fail;
     s->d_segs = (gf_gather_seg *)((uint8_t *)s->d_params + params);
+    s->d_loco = (gf_stage_loco *)((uint8_t *)s->d_params + params +
+                                 st->segs_span);
     s->d_labels = (int64_t *)((uint8_t *)s->d_params + params + segs);
     if ((e = cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming)) !=
             cudaSuccess ||
@@ -374,6 +395,10 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     }
     s->events = true;
   }
+  for (uint32_t i = 0; cfg->loco && i < cfg->slots; i++)
+    if ((rc = gf_device_pool_alloc(st->pool, round256(cfg->in_bytes), NULL,
+                                   &st->slots[i].d_loco_in)) < 0)
+      goto fail;
   /* The first batch's slot now; the loader pins the others while the
    * first batch loads (pinning takes tens of ms per 100 MB). */
   if (cfg->slots && (rc = pin_slot(st, 0, cfg->pin_threads)) < 0)
@@ -394,6 +419,8 @@ void gf_stage_destroy(gf_stage *st) {
   cudaSetDevice(st->cfg.device);
   if (st->have_stream)
     cudaStreamSynchronize(st->copy);
+  if (st->have_up)
+    cudaStreamSynchronize(st->up);
   /* Before the stream it decodes on. */
   gf_nvjpeg_close(st->jpeg);
   st->jpeg = NULL;
@@ -425,12 +452,15 @@ void gf_stage_destroy(gf_stage *st) {
     cudaEventDestroy(st->t_ref);
   if (st->have_stream)
     cudaStreamDestroy(st->copy);
+  if (st->have_up)
+    cudaStreamDestroy(st->up);
   /* The pool frees every block with its chunks. */
   gf_device_pool_destroy(st->pool);
   if (st->jpeg_mu_init)
     pthread_mutex_destroy(&st->jpeg_mu);
   if (st->snap_mu_init)
     pthread_mutex_destroy(&st->snap_mu);
+
   free(st);
 }
 
@@ -438,12 +468,83 @@ uint8_t *gf_stage_host(gf_stage *st, uint32_t i) { return st->slots[i].host; }
 
 gf_device_pool *gf_stage_pool(gf_stage *st) { return st->pool; }
 
+/* Enqueues slot s's parameters, its input (one copy or the gather) and,
+ * for a loco batch, the decode on the copy stream; records `copied`.
+ * Returns 0 or GF_ECUDA. */
+static int enqueue_input(gf_stage *st, stage_slot *s, uint32_t n,
+                         uint64_t used, const gf_stage_seg *segs,
+                         uint32_t nsegs, uint64_t tiles, uint8_t *land,
+                         const gf_stage_loco *loco, uint32_t loco_bands,
+                         uint32_t ncopy) {
+  cudaError_t e = cudaSuccess;
+  /* A loco batch's input goes up on the upload stream, so that it
+   * overlaps the decode of the batch before it; first it waits for what
+   * still reads the slot's device blocks (the caller's streams, and the
+   * slot's previous batch on the copy stream). */
+  cudaStream_t q = loco ? st->up : st->copy;
+  for (uint32_t k = 0; loco && k < s->release_pending && e == cudaSuccess;
+       k++)
+    e = cudaStreamWaitEvent(q, s->released[k], 0);
+  if (loco && s->submitted && e == cudaSuccess)
+    e = cudaStreamWaitEvent(q, s->ready, 0);
+  if (e != cudaSuccess)
+    return cuda_fail(e, "cudaStreamWaitEvent (upload stream)");
+  /* The parameters, gather list and labels first, in one copy (the
+   * gather kernel reads the list; `ready` covers the labels). */
+  size_t meta = st->params_span + st->segs_span + st->loco_span +
+                (size_t)n * sizeof(int64_t);
+  int f = gf_fault_check(GF_FAULT_CUDA_MEMCPY);
+  e = f ? cudaErrorUnknown
+        : cudaMemcpyAsync(s->d_params, s->h_params, meta,
+                          cudaMemcpyHostToDevice, q);
+  if (e == cudaSuccess)
+    e = segs ? gather(st, s, nsegs, tiles, land, q)
+             : cudaMemcpyAsync(land, s->host, used, cudaMemcpyHostToDevice,
+                               q);
+  if (e != cudaSuccess)
+    return cuda_fail(e, segs ? "gathering the batch (staging and pinned "
+                               "cache to device)"
+                             : "cudaMemcpyAsync (staging to device)");
+  if ((e = cudaEventRecord(s->copied, q)) != cudaSuccess)
+    return cuda_fail(e, "cudaEventRecord");
+  s->submitted = true;
+  if (loco && (e = cudaStreamWaitEvent(st->copy, s->copied, 0)) !=
+                  cudaSuccess)
+    return cuda_fail(e, "cudaStreamWaitEvent (upload)");
+  if (loco) {
+    gf_loco_launch la;
+    memset(&la, 0, sizeof la);
+    la.src = land;
+    la.src_len = used;
+    la.dst = s->d_in;
+    la.dst_len = used;
+    la.samples = s->d_params;
+    la.items = (const gf_loco_item *)s->d_loco;
+    la.n = n;
+    la.bands = loco_bands;
+    la.ncopy = ncopy;
+    la.error = (uint32_t *)(uintptr_t)(s->host_dev +
+                                       (uint64_t)((uint8_t *)s->h_loco_err -
+                                                  s->host));
+    /* Cleared in stream order: an earlier batch's decode is over. */
+    if ((e = cudaMemsetAsync(la.error, 0, sizeof *la.error, st->copy)) !=
+        cudaSuccess)
+      return cuda_fail(e, "clearing the loco error word");
+    if ((e = gf_launch_loco(&la, st->copy)) != cudaSuccess)
+      return cuda_fail(e, "loco decode launch");
+    s->loco_gen = s->gen + 1;
+  }
+  return 0;
+}
+
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     const gf_xform_sample *params, const int64_t *labels,
                     uint32_t n, uint32_t n_filtered, uint64_t used,
-                    const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
-                    uint32_t out_w, uint32_t out_c, void **out,
-                    const int64_t **labels_dev, uint64_t *out_len) {
+                    const gf_stage_seg *segs, uint32_t nsegs,
+                    const gf_stage_loco *loco, uint32_t loco_bands,
+                    uint32_t out_h, uint32_t out_w, uint32_t out_c,
+                    void **out, const int64_t **labels_dev,
+                    uint64_t *out_len) {
   stage_slot *s = &st->slots[i];
   if (!s->registered)
     return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -471,32 +572,30 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
   for (uint32_t k = 0; k < s->release_pending; k++)
     if ((e = cudaStreamWaitEvent(st->copy, s->released[k], 0)) != cudaSuccess)
       return cuda_fail(e, "cudaStreamWaitEvent (release)");
+  if (loco && !s->d_loco_in)
+    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "a batch of loco records, but the stage was made "
+                   "without a loco decoder");
+  /* A loco batch lands in the loco block; the decode fills d_in. */
+  uint8_t *land = loco ? (uint8_t *)s->d_loco_in : (uint8_t *)s->d_in;
   uint64_t tiles = 0;
-  if (segs && (rc = stage_segs(s, segs, nsegs, used, &tiles)) < 0)
+  if (segs && (rc = stage_segs(s, segs, nsegs, used, land, &tiles)) < 0)
     return rc;
   memcpy(s->h_params, params, (size_t)n * sizeof *params);
+  uint32_t ncopy = 0;
+  if (loco) {
+    memcpy(s->h_loco, loco, (size_t)n * sizeof *loco);
+    for (uint32_t j = 0; j < n; j++)
+      ncopy += loco[j].len == 0;
+  }
   memcpy(s->h_labels, labels, (size_t)n * sizeof *labels);
   s->timed = false;
   if (st->timing && (e = cudaEventRecord(s->t_start, st->copy)) != cudaSuccess)
     return cuda_fail(e, "cudaEventRecord (trace)");
-  /* The parameters, gather list and labels first, in one copy (the
-   * gather kernel reads the list; `ready` covers the labels). */
-  size_t meta = st->params_span + st->segs_span + (size_t)n * sizeof *labels;
-  int f = gf_fault_check(GF_FAULT_CUDA_MEMCPY);
-  e = f ? cudaErrorUnknown
-        : cudaMemcpyAsync(s->d_params, s->h_params, meta,
-                          cudaMemcpyHostToDevice, st->copy);
-  if (e == cudaSuccess)
-    e = segs ? gather(st, s, nsegs, tiles)
-             : cudaMemcpyAsync(s->d_in, s->host, used, cudaMemcpyHostToDevice,
-                               st->copy);
-  if (e != cudaSuccess)
-    return cuda_fail(e, segs ? "gathering the batch (staging and pinned "
-                               "cache to device)"
-                             : "cudaMemcpyAsync (staging to device)");
-  if ((e = cudaEventRecord(s->copied, st->copy)) != cudaSuccess)
-    return cuda_fail(e, "cudaEventRecord");
-  s->submitted = true;
+  rc = enqueue_input(st, s, n, used, segs, nsegs, tiles, land, loco,
+                     loco_bands, ncopy);
+  if (rc < 0)
+    return rc;
   gf_xform_launch a;
   memset(&a, 0, sizeof a);
   a.src = s->d_in;
@@ -537,6 +636,15 @@ int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
   *labels_dev = s->d_labels;
   *out_len = bytes;
   return 0;
+}
+
+int64_t gf_stage_loco_error(gf_stage *st, uint32_t i) {
+  stage_slot *s = &st->slots[i];
+  if (!s->loco_gen || s->loco_gen != s->gen)
+    return 0;
+  if (__atomic_load_n(s->h_done, __ATOMIC_ACQUIRE) != s->gen)
+    return -1;
+  return __atomic_load_n(s->h_loco_err, __ATOMIC_ACQUIRE);
 }
 
 int gf_stage_timing_enable(gf_stage *st) {

@@ -33,9 +33,15 @@ typedef struct stage_slot {
                                 written by the GPU once a submit's work is
                                 finished, with that submit's gen */
   uint64_t gen;              /* submits of this slot so far */
+  gf_stage_loco *h_loco;     /* after h_segs (the loco items) */
+  uint32_t *h_loco_err;      /* beside the done word: the decode's error
+                                word (gf_loco_launch.error) */
+  uint64_t loco_gen;         /* the submit whose batch had loco records */
   void *d_in, *d_out;
+  void *d_loco_in;           /* loco batches land here (in_bytes), or NULL */
   gf_xform_sample *d_params;
   gf_gather_seg *d_segs;
+  gf_stage_loco *d_loco;      /* after d_segs (kernels/loco.h's items) */
   int64_t *d_labels;
   /* Engine gathers: the batched copy's arguments (max_samples each). */
   void **e_dst;
@@ -65,6 +71,10 @@ struct gf_stage {
   uint32_t gather_blocks;  /* kernel gathers: grid bound */
   size_t params_span;      /* round256(max_samples * sizeof params) */
   size_t segs_span;        /* round256(max_samples * sizeof gather seg) */
+  size_t loco_span;        /* round256(max_samples * sizeof loco item) */
+  struct CUstream_st *up;  /* loco: the upload stream (a batch's copy
+                              overlaps the previous batch's decode) */
+  bool have_up;
   gf_nvjpeg *jpeg;         /* the JPEG decoder on the copy stream, or NULL */
   pthread_mutex_t jpeg_mu; /* one decode call at a time (nvJPEG's states
                               are not thread-safe; workers finalise slots
@@ -75,6 +85,7 @@ struct gf_stage {
                               for a decode */
   pthread_mutex_t snap_mu;
   bool snap_mu_init;
+
 };
 
 /* GF_EDEVOOM (cudaErrorMemoryAllocation) or GF_ECUDA with context: what

@@ -35,13 +35,20 @@ const char *gf_stage_direct_copy(const gf_stage *st) {
 int gf_stage_submit(gf_stage *st, uint32_t i, const gf_transform *t,
                     const gf_xform_sample *params, const int64_t *labels,
                     uint32_t n, uint32_t n_filtered, uint64_t used,
-                    const gf_stage_seg *segs, uint32_t nsegs, uint32_t out_h,
-                    uint32_t out_w, uint32_t out_c, void **out,
-                    const int64_t **labels_dev, uint64_t *out_len) {
+                    const gf_stage_seg *segs, uint32_t nsegs,
+                    const gf_stage_loco *loco, uint32_t loco_bands,
+                    uint32_t out_h, uint32_t out_w, uint32_t out_c,
+                    void **out, const int64_t **labels_dev,
+                    uint64_t *out_len) {
   (void)st, (void)i, (void)t, (void)params, (void)labels, (void)n;
+  (void)loco, (void)loco_bands;
   (void)n_filtered, (void)used, (void)segs, (void)nsegs, (void)out_h;
   (void)out_w, (void)out_c, (void)out, (void)labels_dev, (void)out_len;
   return GF_ENODEVICE;
+}
+int64_t gf_stage_loco_error(gf_stage *st, uint32_t i) {
+  (void)st, (void)i;
+  return 0;
 }
 int gf_stage_pin(gf_stage *st, uint32_t i) {
   (void)st, (void)i;

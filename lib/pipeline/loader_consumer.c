@@ -107,7 +107,7 @@ static void present(slot *s) {
   /* Samples gathered from the pinned cache never passed through the host
    * slot, and the slot holds the files of those nvJPEG decoded: its
    * pixels are not the batch's. */
-  b->data = s->ndirect || s->ngpu ? NULL : s->data;
+  b->data = s->ndirect || s->ngpu || s->nloco ? NULL : s->data;
   b->direct_count = s->ndirect;
   b->shapes = s->shapes;
   b->offsets = s->offsets;
@@ -244,6 +244,19 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
   pthread_mutex_unlock(&l->mu);
   if (l->stage) {
     int rc = gf_stage_handoff(l->stage, s->index, stream);
+    /* A loco record the GPU found malformed (its checksum matched: it was
+     * written so), seen when the batch's work is already over. */
+    int64_t bad = rc == 0 && s->nloco
+                      ? gf_stage_loco_error(l->stage, s->index)
+                      : 0;
+    if (bad > 0 && (uint64_t)bad <= s->count) {
+      char name[1100];
+      uint64_t idx = s->indices[bad - 1];
+      gf_source_name(l->src, idx, name, sizeof name);
+      rc = gf_fail(GF_ECORRUPT, name, idx, GF_NO_INDEX,
+                   "the GPU found its loco record malformed (its checksum "
+                   "matches: it was written damaged); its pixels are zero");
+    }
     if (rc < 0) {
       pthread_mutex_lock(&l->mu);
       give_up(l, s);

@@ -57,6 +57,12 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "cannot allocate a batch slot's gather list");
   }
+  if (l->loco_gpu) {
+    s->loco = table(a, B, sizeof *s->loco);
+    if (!s->loco)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch slot's loco table");
+  }
   /* JPEG on the GPU as the plan has it (whether or not the decoder then
    * opened: the tables are the plan's). */
   if (l->gpu_jpeg_tables) {
@@ -161,6 +167,7 @@ static void free_slot(gf_loader *l, slot *s) {
   free(s->dsrc_host);
   free(s->segs);
   free(s->gpu_len);
+  free(s->loco);
   free(s->jimg);
   free(s->joff);
   free(s->jpos);
@@ -351,6 +358,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     sc2.in_bytes = l->cfg.batch_size * l->stride;
     sc2.out_bytes = l->out_cap;
     sc2.pool_bytes = z.device_pool_bytes;
+    sc2.loco = z.loco;
     if ((rc = gf_stage_create(&sc2, &l->stage)) < 0)
       goto fail;
     l->allocs.stage_slots = sc2.slots;
@@ -369,6 +377,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   /* JPEG on the GPU: the decoder opens on the stage's copy stream, or JPEG
    * stays on the CPU and the stats say why. */
   l->gpu_jpeg_tables = z.jpeg_gpu_mode != 0;
+  l->loco_gpu = z.loco;
   if (l->stage)
     jpeg_gpu_open(l, &z);
   else

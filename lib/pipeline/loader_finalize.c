@@ -47,7 +47,10 @@ static uint32_t make_segs(gf_loader *l, slot *s) {
   uint64_t base = gf_stage_host_dev(l->stage, s->index);
   uint32_t n = 0;
   for (uint32_t j = 0; j < s->count; j++) {
-    uint64_t len = gf_shape_bytes(&s->shapes[j]);
+    /* A loco record the GPU decodes: its own bytes (loco_items). */
+    uint64_t len = s->nloco && s->filtered[j] == 2
+                       ? s->loco[j].len
+                       : gf_shape_bytes(&s->shapes[j]);
     if (len == 0 || (s->gpu_len && s->gpu_len[j]))
       continue;
     gf_stage_seg *g = &s->segs[n++];
@@ -191,12 +194,17 @@ static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
     nd = 0;
   }
   s->ndirect = nd;
+  /* loco records the GPU decodes stay in their places too. */
+  uint32_t nl = 0;
+  for (uint32_t j = 0; s->loco && j < s->count; j++)
+    nl += s->filtered[j] == 2;
+  s->nloco = nl;
   s->batch.uniform = same;
   if (same) {
     uint64_t bytes = gf_shape_bytes(&s->shapes[0]);
     /* One dense array; when gathering, the gather list places each sample
      * where it belongs and the staging copies stay where they are. */
-    if (bytes < stride && !nd && !ng)
+    if (bytes < stride && !nd && !ng && !nl)
       for (uint32_t j = 1; j < s->count; j++)
         memmove(s->data + j * bytes, s->data + (uint64_t)j * stride, bytes);
     if (!ng)
@@ -241,9 +249,9 @@ static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
                                     &s->regions[j], &s->params[j]);
       else
         gf_xform_sample_init(t, s->epoch, s->indices[j], s->offsets[j],
-                             &s->shapes[j], oh, ow, s->filtered[j],
+                             &s->shapes[j], oh, ow, s->filtered[j] == 1,
                              &s->params[j]);
-      nf += s->filtered[j];
+      nf += s->filtered[j] == 1;
     }
     if (l->stage) {
       void *out;
@@ -252,11 +260,26 @@ static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
       take_gpu_span(l, s, true);
       s->gpu_seq = s->seq;
       bool gather = nd || ng;
-      uint32_t nsegs = gather ? make_segs(l, s) : 0;
-      rc = gf_stage_submit(l->stage, s->index, t, s->params, s->labels,
-                           s->count, nf, s->batch.data_bytes,
-                           gather ? s->segs : NULL, nsegs, oh, ow, oc, &out,
-                           &labels_dev, &len);
+      uint32_t bands = 0;
+      for (uint32_t j = 0; nl && j < s->count && rc == 0; j++) {
+        s->loco[j] = (gf_stage_loco){0, bands};
+        if (s->filtered[j] != 2)
+          continue;
+        const uint8_t *rec = s->dsrc_dev && s->dsrc_dev[j]
+                                 ? s->dsrc_host[j]
+                                 : s->data + s->offsets[j];
+        uint32_t nb;
+        rc = gf_decode_gpu_record(GF_CODEC_LOCO, rec, (size_t)stride, false,
+                                  &s->shapes[j], &s->loco[j].len, &nb);
+        bands += nb;
+      }
+      uint32_t nsegs = gather && rc == 0 ? make_segs(l, s) : 0;
+      if (rc == 0)
+        rc = gf_stage_submit(l->stage, s->index, t, s->params, s->labels,
+                             s->count, nf, s->batch.data_bytes,
+                             gather ? s->segs : NULL, nsegs,
+                             nl ? s->loco : NULL, bands, oh, ow, oc, &out,
+                             &labels_dev, &len);
       if (rc == 0) {
         s->batch.output = out;
         s->batch.output_bytes = len;

@@ -137,6 +137,11 @@ typedef struct slot {
    * and positions; how many samples of the finalised batch nvJPEG
    * decoded. */
   uint32_t *gpu_len;
+  /* loco records the GPU decodes (l->loco_gpu; NULL otherwise): per
+   * sample its record's bytes and first band (filtered[j] == 2: the slot
+   * holds its record); how many of the finalised batch's. */
+  gf_stage_loco *loco;
+  uint32_t nloco;
   gf_nvjpeg_image *jimg;
   uint64_t *joff;
   uint32_t *jpos;
@@ -221,6 +226,8 @@ struct gf_loader {
    * why none, and the samples decoded there and refused there. */
   bool gpu_jpeg;
   bool gpu_jpeg_tables;
+  bool loco_gpu;           /* GPU mode, a dataset with loco records: the
+                              GPU decodes them (the stage's loco block) */
   bool gpu_progressive; /* the decoder takes progressive JPEG (a probe at
                            open: the JPEG engines of nvJPEG 13.0 on an
                            H200 took none; the GPU hybrid backend does) */

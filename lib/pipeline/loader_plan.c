@@ -268,6 +268,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   uint32_t cmax = ex.max_channels;
   z->max_decoded = max_dec;
   z->jpeg_samples = ex.jpeg;
+  z->loco = ex.loco > 0; /* GPU mode only (gf_loader_size) */
   z->raw_only = gf_source_is_dataset(src) && ex.raw > 0 &&
                 ex.raw == gf_source_count(src);
   z->folder_source = !gf_source_is_dataset(src);
@@ -333,7 +334,8 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
 }
 
 /* A slot's per-sample tables (alloc_slot makes them). */
-static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg) {
+static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg,
+                            bool loco) {
   const slot *s = NULL;
   uint64_t each = sizeof *s->shapes + sizeof *s->offsets + sizeof *s->labels +
                   sizeof *s->indices + sizeof *s->status +
@@ -344,6 +346,8 @@ static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg) {
   if (gpu_jpeg)
     each += sizeof *s->gpu_len + sizeof *s->jimg + sizeof *s->joff +
             sizeof *s->jpos;
+  if (loco)
+    each += sizeof *s->loco;
   if (direct || gpu_jpeg) /* the gather list */
     each += sizeof *s->segs;
   return B * each;
@@ -355,6 +359,8 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   int rc = sample_sizes(c, src, z);
   if (rc < 0)
     return rc;
+  if (!gpu)
+    z->loco = false;
   uint64_t B = c->batch_size;
   if (!gf_mul_u64(B, z->stride, &z->slot_bytes))
     return cfg_fail("max_sample_bytes", "gives a batch beyond 2^64 bytes");
@@ -364,7 +370,8 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   bool direct = gpu && c->cache_bytes &&
                 c->cache_direct == GF_CACHE_DIRECT_AUTO;
   jpeg_gpu_plan(c, gpu, z);
-  z->slot_table_bytes = table_bytes(B, direct, z->jpeg_gpu_mode != 0);
+  z->slot_table_bytes =
+      table_bytes(B, direct, z->jpeg_gpu_mode != 0, z->loco);
   autotune(c, z, gpu);
   z->slots = c->staging_slots ? c->staging_slots : z->prefetch;
   z->chunk = chunk_for(c, z, z->threads);
@@ -380,10 +387,17 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
     sc.in_bytes = z->slot_bytes;
     sc.out_bytes = z->out_cap;
     z->device_slot_bytes = gf_stage_pool_need(&sc);
+    sc.loco = z->loco;
+    sc.slots = z->slots;
+    uint64_t with = gf_stage_pool_need(&sc);
+    sc.loco = 0;
+    z->device_loco_bytes = with - gf_stage_pool_need(&sc);
     uint64_t need;
-    if (!gf_mul_u64(z->device_slot_bytes, z->slots, &need))
+    if (!gf_mul_u64(z->device_slot_bytes, z->slots, &need) ||
+        need + z->device_loco_bytes < need)
       return cfg_fail("max_sample_bytes", "gives device slots beyond 2^64 "
                                           "bytes");
+    need += z->device_loco_bytes;
     z->device_pool_bytes =
         c->device_pool_bytes > need ? c->device_pool_bytes : need;
   }
@@ -421,6 +435,7 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   if (gpu) {
     p->device_slots = z->slots;
     p->device_slot_bytes = z->device_slot_bytes;
+    p->device_loco_bytes = z->device_loco_bytes;
     p->device_label_bytes = gf_stage_label_bytes(c->batch_size);
     /* What the stage reserves: a configured reservation below what the
      * slots need is raised to it. */

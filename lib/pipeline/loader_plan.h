@@ -30,6 +30,8 @@ typedef struct gf_loader_sizes {
   uint64_t headers_counted, headers_uncounted; /* folder: headers read */
   char largest_name[256]; /* folder: the file behind max_decoded */
   uint32_t out_channels;  /* the most channels an output sample has */
+  bool loco;              /* GPU mode, a dataset with loco records: the
+                             GPU decodes them */
   bool raw_only;          /* a dataset whose records are all raw: loading
                              one is a read, no decoding */
   /* From the machine (autotune) unless the config sets them. */
@@ -47,6 +49,7 @@ typedef struct gf_loader_sizes {
   uint64_t slot_table_bytes;  /* a slot's per-sample tables */
   uint64_t read_buffer_bytes; /* a worker's read buffer (whole pages) */
   uint64_t device_slot_bytes; /* GPU: pool bytes one slot needs */
+  uint64_t device_loco_bytes; /* GPU: the block loco records land in */
   uint64_t device_pool_bytes; /* GPU: the pool's reservation (the config's,
                                  or at least what the slots need) */
   uint64_t cache_bytes;       /* the sample cache's budget (filled lazily) */

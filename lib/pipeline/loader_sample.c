@@ -9,7 +9,8 @@
 
 typedef struct cache_head {
   gf_shape shape;
-  uint32_t filtered; /* the bytes are still gradient-filtered (GPU mode) */
+  uint32_t filtered; /* 1: the bytes are still gradient-filtered, 2: they
+                        are a loco record (GPU mode) */
   uint32_t pad[3];
 } cache_head;
 #define CACHE_HEAD ((size_t)sizeof(cache_head))
@@ -33,6 +34,20 @@ static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
   return (uint64_t)smp->stored.width * smp->stored.channels <=
              GF_XFORM_GPU_FILTERED_ROW &&
          gf_shape_bytes(&smp->stored) <= l->stride;
+}
+
+/* GPU mode decodes a loco record on the GPU (the stage's loco lanes): the
+ * CPU checks its structure and puts the record in the sample's place.
+ * Only when nothing else changes the pixels and the record fits the
+ * sample's place (a 4-byte aligned stride: the kernel reads words). */
+static bool gpu_decodes_loco(const gf_loader *l, const gf_src_sample *smp,
+                             int codec, uint64_t len) {
+  if (!l->loco_gpu || l->identity || codec != GF_CODEC_LOCO ||
+      smp->stored.dtype != GF_DTYPE_U8 || l->stride % 4 != 0)
+    return false;
+  if (l->dopts.channels && l->dopts.channels != smp->stored.channels)
+    return false;
+  return len <= l->stride && gf_shape_bytes(&smp->stored) <= l->stride;
 }
 
 /* Decodes a PNG or JPEG sample whole (a folder's file, or a dataset's
@@ -93,6 +108,15 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
   if (in_place) {
     *shape = smp->stored;
     rc = 0;
+  } else if (gpu_decodes_loco(l, smp, codec, len)) {
+    uint32_t rl, nb;
+    rc = gf_decode_gpu_record(codec, buf, (size_t)len, true, &smp->stored,
+                              &rl, &nb);
+    if (rc == 0) {
+      memcpy(dst, buf, (size_t)len);
+      *shape = smp->stored;
+      *filtered = 2;
+    }
   } else if (gpu_unfilters(l, smp)) {
     rc = gf_decode_filtered(smp->codec, buf, (size_t)len, &smp->stored, dst,
                             (size_t)l->stride);
@@ -129,7 +153,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                                              "batch's max_sample_bytes)"
                                            : "decoding");
   }
-  uint64_t out = gf_shape_bytes(shape);
+  /* A loco record the GPU decodes is kept (and cached) as it is. */
+  uint64_t out = *filtered == 2 ? len : gf_shape_bytes(shape);
   uint64_t t1 = now_ns();
   span(l, GF_TR_DECODE, tid, t0, t1, smp->index);
   add(&l->st_decode.busy_ns, t1 - t0);

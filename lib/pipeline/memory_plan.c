@@ -145,9 +145,10 @@ uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
   if (!p)
     return 0;
   if (!align_up(p->device_slot_bytes, GF_POOL_DEFAULT_ALIGNMENT, &slot) ||
-      !gf_mul_u64(p->device_slots, slot, &need))
+      !gf_mul_u64(p->device_slots, slot, &need) ||
+      need + p->device_loco_bytes < need)
     return UINT64_MAX;
-  return need;
+  return need + p->device_loco_bytes;
 }
 
 static int plan_product(uint64_t count, uint64_t each, const char *what,
@@ -239,6 +240,10 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     if (p->device_slots)
       row(&s, "device", "batch slots (in the pool)", p->device_slots,
           p->device_slot_bytes, slots, true);
+    if (p->device_loco_bytes)
+      row(&s, "device", "loco records (in the pool)", p->device_slots,
+          p->device_slots ? p->device_loco_bytes / p->device_slots : 0,
+          p->device_loco_bytes, true);
     row(&s, "device", p->device_pool_bytes ? "pool reservation"
                                            : "pool reservation (= slots)",
         0, 0, pool, false);

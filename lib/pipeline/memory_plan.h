@@ -24,6 +24,9 @@ typedef struct gf_memory_plan {
   uint64_t cache_budget;        /* host sample cache, a budget not a buffer */
   uint64_t device_slots;        /* batches in flight on the device */
   uint64_t device_slot_bytes;   /* one transformed batch */
+  uint64_t device_loco_bytes;   /* loco records decoded on the GPU: the
+                                   block they land in (in the pool; 0:
+                                   none) */
   uint64_t device_label_bytes;  /* of which its labels on the device
                                    (printed as a sizing line when set) */
   uint64_t device_pool_bytes;   /* the reservation; 0: what the slots need

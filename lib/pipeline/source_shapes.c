@@ -429,6 +429,7 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
     return rc;
   out->jpeg = by_codec[GF_CODEC_JPEG];
   out->raw = by_codec[GF_CODEC_RAW];
+  out->loco = by_codec[GF_CODEC_LOCO];
   out->counted = gf_source_count(src);
   return 0;
 }

@@ -26,6 +26,7 @@ typedef struct gf_source_extent {
   uint64_t jpeg;         /* JPEG samples: a dataset's jpeg records, a
                             folder's files whose JPEG header counted */
   uint64_t raw;          /* a dataset's raw records (a folder: 0) */
+  uint64_t loco;         /* a dataset's loco records (a folder: 0) */
 } gf_source_extent;
 
 /* Fills *out for src under opts. A dataset: gf_source_max_sizes's scan of
