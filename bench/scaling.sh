@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The scaling curve (issue: cold reads and scaling): images/s of the
 # training transform against the loader's thread count, for the PNG
-# folder, its gradzstd dataset and a JPEG folder when there is one, with
+# folder, its gradzstd and loco datasets (loco: decoded on the GPU, so its
+# curve says how few cores the CPU's part needs) and a JPEG folder when
+# there is one, with
 # the speed-up over 1 thread and the efficiency per thread, so a user can
 # read how many cores a given GPU needs.
 #
@@ -60,14 +62,18 @@ if [ "$(cat "$work/.scaling_params" 2>/dev/null)" != "$params" ]; then
   [ -n "${PHOTOS:-}" ] && synth+=(--from "$PHOTOS")
   echo "# making $count images of $size in $work/png"
   "${synth[@]}" || exit 1
-  rm -rf "$work/gradzstd" "$work/jpeg"
+  rm -rf "$work/gradzstd" "$work/loco" "$work/jpeg"
   echo "$params" >"$work/.scaling_params"
 fi
 if [ ! -f "$work/gradzstd/index.gfi" ]; then
   echo "# building $work/gradzstd"
   "$gf" build "$work/png" "$work/gradzstd" --codec gradzstd --force --quiet || exit 1
 fi
-sources=("png=$work/png" "gradzstd=$work/gradzstd")
+if [ ! -f "$work/loco/index.gfi" ]; then
+  echo "# building $work/loco"
+  "$gf" build "$work/png" "$work/loco" --codec loco --force --quiet || exit 1
+fi
+sources=("png=$work/png" "gradzstd=$work/gradzstd" "loco=$work/loco")
 if [ -n "${JPEG:-}" ]; then
   sources+=("jpeg=$JPEG")
 elif "$gf" synth --help 2>&1 | grep -q -- '--format'; then

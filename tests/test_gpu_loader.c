@@ -241,22 +241,24 @@ int main(void) {
   /* 1b. Resize transforms on ragged samples (RandomResizedCrop + flip, f16
    * NCHW; Resize + CenterCrop, bf16 NHWC): every output equals the CPU
    * reference, each sample once an epoch, gradzstd samples unfiltered on
-   * the CPU (none left filtered for the GPU). */
-  for (int mode = 0; mode < 4; mode++) {
+   * the CPU (none left filtered for the GPU); modes 4 and 5: the loco
+   * dataset, its RGB records decoded on the GPU and then resized. */
+  for (int mode = 0; mode < 6; mode++) {
     gf_transform rt;
     memset(&rt, 0, sizeof rt);
-    rt.resize = mode < 2 ? GF_RESIZE_RANDOM_RESIZED_CROP
-                         : GF_RESIZE_SHORTER_CENTER_CROP;
-    rt.hflip = mode < 2;
-    rt.out_dtype = mode < 2 ? GF_OUT_F16 : GF_OUT_BF16;
-    rt.layout = mode < 2 ? GF_LAYOUT_NCHW : GF_LAYOUT_NHWC;
+    bool rrc = mode < 2 || mode == 4;
+    rt.resize = rrc ? GF_RESIZE_RANDOM_RESIZED_CROP
+                    : GF_RESIZE_SHORTER_CENTER_CROP;
+    rt.hflip = rrc;
+    rt.out_dtype = rrc ? GF_OUT_F16 : GF_OUT_BF16;
+    rt.layout = rrc ? GF_LAYOUT_NCHW : GF_LAYOUT_NHWC;
     rt.height = 11;
     rt.width = 9;
     rt.seed = 5;
     memcpy(rt.mean, mean, sizeof mean);
     memcpy(rt.std, sd, sizeof sd);
     gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
-    cfg.source = mode % 2 ? f.png_dir : f.ds_dir;
+    cfg.source = mode >= 4 ? loco_ds : mode % 2 ? f.png_dir : f.ds_dir;
     cfg.channels = 3;
     cfg.max_sample_bytes = 16 * 16 * 3;
     cfg.batch_size = 16;
@@ -268,7 +270,7 @@ int main(void) {
     CHECK_OK(gf_loader_create(&cfg, &l));
     if (gf_test_failures)
       return gf_test_finish();
-    uint64_t filtered = 0;
+    uint64_t filtered = 0, on_gpu = 0;
     for (int e = 0; e < 2; e++) {
       uint32_t *cnt = calloc(f.n, sizeof *cnt);
       gf_batch *b;
@@ -278,7 +280,8 @@ int main(void) {
         CHECK(b->out_height == 11 && b->out_width == 9);
         for (uint32_t j = 0; j < b->count; j++) {
           cnt[b->indices[j]]++;
-          filtered += b->filtered[j];
+          filtered += b->filtered[j] == 1;
+          on_gpu += b->filtered[j] == 2;
         }
         gf_loader_release(l, b);
       }
@@ -288,6 +291,7 @@ int main(void) {
       free(cnt);
     }
     CHECK(filtered == 0);
+    CHECK((on_gpu > 0) == (mode >= 4));
     gf_loader_destroy(l);
   }
 

@@ -322,8 +322,9 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
                                    sizeof(gf_xform_sample));
   size_t segs = (size_t)round256((uint64_t)cfg->max_samples *
                                  sizeof(gf_gather_seg));
-  size_t loco = (size_t)round256((uint64_t)cfg->max_samples *
-                                 sizeof(gf_stage_loco));
+  size_t loco = cfg->loco ? (size_t)round256((uint64_t)cfg->max_samples *
+                                             sizeof(gf_stage_loco))
+                          : 0;
   size_t labels = (size_t)gf_stage_label_bytes(cfg->max_samples);
   const size_t done = 256; /* the done word and the loco error word, in
                               their own aligned span */

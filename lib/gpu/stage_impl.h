@@ -71,7 +71,8 @@ struct gf_stage {
   uint32_t gather_blocks;  /* kernel gathers: grid bound */
   size_t params_span;      /* round256(max_samples * sizeof params) */
   size_t segs_span;        /* round256(max_samples * sizeof gather seg) */
-  size_t loco_span;        /* round256(max_samples * sizeof loco item) */
+  size_t loco_span;        /* round256(max_samples * sizeof loco item);
+                              0 without loco */
   struct CUstream_st *up;  /* loco: the upload stream (a batch's copy
                               overlaps the previous batch's decode) */
   bool have_up;

@@ -17,9 +17,10 @@ uint64_t gf_stage_pool_need(const gf_stage_config *cfg) {
       round256(cfg->in_bytes) + round256(cfg->out_bytes) +
       round256((uint64_t)cfg->max_samples * sizeof(gf_xform_sample)) +
       round256((uint64_t)cfg->max_samples * sizeof(gf_gather_seg)) +
-      round256((uint64_t)cfg->max_samples * sizeof(gf_stage_loco)) +
       gf_stage_label_bytes(cfg->max_samples);
-  if (cfg->loco) /* a block a slot the loco records land in */
-    per += round256(cfg->in_bytes);
+  if (cfg->loco) /* a block a slot the loco records land in, and the
+                    records' items after the gather list */
+    per += round256(cfg->in_bytes) +
+           round256((uint64_t)cfg->max_samples * sizeof(gf_stage_loco));
   return per * cfg->slots;
 }
