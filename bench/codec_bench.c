@@ -6,7 +6,8 @@
  *
  * Each crop is stored as png (gf_png_encode at libpng's default zlib level,
  * a stand-in for source files; the photos' own file sizes are reported
- * beside it), raw, zstd (levels 3 and 19) and gradzstd (level 1). For each
+ * beside it), raw, zstd (levels 3 and 19), gradzstd (level 1) and loco
+ * (bands of 8 rows, the default, and of 255; 8-bit photos only). For each
  * codec: total stored bytes, compression vs raw, compression relative to
  * png (png bytes / codec bytes: 96% means the codec's output is png's /
  * 0.96), and decode MB/s of decoded output on one core (this thread's CPU
@@ -182,7 +183,8 @@ int main(int argc, char **argv) {
   static const config cfg[] = {
       {"png", GF_CODEC_PNG, -1},         {"raw", GF_CODEC_RAW, 0},
       {"zstd-3", GF_CODEC_ZSTD, 3},      {"zstd-19", GF_CODEC_ZSTD, 19},
-      {"gradzstd-1", GF_CODEC_GRADZSTD, 1}};
+      {"gradzstd-1", GF_CODEC_GRADZSTD, 1}, {"loco-8", GF_CODEC_LOCO, 8},
+      {"loco-255", GF_CODEC_LOCO, 255}};
   enum { NCFG = sizeof cfg / sizeof cfg[0] };
   printf("photos: %d files, %llu bytes for %llu decoded bytes (%.3fx); "
          "re-encoded by gf_png_encode: %llu bytes (%.3fx)\n",

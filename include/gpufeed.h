@@ -126,7 +126,11 @@ typedef enum gf_codec {
   GF_CODEC_ZSTD = 2,     /* decoded pixels, zstd-compressed */
   GF_CODEC_GRADZSTD = 3, /* gradient filter (p - left - up + upleft) + zstd */
   GF_CODEC_JPEG = 4,     /* the source JPEG file, stored as is */
-  GF_CODEC_LOCO = 5,     /* lossless 8-bit, LOCO-I in bands (GPU-decoded) */
+  /* Lossless coding of 8-bit images (1-4 channels) after LOCO-I, the
+   * algorithm of JPEG-LS, cut into bands of rows coded independently
+   * (docs/FORMAT.md). In GPU mode the GPU decodes it, a band a thread; in
+   * host mode the CPU does, more slowly than gradzstd. */
+  GF_CODEC_LOCO = 5,
   GF_CODEC_COUNT_
 } gf_codec;
 
@@ -135,8 +139,8 @@ typedef enum gf_dtype {
   GF_DTYPE_U16 = 1, /* little-endian in memory (host order on x86/arm) */
 } gf_dtype;
 
-/* Name of a codec ("raw", "png", "zstd", "gradzstd", "jpeg") or NULL. Any
- * thread. */
+/* Name of a codec ("raw", "png", "zstd", "gradzstd", "jpeg", "loco") or
+ * NULL. Any thread. */
 GF_API const char *gf_codec_name(int codec);
 /* Parses a codec name; returns the gf_codec value or -EINVAL. Any thread. */
 GF_API int gf_codec_parse(const char *name);
@@ -180,9 +184,12 @@ typedef struct gf_decode_opts {
 #define GF_DECODE_OPTS_INIT {sizeof(gf_decode_opts), 0, 0, 0, {0, 0, 0, 0}, {0}}
 
 /* Reads the shape a sample of `codec` will decode to under `opts` (NULL:
- * defaults), without decoding. For raw/zstd/gradzstd the stored shape is
- * passed in `stored` (from the dataset record); for png and jpeg it may be
- * NULL (when given, its nonzero height and width must match the file's).
+ * defaults), without decoding. For raw/zstd/gradzstd/loco the stored shape
+ * is passed in `stored` (from the dataset record; a loco sample's must be
+ * u8, else GF_EUNSUPPORTED); for png and jpeg it may be NULL (when given,
+ * its nonzero height and width must match the file's). With src, the
+ * cheap checks of the stored bytes are made too (raw: the length; zstd,
+ * gradzstd: the frame header; loco: the header, band table and length).
  * Returns 0, GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED or -EINVAL. Any thread. */
 GF_API int gf_decode_shape(int codec, const void *src, size_t src_len,
                            const gf_shape *stored, const gf_decode_opts *opts,
@@ -199,8 +206,10 @@ GF_API int gf_decode(int codec, const void *src, size_t src_len,
 
 /* Encodes decoded pixels of shape `shape` into a stored sample. *dst is
  * allocated by gpufeed and owned by the caller, who frees it with free().
- * level: zstd level for zstd (0: default 3); ignored by the others (gradzstd
- * uses level 1 unless level is set). png and jpeg are not produced by this
+ * level: the zstd level for zstd (0: default 3) and gradzstd (0: level 1);
+ * for loco the rows of a band, 1 to 255 (0: 8; any other value is
+ * -EINVAL); ignored by raw. loco codes 8-bit samples only: a u16 shape
+ * is refused with GF_EUNSUPPORTED. png and jpeg are not produced by this
  * call (the builder stores source files as they are): it returns
  * GF_EUNSUPPORTED.
  * Returns 0, -ENOMEM, -EINVAL, GF_EUNSUPPORTED. Any thread. */

@@ -25,7 +25,7 @@ done
 gf 0 build --help
 for o in --labels --codec --level --channels --keep-16bit --threads \
          --shard-size --align --force --skip-bad --quiet png raw zstd \
-         gradzstd 130; do
+         gradzstd loco "rows per band 1-255 for loco" 130; do
   has out "$o"
 done
 gf 0 synth --help
@@ -61,7 +61,7 @@ usage "unexpected argument 'c' for build" build a b c
 usage "unexpected argument 'e' for inspect" inspect d e
 usage "option '--threads' needs a value" build a b --threads
 usage "option '--force' takes no value" build a b --force=yes
-usage "invalid value 'webp' for --codec (expected png, jpeg, raw, zstd or gradzstd)" \
+usage "invalid value 'webp' for --codec (expected png, jpeg, raw, zstd, gradzstd or loco)" \
   build a b --codec webp
 usage "invalid value '0' for --threads" build a b --threads 0
 usage "invalid value 'x' for --threads" verify d --threads x
@@ -77,11 +77,19 @@ usage "invalid value '0x3' for --size" synth o --count 5 --size 0x3
 usage "invalid value '70000' for --size" synth o --count 5 --size 70000
 usage "invalid value '12x' for --size" synth o --count 5 --size 12x
 usage "invalid value '23' for --level" build a b --level 23
-usage "--level applies to the zstd and gradzstd codecs only" \
+usage "invalid value '23' for --level (expected an integer from 1 to 22)" \
+  build a b --codec zstd --level 23
+# loco's level is the rows of a band, whichever option comes first.
+usage "invalid value '256' for --level (expected an integer from 1 to 255)" \
+  build a b --codec loco --level 256
+usage "invalid value '0' for --level" build a b --level 0 --codec loco
+usage "--level applies to the zstd, gradzstd and loco codecs only" \
+  build a b --level 3 --codec raw
+usage "--level applies to the zstd, gradzstd and loco codecs only" \
   build a b --codec png --level 3
 usage "--channels cannot convert png or jpeg samples" build a b --codec png --channels 3
 usage "--channels cannot convert png or jpeg samples" build a b --codec jpeg --channels 3
-usage "--level applies to the zstd and gradzstd codecs only" \
+usage "--level applies to the zstd, gradzstd and loco codecs only" \
   build a b --codec jpeg --level 3
 usage "invalid value 'maybe' for --jpeg-scale (expected on or off)" \
   bench d --jpeg-scale maybe
@@ -90,7 +98,8 @@ usage "invalid value 'maybe' for --jpeg-scale (expected on or off)" \
 # not on its arguments.
 for args in "--shard-size 64K --align 4K" "--shard-size=1G --align=4096" \
             "--shard-size 3MiB" "--shard-size 2GB --codec=raw" \
-            "--channels 0 --codec png"; do
+            "--channels 0 --codec png" "--codec loco --level 255" \
+            "--level 200 --codec=loco" "--codec loco --channels 3"; do
   # shellcheck disable=SC2086
   if gf 1 build "$T/nosrc" "$T/out-ds" $args; then
     has err "gpufeed build: "

@@ -4,7 +4,8 @@
 # build has. .ci/fuzz builds the same sources with clang and libFuzzer and
 # fuzzes them for a bounded time (docs/RELIABILITY.md).
 set(_fz ${CMAKE_CURRENT_LIST_DIR}/fuzz)
-foreach(t dataset png jpeg jpeg_header zstd labels loader_state sampler_state)
+foreach(t dataset png jpeg jpeg_header zstd loco labels loader_state
+        sampler_state)
   set(_labels fuzz)
   if(t STREQUAL "loader_state")
     list(APPEND _labels threaded)

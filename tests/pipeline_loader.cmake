@@ -20,6 +20,12 @@ add_test(NAME test_loader_once_uring_refused COMMAND test_loader_once)
 gpufeed_test_props(test_loader_once_uring_refused 600 "threaded;loader")
 set_property(TEST test_loader_once_uring_refused APPEND PROPERTY ENVIRONMENT
   "GPUFEED_FAULT=uring_setup:1:EPERM:sticky;GPUFEED_TEST_CONFIGS=60")
+# loco datasets built by the CLI and by the writer, in host mode.
+gpufeed_add_test(test_loader_loco
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_loco.c
+  LABELS threaded loader TIMEOUT 300)
+target_link_libraries(test_loader_loco PRIVATE gpufeed_loader_fixture)
+add_dependencies(test_loader_loco gpufeed_cli)
 gpufeed_add_test(test_loader_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_plan.c LABELS loader)
 target_link_libraries(test_loader_plan PRIVATE gpufeed_loader_fixture)
 # Autotune's reads-alone rule (O_DIRECT raw datasets: 2 threads x 64).

@@ -3,7 +3,9 @@
  * with every codec, packed and 4096-aligned, into several small shards, by
  * 1 and 2 threads (the outputs must be byte-identical); every sample read
  * back and decoded must equal what gf_png_decode gives for its source file.
- * Then crops of the shared photos (synth --from) and a labels-file build. */
+ * loco with converted channels, and its refusal of a 16-bit image kept
+ * 16-bit. Then crops of the shared photos (synth --from) and a labels-file
+ * build. */
 #include "testutil.h"
 
 #include "decode/decode.h"
@@ -312,10 +314,11 @@ int main(void) {
   write_png(path2(src, "class_002/extra_ga.png"), 5, 7, 2, false, 4);
   const uint64_t total = 44;
 
-  static const char *const codecs[] = {"png", "raw", "zstd", "gradzstd"};
+  static const char *const codecs[] = {"png", "raw", "zstd", "gradzstd",
+                                       "loco"};
   static const int codec_ids[] = {GF_CODEC_PNG, GF_CODEC_RAW, GF_CODEC_ZSTD,
-                                  GF_CODEC_GRADZSTD};
-  for (int c = 0; c < 4; c++) {
+                                  GF_CODEC_GRADZSTD, GF_CODEC_LOCO};
+  for (int c = 0; c < 5; c++) {
     for (int a = 0; a < 2; a++) {
       uint32_t align = a ? 4096 : 1;
       snprintf(out, sizeof out, "%s/ds-%s-%u-t1", tmp, codecs[c], align);
@@ -339,6 +342,29 @@ int main(void) {
             out) == 0);
   expect e3 = {src, GF_CODEC_GRADZSTD, 1, 3, true, total, 3, NULL, NULL, false};
   check_dataset(out, &e3);
+
+  /* loco: bands of 1 row, channels converted; a 16-bit image kept 16-bit
+   * is refused, the file named (loco codes 8-bit samples). */
+  snprintf(out, sizeof out, "%s/ds-loco-rgba", tmp);
+  CHECK(run("build '%s' '%s' --codec loco --level 1 --channels 4 --quiet",
+            src, out) == 0);
+  expect e4 = {src, GF_CODEC_LOCO, 1, 4, false, total, 3, NULL, NULL, false};
+  check_dataset(out, &e4);
+  snprintf(out, sizeof out, "%s/ds-loco-16", tmp);
+  char err[4096];
+  snprintf(err, sizeof err, "%s/loco-16.err", tmp);
+  CHECK(run("build '%s' '%s' --codec loco --keep-16bit --quiet 2>'%s'", src,
+            out, err) == 1);
+  char msg[4096] = "";
+  FILE *ef = fopen(err, "r");
+  if (ef) {
+    msg[fread(msg, 1, sizeof msg - 1, ef)] = '\0';
+    fclose(ef);
+  }
+  CHECK(strstr(msg, "class_000/extra_16bit.png: a 16-bit image") &&
+        strstr(msg, "loco codes 8-bit samples"));
+  struct stat none;
+  CHECK(stat(out, &none) != 0);
 
   /* A flat folder with a labels file: file order and labels kept. */
   char flat[4096], labels[4096];

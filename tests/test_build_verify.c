@@ -3,7 +3,9 @@
  * record passes every per-use check and its data its checksum): verify must
  * decode every sample and report the one whose decoded shape differs (png)
  * or that no longer decodes (zstd) by index, shard, offset and source, as
- * well as the index checksum, and exit 1. Runs the CLI ($GPUFEED). */
+ * well as the index checksum, and exit 1. The same for loco records whose
+ * stored bytes were damaged under a recomputed data CRC. Runs the CLI
+ * ($GPUFEED). */
 #include "testutil.h"
 
 #include "common/common.h"
@@ -55,6 +57,42 @@ static void forge(const char *ds, uint64_t rec, unsigned field, uint32_t v) {
     CHECK_ERR(gf_dataset_check_index(d), GF_ECORRUPT);
   }
   gf_dataset_close(d);
+}
+
+/* Applies fn to the stored bytes of record `rec` in their shard, then sets
+ * the record's data CRC to match (so only a decode can tell). */
+static void damage_stored(const char *ds, uint64_t rec,
+                          void (*fn)(uint8_t *p, size_t len)) {
+  gf_dataset *d = NULL;
+  gf_sample_info s;
+  CHECK_OK(gf_dataset_open(ds, &d));
+  if (!d)
+    return;
+  CHECK_OK(gf_dataset_sample_info(d, rec, &s));
+  char shard[4200];
+  snprintf(shard, sizeof shard, "%s", gf_dataset_shard_path(d, s.shard));
+  gf_dataset_close(d);
+  size_t len = 0;
+  uint8_t *f = gf_test_read_file(shard, &len);
+  CHECK(f && s.offset + s.length <= len);
+  if (f && s.offset + s.length <= len) {
+    fn(f + s.offset, (size_t)s.length);
+    CHECK_OK(gf_test_write_file(shard, f, len));
+    forge(ds, rec, GF_REC_DATA_CRC,
+          gf_crc32c(0, f + s.offset, (size_t)s.length));
+  }
+  free(f);
+}
+
+/* loco records of 16-row images in bands of 8: the header, two band ends,
+ * then band 0's stream. */
+static void zero_band0_word(uint8_t *p, size_t len) {
+  CHECK(len > 16);
+  memset(p + 12, 0, 4); /* 32 zero bits: no code has more than 23 */
+}
+static void grow_last_band(uint8_t *p, size_t len) {
+  CHECK(len > 16);
+  p[8]++; /* band 1's end (low byte): the length no longer matches */
 }
 
 static void expect_in(const char *out, const char *want) {
@@ -109,5 +147,27 @@ int main(void) {
   expect_in(out, "sample 4: shard-000000.gfs offset ");
   expect_in(out, "(source class_001/img_000003.png): decoding zstd: ");
   expect_in(out, "1 of 6 samples bad, and the index checksum is wrong");
+
+  /* loco: the stored bytes damaged under a matching data CRC, in a band's
+   * stream (the band decoder says so) and in the band table (the record's
+   * structure check says so). */
+  snprintf(cmd, sizeof cmd,
+           "'%s' build '%s/src' '%s/loco' --codec loco --quiet", cli, tmp,
+           tmp);
+  CHECK(run(cmd, out, sizeof out) == 0);
+  snprintf(cmd, sizeof cmd, "'%s' verify '%s/loco' 2>&1", cli, tmp);
+  CHECK(run(cmd, out, sizeof out) == 0);
+  expect_in(out, "all 6 samples OK");
+  snprintf(ds, sizeof ds, "%s/loco", tmp);
+  damage_stored(ds, 1, zero_band0_word);
+  damage_stored(ds, 4, grow_last_band);
+  CHECK(run(cmd, out, sizeof out) == 1);
+  expect_in(out, "sample 1: shard-000000.gfs offset ");
+  expect_in(out, "(source class_000/img_000002.png): decoding loco: ");
+  expect_in(out, "loco band 0 (rows 0-7) is damaged");
+  expect_in(out, "sample 4: shard-000000.gfs offset ");
+  expect_in(out, "(source class_001/img_000003.png): decoding loco: ");
+  expect_in(out, "its band table says");
+  expect_in(out, "2 of 6 samples bad, and the index checksum is wrong");
   return gf_test_finish();
 }

@@ -481,6 +481,19 @@ static void test_record_flips(void) {
   CHECK(strstr(gf_last_error()->message, "raw sample") != NULL);
   gf_dataset_close(ds);
   restore(&s);
+
+  /* A loco record of a 16-bit shape: loco codes 8-bit samples only. */
+  gf_put16(c, GF_CODEC_LOCO);
+  patch(g_index, rec_off(k) + GF_REC_CODEC, c, 2);
+  uint8_t u16 = GF_DTYPE_U16;
+  patch(g_index, rec_off(k) + GF_REC_DTYPE, &u16, 1);
+  fix_record_crc(k);
+  ds = NULL;
+  CHECK_OK(gf_dataset_open(g_dir, &ds));
+  EXPECT(gf_dataset_sample_info(ds, k, &info), GF_ECORRUPT, "index.gfi");
+  CHECK(strstr(gf_last_error()->message, "loco sample of a u16") != NULL);
+  gf_dataset_close(ds);
+  restore(&s);
   free(s.data);
 }
 

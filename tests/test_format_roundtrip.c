@@ -221,6 +221,11 @@ static void test_refusals(const char *tmp) {
             GF_ESHAPE);
   CHECK(strstr(gf_last_error()->message, "short.raw") != NULL);
   CHECK_ERR(gf_writer_add(w, px, 12, 9, &sh, 0, "codec"), -EINVAL);
+  gf_shape deep = {2, 2, 3, GF_DTYPE_U16}; /* loco codes 8-bit samples */
+  CHECK_ERR(gf_writer_add(w, px, 12, GF_CODEC_LOCO, &deep, 0, "deep.png"),
+            GF_ESHAPE);
+  CHECK(strstr(gf_last_error()->message, "deep.png") != NULL &&
+        strstr(gf_last_error()->message, "8-bit") != NULL);
   gf_shape five = {2, 2, 5, GF_DTYPE_U8};
   CHECK_ERR(gf_writer_add(w, px, 12, GF_CODEC_PNG, &five, 0, "c5"), GF_ESHAPE);
   gf_shape huge = {70000, 2, 1, GF_DTYPE_U8};

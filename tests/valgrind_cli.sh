@@ -45,7 +45,7 @@ vg() {
 }
 
 vg synth 0 synth "$T/src" --count 12 --size 24x20 --classes 3 --threads 2 --quiet
-for codec in gradzstd png raw zstd; do
+for codec in gradzstd png raw zstd loco; do
   vg "build-$codec" 0 build "$T/src" "$T/ds-$codec" --codec "$codec" \
     --threads 2 --shard-size 4K --quiet
   vg "verify-$codec" 0 verify "$T/ds-$codec" --threads 2

@@ -13,6 +13,7 @@
 
 #include "common/common.h"
 #include "decode/decode.h"
+#include "decode/loco_band.h" /* GF_LOCO_BAND_ROWS */
 #include "format/format.h"
 
 #include <ctype.h>
@@ -64,7 +65,7 @@ typedef struct build_job {
  * the other kind is refused, naming it, rather than re-encoded: a PNG made
  * from a JPEG's decoded pixels is a lossless copy of lossy pixels, several
  * times the JPEG's size and slower to decode, and a JPEG made from a PNG
- * would lose detail; raw, zstd and gradzstd store both kinds' pixels.
+ * would lose detail; raw, zstd, gradzstd and loco store both kinds' pixels.
  * Returns 0 or GF_EBADSOURCE. */
 static int store_as_is(int codec, int src_codec) {
   if ((codec != GF_CODEC_PNG && codec != GF_CODEC_JPEG) || codec == src_codec)
@@ -73,11 +74,23 @@ static int store_as_is(int codec, int src_codec) {
   return gf_fail(GF_EBADSOURCE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "a %s file: --codec %s stores %s files as they are and "
                  "does not re-encode; use --codec %s for %s files, or raw, "
-                 "zstd or gradzstd to store the decoded pixels of PNG and "
-                 "JPEG files alike",
+                 "zstd, gradzstd or loco to store the decoded pixels of PNG "
+                 "and JPEG files alike",
                  png ? "JPEG" : "PNG", gf_codec_name(codec),
                  png ? "PNG" : "JPEG", png ? "jpeg" : "png",
                  png ? "JPEG" : "PNG");
+}
+
+/* loco codes 8-bit samples: a 16-bit image that --keep-16bit kept is
+ * refused here, saying what to do, rather than by the encoder. Returns 0
+ * or GF_EUNSUPPORTED. */
+static int loco_depth(int codec, const gf_shape *s) {
+  if (codec != GF_CODEC_LOCO || s->dtype == GF_DTYPE_U8)
+    return 0;
+  return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "a 16-bit image, kept 16-bit by --keep-16bit: loco codes "
+                 "8-bit samples; use --codec gradzstd for 16-bit images, or "
+                 "build without --keep-16bit to reduce it to 8 bits");
 }
 
 /* Reads, decodes and encodes source i into *s (not yet published). */
@@ -98,6 +111,8 @@ static int process(build_job *j, uint64_t i, slot *s) {
   }
   if (rc == 0)
     rc = gf_decode_shape(codec, src, len, NULL, &j->dopts, &s->shape);
+  if (rc == 0)
+    rc = loco_depth(o->codec, &s->shape);
   uint64_t bytes = rc == 0 ? gf_shape_bytes(&s->shape) : 0;
   if (rc == 0 && !(px = malloc(bytes ? bytes : 1)))
     rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -493,7 +508,10 @@ static void print_summary(const gfc_build_opts *o, const gf_folder *f,
   for (uint32_t k = 0; k < f->not_class_count; k++)
     printf("  not a class   %s/%s: a gpufeed dataset folder, left out\n",
            f->root, f->not_classes[k]);
-  if (o->level)
+  if (o->codec == GF_CODEC_LOCO)
+    printf("  codec         loco (bands of %d rows)\n",
+           o->level ? o->level : (int)GF_LOCO_BAND_ROWS);
+  else if (o->level)
     printf("  codec         %s (level %d)\n", gf_codec_name(o->codec),
            o->level);
   else

@@ -42,7 +42,7 @@ typedef struct gfc_build_opts {
   const char *out;
   const char *labels; /* labels file or NULL (ImageFolder) */
   int codec;          /* gf_codec */
-  int level;          /* 0: the codec's default */
+  int level;          /* 0: the codec's default; loco: rows per band */
   uint32_t channels;  /* 0: native */
   bool keep_16bit;
   unsigned threads; /* 0: online cores */

@@ -91,11 +91,15 @@ static const char build_usage[] =
     "  --codec C        png or jpeg (source files of that kind stored as\n"
     "                   they are, after a full decode checks them; a file\n"
     "                   of the other kind is refused, named), raw (pixels),\n"
-    "                   zstd (pixels + zstd) or gradzstd (gradient filter +\n"
-    "                   zstd; the default): these three decode PNG and JPEG\n"
+    "                   zstd (pixels + zstd), gradzstd (gradient filter +\n"
+    "                   zstd; the default) or loco (lossless 8-bit coding\n"
+    "                   after JPEG-LS in bands of rows, decoded on the GPU\n"
+    "                   in GPU mode; a 16-bit image kept by --keep-16bit is\n"
+    "                   refused, named): these four decode PNG and JPEG\n"
     "                   sources alike\n"
     "  --level N        zstd level 1-22 for zstd and gradzstd (default: the\n"
-    "                   codec's own)\n"
+    "                   codec's own); rows per band 1-255 for loco (default\n"
+    "                   8)\n"
     "  --channels C     0 (native, default), 1, 3 or 4: convert the decoded\n"
     "                   pixels (not for png or jpeg)\n"
     "  --keep-16bit     keep 16-bit images 16-bit (default: reduce to 8)\n"
@@ -549,7 +553,8 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
   const char *v;
-  bool level_set = false, channels_set = false;
+  bool channels_set = false;
+  const char *level_arg = NULL;
   *o = (gfc_build_opts){
       .codec = GF_CODEC_GRADZSTD, .alignment = 1, .shard_size = 1ull << 30};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
@@ -559,10 +564,9 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
       o->labels = v;
     } else if (opt(a, "--codec", &v)) {
       if (v && (o->codec = gf_codec_parse(v)) < 0)
-        bad_value(a, "--codec", v, "png, jpeg, raw, zstd or gradzstd");
+        bad_value(a, "--codec", v, "png, jpeg, raw, zstd, gradzstd or loco");
     } else if (opt(a, "--level", &v)) {
-      o->level = (int)parse_u64(a, "--level", v, 1, 22);
-      level_set = true;
+      level_arg = v; /* parsed below: its range depends on the codec */
     } else if (opt(a, "--channels", &v)) {
       o->channels = (uint32_t)parse_u64(a, "--channels", v, 0, 4);
       if (!a->bad && o->channels == 2)
@@ -604,11 +608,17 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   if (a->bad)
     return;
   bool pixels = o->codec != GF_CODEC_PNG && o->codec != GF_CODEC_JPEG;
-  if (level_set && (!pixels || o->codec == GF_CODEC_RAW))
-    usage_error(a, "--level applies to the zstd and gradzstd codecs only");
-  else if (channels_set && o->channels && !pixels)
+  bool zstd = o->codec == GF_CODEC_ZSTD || o->codec == GF_CODEC_GRADZSTD;
+  if (level_arg && !zstd && o->codec != GF_CODEC_LOCO)
+    usage_error(a, "--level applies to the zstd, gradzstd and loco codecs "
+                   "only");
+  else if (level_arg)
+    o->level = (int)parse_u64(a, "--level", level_arg, 1, zstd ? 22 : 255);
+  if (a->bad)
+    return;
+  if (channels_set && o->channels && !pixels)
     usage_error(a, "--channels cannot convert png or jpeg samples (stored "
-                   "as they are); use --codec raw, zstd or gradzstd");
+                   "as they are); use --codec raw, zstd, gradzstd or loco");
 }
 
 static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {

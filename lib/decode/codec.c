@@ -2,8 +2,8 @@
  * gf_codec_parse, gf_decode_shape, gf_decode and gf_encode, and the
  * loader's gf_decode_filtered. It calls the codecs; they never call it. */
 #include "decode/decode.h"
-#include "common/scratch.h"
 #include "decode/loco_band.h" /* GF_LOCO_BAND_ROWS */
+#include "common/scratch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +29,8 @@ int gf_codec_parse(const char *name) {
       if (strcmp(name, codec_names[i]) == 0)
         return i;
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "unknown codec '%s' (expected raw, png, zstd, gradzstd or "
-                 "jpeg)",
+                 "unknown codec '%s' (expected raw, png, zstd, gradzstd, "
+                 "jpeg or loco)",
                  name ? name : "(null)");
 }
 
@@ -38,20 +38,28 @@ static int check_codec(int codec) {
   if (codec < 0 || codec >= GF_CODEC_COUNT_)
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "unknown codec %d (expected 0 raw, 1 png, 2 zstd, 3 "
-                   "gradzstd, 4 jpeg)",
+                   "gradzstd, 4 jpeg, 5 loco)",
                    codec);
   return 0;
 }
 
-/* The stored shape of a raw/zstd/gradzstd sample must be a valid shape
- * within the limits: it sizes the decode and any scratch buffer. */
+/* The stored shape of a raw/zstd/gradzstd/loco sample must be a valid
+ * shape within the limits: it sizes the decode and any scratch buffer. A
+ * loco sample's is 8-bit: the codec codes nothing else. */
 static int check_stored(int codec, const gf_shape *stored,
                         const gf_decode_opts *o) {
   if (!stored)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "a %s sample needs its stored shape", gf_codec_name(codec));
   int rc = gf_limits_check(&o->limits, stored, NULL, GF_NO_INDEX);
-  return rc < 0 ? gf_fail_context(rc, NULL, GF_NO_INDEX, "stored shape") : 0;
+  if (rc < 0)
+    return gf_fail_context(rc, NULL, GF_NO_INDEX, "stored shape");
+  if (codec == GF_CODEC_LOCO && stored->dtype != GF_DTYPE_U8)
+    return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "a loco sample's stored shape %ux%ux%u is u16: loco codes "
+                   "8-bit samples only",
+                   stored->height, stored->width, stored->channels);
+  return 0;
 }
 
 static int check_src_len(size_t len, const gf_decode_opts *o) {
@@ -123,7 +131,7 @@ int gf_decode_shape(int codec, const void *src, size_t src_len,
         (rc = gf_loco_check(src, src_len, stored->height, stored->width,
                             stored->channels)) < 0)
       return rc;
-    if (codec != GF_CODEC_RAW && codec != GF_CODEC_LOCO &&
+    if ((codec == GF_CODEC_ZSTD || codec == GF_CODEC_GRADZSTD) &&
         (rc = gf_zstd_check_frame(src, src_len, (size_t)want)) < 0)
       return rc;
   }
@@ -131,16 +139,12 @@ int gf_decode_shape(int codec, const void *src, size_t src_len,
   return 0;
 }
 
-/* Decompresses (and unfilters) a zstd/gradzstd sample of shape `st` into
- * buf, exactly gf_shape_bytes(st) bytes. */
+/* Decodes a zstd/gradzstd/loco sample of shape `st` into buf, exactly
+ * gf_shape_bytes(st) bytes (n). */
 static int unpack(int codec, const void *src, size_t len, const gf_shape *st,
                   uint8_t *buf, size_t n) {
   if (codec == GF_CODEC_LOCO)
-    return st->dtype != GF_DTYPE_U8
-               ? gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                         "a loco record stored as 16-bit")
-               : gf_loco_decode(src, len, st->height, st->width,
-                                st->channels, buf);
+    return gf_loco_decode(src, len, st->height, st->width, st->channels, buf);
   int rc = gf_zstd_decompress(src, len, buf, n);
   if (rc < 0)
     return rc;
@@ -235,6 +239,23 @@ int gf_decode_filtered(int codec, const void *src, size_t src_len,
   return gf_zstd_decompress(src, src_len, dst, (size_t)want);
 }
 
+/* loco's level is the rows of a band (0: the default). */
+static int encode_loco(const uint8_t *pixels, const gf_shape *shape, int level,
+                       void **dst, size_t *dst_len) {
+  if (shape->dtype != GF_DTYPE_U8)
+    return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loco codes 8-bit samples; use gradzstd for 16-bit "
+                   "images");
+  if (level < 0 || level > 255)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loco level %d: the level is the rows of a band, 1 to "
+                   "255 (0: the default %u)",
+                   level, GF_LOCO_BAND_ROWS);
+  uint32_t rows = level ? (uint32_t)level : GF_LOCO_BAND_ROWS;
+  return gf_loco_encode(pixels, shape->height, shape->width, shape->channels,
+                        rows, dst, dst_len);
+}
+
 int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
               void **dst, size_t *dst_len) {
   if (!pixels || !shape || !dst || !dst_len)
@@ -270,21 +291,8 @@ int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
   }
   if (codec == GF_CODEC_ZSTD)
     return gf_zstd_compress(pixels, n, level ? level : 3, dst, dst_len);
-  if (codec == GF_CODEC_LOCO) {
-    if (shape->dtype != GF_DTYPE_U8)
-      return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "loco codes 8-bit samples; use gradzstd for 16-bit "
-                     "images");
-    if (level < 0 || level > 255)
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "loco: level %d (rows a band) must be 1-255, or 0 for "
-                     "the default %u",
-                     level, GF_LOCO_BAND_ROWS);
-    return gf_loco_encode(pixels, shape->height, shape->width,
-                          shape->channels,
-                          level ? (uint32_t)level : GF_LOCO_BAND_ROWS, dst,
-                          dst_len);
-  }
+  if (codec == GF_CODEC_LOCO)
+    return encode_loco(pixels, shape, level, dst, dst_len);
   uint8_t *tmp = malloc(n);
   if (!tmp)
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,

@@ -1,9 +1,9 @@
 /* Internal interface between the codec dispatcher (codec.c: gf_decode,
  * gf_encode, gf_decode_shape, gf_decode_filtered) and the codecs (png.c,
- * jpeg.c, zstd.c, grad.c, convert.c), and what both use (opts.c). Calls go
- * one way: the dispatcher calls the codecs, never the reverse. png.c is the
- * only file that includes png.h, jpeg.c the only one that includes
- * jpeglib.h, zstd.c the only one that includes zstd.h.
+ * jpeg.c, zstd.c, grad.c, loco.c, convert.c), and what both use (opts.c).
+ * Calls go one way: the dispatcher calls the codecs, never the reverse.
+ * png.c is the only file that includes png.h, jpeg.c the only one that
+ * includes jpeglib.h, zstd.c the only one that includes zstd.h.
  *
  * Every function here may be called from any thread: the only state they
  * keep is per thread (zstd contexts, the scratch buffer of

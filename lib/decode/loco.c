@@ -156,10 +156,15 @@ static uint32_t le32(const uint8_t *p) {
 int gf_loco_check(const void *src, size_t len, uint32_t h, uint32_t w,
                   uint32_t c) {
   const uint8_t *p = src;
-  if (len < GF_LOCO_HEAD || p[0] != GF_LOCO_MAGIC)
+  if (len < GF_LOCO_HEAD)
     return gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "not a loco record (%zu bytes%s)", len,
-                   len ? ", wrong first byte" : "");
+                   "not a loco record (%zu bytes, shorter than its %u-byte "
+                   "header)",
+                   len, GF_LOCO_HEAD);
+  if (p[0] != GF_LOCO_MAGIC)
+    return gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "not a loco record (first byte 0x%02X, expected 0x%02X)",
+                   p[0], GF_LOCO_MAGIC);
   if (p[1] != GF_LOCO_VERSION)
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "loco record of version %u (this build reads version %u)",

@@ -537,6 +537,10 @@ int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
     return BAD("raw sample of %llu bytes for a %ux%ux%u image of %llu bytes",
                (unsigned long long)len, shape.height, shape.width,
                shape.channels, (unsigned long long)gf_shape_bytes(&shape));
+  if (codec == GF_CODEC_LOCO && shape.dtype != GF_DTYPE_U8)
+    return BAD("loco sample of a u16 %ux%ux%u image (loco codes 8-bit "
+               "samples only)",
+               shape.height, shape.width, shape.channels);
   if (name_len > GF_MAX_NAME_LEN || name_off > ds->names_size ||
       name_len > ds->names_size - name_off)
     return BAD("source name (%u bytes at %llu) outside the %llu-byte blob",

@@ -118,10 +118,11 @@ int gf_writer_add_class(gf_writer *w, const char *name);
  * NULL for none; kept for error messages). The data is written (buffered)
  * at once. Refuses what a reader would refuse as corrupt: -EINVAL for 0 or
  * more than GF_MAX_STORED_BYTES bytes or an unknown codec, GF_ESHAPE /
- * GF_ELIMIT for a shape outside the default limits or a raw sample whose
- * length is not the shape's size. A write error (-ENOSPC, -EIO, -EFBIG...,
- * with the file named in the context) is sticky: every later call returns
- * it. Returns 0 or a negative code with context. */
+ * GF_ELIMIT for a shape outside the default limits, a raw sample whose
+ * length is not the shape's size or a loco sample of a u16 shape. A write
+ * error (-ENOSPC, -EIO, -EFBIG..., with the file named in the context) is
+ * sticky: every later call returns it. Returns 0 or a negative code with
+ * context. */
 int gf_writer_add(gf_writer *w, const void *data, size_t len, int codec,
                   const gf_shape *shape, int64_t label, const char *source);
 /* Number of samples added so far. */

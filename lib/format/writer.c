@@ -377,6 +377,11 @@ int gf_writer_add(gf_writer *w, const void *data, size_t len, int codec,
                    "%llu bytes",
                    len, shape->height, shape->width, shape->channels,
                    (unsigned long long)gf_shape_bytes(shape));
+  if (codec == GF_CODEC_LOCO && shape->dtype != GF_DTYPE_U8)
+    return gf_fail(GF_ESHAPE, src, idx, GF_NO_INDEX,
+                   "loco sample of a u16 %ux%ux%u image: loco codes 8-bit "
+                   "samples only",
+                   shape->height, shape->width, shape->channels);
   if (name_len > GF_MAX_NAME_LEN)
     return gf_fail(-ENAMETOOLONG, src, idx, GF_NO_INDEX,
                    "source name of %zu bytes: at most %u are kept", name_len,

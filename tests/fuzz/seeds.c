@@ -164,6 +164,12 @@ static void dataset_seeds(void) {
   dataset_seed("mixed-nolabels", mixed, 8, 0, 0, 1);
   dataset_seed("mixed-4shards-align64", mixed, 6, 0, 200, 64);
   dataset_seed("one-align4096", raw3, 1, 2, 0, 4096);
+  const ds_sample loco[] = {
+      {GF_CODEC_LOCO, {9, 6, 3, GF_DTYPE_U8}, 0, "rgb.png"},
+      {GF_CODEC_LOCO, {1, 17, 1, GF_DTYPE_U8}, 1, "row.png"},
+      {GF_CODEC_LOCO, {20, 3, 4, GF_DTYPE_U8}, 0, "rgba.png"},
+      {GF_CODEC_ZSTD, {2, 2, 2, GF_DTYPE_U8}, 1, "ga.png"}};
+  dataset_seed("loco-classes", loco, 4, 2, 0, 1);
 }
 
 /* ---- fuzz_png -------------------------------------------------------------- */
@@ -389,6 +395,49 @@ static void zstd_seeds(void) {
   }
 }
 
+/* ---- fuzz_loco ------------------------------------------------------------- */
+
+/* loco records of every channel count, bands of 1 to 255 rows (heights a
+ * multiple of the band and not), smooth and noisy content, each with a
+ * different options byte. */
+static void loco_seeds(void) {
+  static const struct {
+    uint8_t h, w, c, rows, opt;
+    bool noise;
+  } l[] = {{1, 1, 1, 8, 0, false},    {2, 3, 3, 1, 1, false},
+           {9, 7, 4, 3, 2, false},    {17, 5, 2, 8, 3, false},
+           {16, 16, 3, 8, 8, false},  {16, 16, 3, 2, 12, true},
+           {33, 20, 1, 255, 6, false}, {40, 9, 4, 5, 9, true}};
+  for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
+    size_t bytes = (size_t)l[i].h * l[i].w * l[i].c;
+    uint8_t *px = fuzz_alloc(bytes);
+    fill(px, bytes, (uint32_t)i + 400);
+    if (l[i].noise) {
+      uint32_t x = (uint32_t)i + 1;
+      for (size_t k = 0; k < bytes; k++) {
+        x = x * 1103515245u + 12345u;
+        px[k] = (uint8_t)(x >> 23);
+      }
+    }
+    void *rec;
+    size_t len;
+    FUZZ_ASSERT(gf_loco_encode(px, l[i].h, l[i].w, l[i].c, l[i].rows, &rec,
+                               &len) == 0);
+    uint8_t hdr[4] = {l[i].opt, l[i].h, l[i].w, l[i].c};
+    buf b = {0};
+    add(&b, hdr, sizeof hdr);
+    add(&b, rec, len);
+    char name[64];
+    snprintf(name, sizeof name, "loco-%ux%ux%u-rows%u-%s-opt%u", l[i].h,
+             l[i].w, l[i].c, l[i].rows, l[i].noise ? "noise" : "smooth",
+             l[i].opt);
+    put("fuzz_loco", name, b.p, b.len);
+    free(b.p);
+    free(rec);
+    free(px);
+  }
+}
+
 /* ---- fuzz_labels ----------------------------------------------------------- */
 
 static void labels_seeds(void) {
@@ -540,6 +589,7 @@ int main(int argc, char **argv) {
   jpeg_seeds();
   jpeg_header_seeds();
   zstd_seeds();
+  loco_seeds();
   labels_seeds();
   loader_state_seeds();
   sampler_state_seeds();
