@@ -461,7 +461,6 @@ void gf_stage_destroy(gf_stage *st) {
     pthread_mutex_destroy(&st->jpeg_mu);
   if (st->snap_mu_init)
     pthread_mutex_destroy(&st->snap_mu);
-
   free(st);
 }
 
