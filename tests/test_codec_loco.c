@@ -1,5 +1,7 @@
 /* The loco codec (lib/decode/loco.c; the format and the arithmetic in
  * lib/decode/loco_band.h, whose header comment is the spec):
+ * - the arithmetic (written without branches) against the spec's plain
+ *   statement of it, over every value a context can reach;
  * - records derived by hand from the spec, byte for byte;
  * - round trips of many sizes (1-row and 1-column images, heights not a
  *   multiple of the band), 1 to 4 channels, bands of 1, 2, 3, 8 and 255
@@ -196,6 +198,140 @@ static void test_hand(void) {
   CHECK_OK(gf_encode(GF_CODEC_LOCO, hand2_px, &s, 1, &rec, &len));
   CHECK(rec && len == sizeof hand3_rec && !memcmp(rec, hand3_rec, len));
   free(rec);
+}
+
+/* ---- the arithmetic against the spec, written plainly -------------------- */
+
+/* loco_band.h computes these without branches; here they are as the spec
+ * (and JPEG-LS) states them. */
+static int ref_q(int d) {
+  if (d <= -21) return -4;
+  if (d <= -7) return -3;
+  if (d <= -3) return -2;
+  if (d < 0) return -1;
+  if (d == 0) return 0;
+  if (d < 3) return 1;
+  if (d < 7) return 2;
+  if (d < 21) return 3;
+  return 4;
+}
+
+static uint32_t ref_context(int a, int b, int c, int d, int *sign) {
+  int q1 = ref_q(d - b), q2 = ref_q(b - c), q3 = ref_q(c - a);
+  *sign = 1;
+  if (q1 < 0 || (q1 == 0 && (q2 < 0 || (q2 == 0 && q3 < 0)))) {
+    q1 = -q1, q2 = -q2, q3 = -q3;
+    *sign = -1;
+  }
+  return (uint32_t)((q1 * 9 + q2 + 4) * 9 + q3 + 4);
+}
+
+static int ref_med(int a, int b, int c) {
+  int mx = a > b ? a : b, mn = a < b ? a : b;
+  if (c >= mx)
+    return mn;
+  if (c <= mn)
+    return mx;
+  return a + b - c;
+}
+
+static uint32_t ref_k(const gf_loco_st *x) {
+  uint32_t k = 0;
+  while (((uint32_t)x->N << k) < (uint32_t)x->A)
+    k++;
+  return k;
+}
+
+static void ref_update(gf_loco_st *x, int e) {
+  int A = x->A + abs(e), B = x->B + e, N = x->N, C = x->C;
+  if (N == GF_LOCO_RESET) {
+    A >>= 1;
+    B = B >= 0 ? B >> 1 : -((1 - B) >> 1);
+    N >>= 1;
+  }
+  N++;
+  if (B <= -N) {
+    B += N;
+    if (C > -128)
+      C--;
+    if (B <= -N)
+      B = -N + 1;
+  } else if (B > 0) {
+    B -= N;
+    if (C < 127)
+      C++;
+    if (B > 0)
+      B = 0;
+  }
+  x->A = A;
+  x->B = B;
+  x->C = C;
+  x->N = N;
+}
+
+static void test_arith(void) {
+  int bad = 0;
+  for (int d = -255; d <= 255; d++)
+    bad += gf_loco_q(d) != ref_q(d);
+  CHECK(bad == 0);
+  /* Every quantized triple, through differences at and around each
+   * threshold. */
+  static const int ds[] = {-255, -22, -21, -20, -8, -7, -6, -4, -3, -2, -1, 0,
+                           1,    2,   3,   4,   6,  7,  8,  20, 21, 22, 255};
+  const int nd = (int)(sizeof ds / sizeof ds[0]);
+  bad = 0;
+  for (int i = 0; i < nd; i++)
+    for (int j = 0; j < nd; j++)
+      for (int k = 0; k < nd; k++) {
+        int b = 0, d = ds[i], c = -ds[j], a = c - ds[k], s1, s2;
+        uint32_t q1 = gf_loco_context(a, b, c, d, &s1);
+        uint32_t q2 = ref_context(a, b, c, d, &s2);
+        bad += q1 != q2 || s1 != s2 || q1 >= GF_LOCO_CONTEXTS;
+      }
+  CHECK(bad == 0);
+  bad = 0;
+  for (int a = 0; a < 256; a++)
+    for (int b = 0; b < 256; b++)
+      for (int c = 0; c < 256; c += (a + b) % 5 + 1)
+        bad += gf_loco_med(a, b, c) != ref_med(a, b, c);
+  CHECK(bad == 0);
+  /* k for every A a context can hold (0 after a run of zero errors, below
+   * 2^13) and every N. */
+  bad = 0;
+  for (int A = 0; A < 8200; A++)
+    for (int N = 1; N <= GF_LOCO_RESET; N++) {
+      gf_loco_st x = {A, 0, 0, N};
+      bad += gf_loco_k(&x) != ref_k(&x);
+    }
+  CHECK(bad == 0);
+  /* The update from every reachable B and N, C at and near its bounds, and
+   * every error (A up to 3,972: 4 + 31 x 128, the most a context holds
+   * with RESET 32); the mapping and its inverse on the states reached;
+   * every state reached survives its packing into 32 bits. */
+  static const int As[] = {0, 1, 4, 100, 3972};
+  static const int Cs[] = {-128, -127, -1, 0, 1, 126, 127};
+  bad = 0;
+  int maps = 0;
+  for (size_t ai = 0; ai < sizeof As / sizeof As[0]; ai++)
+    for (int N = 1; N <= GF_LOCO_RESET; N++)
+      for (int B = 1 - N; B <= 0; B++)
+        for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
+          for (int e = -128; e <= 127; e++) {
+            gf_loco_st x = {As[ai], B, Cs[ci], N};
+            gf_loco_st y = x;
+            gf_loco_update(&x, e);
+            ref_update(&y, e);
+            bad += memcmp(&x, &y, sizeof x) != 0;
+            gf_loco_st u = gf_loco_unpack(gf_loco_pack(x));
+            bad += memcmp(&u, &x, sizeof x) != 0;
+            if (ci == 0) {
+              uint32_t k = gf_loco_k(&y);
+              uint32_t m = gf_loco_map(&y, k, e);
+              maps += m > 255 || gf_loco_unmap(&y, k, m) != e;
+            }
+          }
+  CHECK(bad == 0);
+  CHECK(maps == 0);
 }
 
 /* ---- round trips -------------------------------------------------------- */
@@ -740,6 +876,7 @@ static void test_dispatch(void) {
 }
 
 int main(void) {
+  test_arith();
   test_hand();
   test_roundtrip();
   test_damage_small();

