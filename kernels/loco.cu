@@ -9,7 +9,6 @@
 
 #include "decode/loco_band.h"
 
-
 #define LOCO_TPB 64u
 #define LOCO_CTX (GF_LOCO_SETS * GF_LOCO_CONTEXTS) // states a band
 #define LOCO_SMEM (LOCO_TPB * LOCO_CTX * sizeof(gf_loco_ctx))

@@ -36,8 +36,8 @@ static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
          gf_shape_bytes(&smp->stored) <= l->stride;
 }
 
-/* GPU mode decodes a loco record on the GPU (the stage's loco lanes): the
- * CPU checks its structure and puts the record in the sample's place.
+/* GPU mode decodes a loco record on the GPU (kernels/loco.h): the CPU
+ * checks its structure and puts the record in the sample's place.
  * Only when nothing else changes the pixels and the record fits the
  * sample's place (a 4-byte aligned stride: the kernel reads words). */
 static bool gpu_decodes_loco(const gf_loader *l, const gf_src_sample *smp,
