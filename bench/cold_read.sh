@@ -25,6 +25,10 @@
 #      stored GB/s against the yardstick: the ratio and [met] / [MISSED]
 #      for >= 0.9x; `auto` leaves the queue depth (and, without THREADS,
 #      the threads) to the loader's autotune: what a user gets;
+#   2b. PAIRS times: caches dropped, the sweep's best setting alone; caches
+#      dropped, the loader at its defaults; the two medians and their
+#      ratio (the sweep's best is the highest of 20 noisy figures: the
+#      paired medians hold both sides to the same drift);
 #   3. caches dropped, `gpufeed bench DS --epochs 1 --io uring` (what the
 #      CLI does: it has no O_DIRECT option, so it reads through the page
 #      cache), stored GB/s from its JSON, against the same yardstick.
@@ -50,6 +54,9 @@
 #   PROBE_SECONDS=3    at most this long a probe setting
 #   PROBE_BYTES=       at most this many bytes a probe setting (default the
 #                      dataset's size, at most 2G: no block read twice)
+#   PAIRS=3            step 2b: the sweep's best setting and the loader at
+#                      its defaults, alternated this many times (0: none);
+#                      the medians' ratio
 # Prints one JSON line a dataset (`cold_read {...}`) after its table.
 # Exit status: 0 measured (whether or not the target was met), 1 a run
 # failed, 2 usage, 77 O_DIRECT is not possible under WORK (no yardstick).
@@ -221,6 +228,33 @@ for c in $codecs; do
       "$(ratio "$best_loader" "$rbest")x"
   fi
 
+  # 2b. Paired: the sweep's best setting measured again, alternated with
+  # the loader at its defaults, PAIRS times. The sweep's best is the
+  # highest of 20 noisy figures (this kind of disk has given 1.3-2.6 GB/s
+  # for one setting within the hour), so it overstates what the setting
+  # reads on average; alternating the two measures each under the same
+  # drift. Medians of each side, and their ratio.
+  pairs=${PAIRS:-3} paired=""
+  if [ $prc = 0 ] && [ "$pairs" -gt 0 ]; then
+    ps=() ls=()
+    for ((i = 1; i <= pairs; i++)); do
+      drop
+      sj=$("$probe" --qd "$best_qd" --rs "$best_rs" --seconds "${PROBE_SECONDS:-3}" --json "$ds") || { status=1; break; }
+      ps+=("$(jnum "$(printf '%s' "$sj" | grep -o '"best":{[^}]*}')" gb_per_s)")
+      drop
+      lj=$("$probe" --loader "$ds" --batch "$batch" --order "$order" "${thr[@]}" --json) || { status=1; break; }
+      ls+=("$(jnum "$lj" gb_per_s)")
+    done
+    if [ ${#ls[@]} = "$pairs" ]; then
+      med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+      pm=$(med "${ps[@]}") lm=$(med "${ls[@]}") pr=$(ratio "$(med "${ls[@]}")" "$(med "${ps[@]}")")
+      echo "paired, $pairs times: sequential QD $best_qd x RS $(kib "$best_rs") ${ps[*]} GB/s" \
+        "(median $pm); the loader at its defaults ${ls[*]} (median $lm): ${pr}x $(verdict "$pr")"
+      paired=$(printf '"paired":{"probe":[%s],"loader":[%s],"probe_median":%s,"loader_median":%s,"ratio":%s},' \
+        "$(IFS=,; echo "${ps[*]}")" "$(IFS=,; echo "${ls[*]}")" "$pm" "$lm" "$pr")
+    fi
+  fi
+
   # 3. gpufeed bench, one epoch, as the CLI reads (buffered).
   drop
   bj=$("$gf" bench "$ds" --epochs 1 --io uring --batch "$batch" --order "$order" "${thr[@]}" --json --quiet)
@@ -260,7 +294,7 @@ for c in $codecs; do
     "$c" "$([ $cold = 1 ] && echo true || echo false)" "$samples" "$stored"
   printf '"probe":{"gb_per_s":%s,"qd":%s,"rs":%s},"probe_random":{"gb_per_s":%s,"rs":%s},' \
     "$best" "$best_qd" "$best_rs" "${rbest:-0}" "${rrs:-0}"
-  printf '"loader_direct":[%s],' "$loaders"
+  printf '"loader_direct":[%s],%s' "$loaders" "$paired"
   printf '"bench_buffered":{"gb_per_s":%s,"images_per_s":%s,"ratio":%s}}\n' \
     "$bench_gbs" "$(jnum "$bj" images_per_s)" "$bench_ratio"
 done

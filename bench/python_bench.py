@@ -28,16 +28,19 @@ timed only around those calls and counted only for batches that were
 already ready (the loader's consumer wait did not move by 2 us or more, the
 CLI's own rule for its next_release_us figures); between batches the loop
 sleeps 1.5 batch intervals (from the measured rate) so the next one is
-ready. Both the high-level iterator and the low-level batches() path
+ready (--cost-wait spin: spins on the clock as long instead). Both the high-level iterator and the low-level batches() path
 (next + torch.from_dlpack + batch.release()) are measured; p50 and p99 in
-microseconds, with the 20 us target.
+microseconds, with the 20 us target. After each iterator batch the loop
+sleeps again and times torch alone doing its part of a handoff on tensors
+of the same shapes that gpufeed did not make (the stream query, two
+capsule imports, the tensors' end): the share of the cost that is torch's.
 
 Output: a table, the [met]/[MISSED] lines, and with --json one JSON line.
 
 usage: python_bench.py --bin BIN [--png DIR] [--gradzstd DATASET] [--raw DATASET]
        [--threads N] [--batch N] [--epochs N] [--device auto|cpu|N]
        [--prefetch N] [--rrc N] [--raw-cache SIZE] [--cost-batches N]
-       [--cost-source png|gradzstd|raw] [--repeat N] [--json]
+       [--cost-source png|gradzstd|raw] [--cost-wait sleep|spin] [--repeat N] [--json]
 BIN is the build folder holding the gpufeed CLI; the Python package must be
 importable (PYTHONPATH=BIN/python for a build tree, or installed with pip).
 """
@@ -72,6 +75,10 @@ def parse_args(argv=None):
     ap.add_argument("--rrc", type=int, default=224)
     ap.add_argument("--cost-batches", type=int, default=300)
     ap.add_argument("--cost-source", choices=["png", "gradzstd", "raw"])
+    ap.add_argument("--cost-wait", choices=["sleep", "spin"], default="sleep",
+                    help="how the cost loop waits between batches: asleep (default), "
+                         "or spinning on the clock, as a thread in CUDA's default "
+                         "synchronisation does (its core and caches stay its own)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each side, alternating; the best rate of each is kept")
     ap.add_argument("--json", action="store_true")
@@ -170,10 +177,44 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))] if xs else float("nan")
 
 
+def torch_alone(a, device, gpu):
+    """f() -> microseconds torch alone takes for its part of a batch's
+    handoff, on tensors of the batch's shapes not made by gpufeed: the
+    current stream's query (GPU), the import of two DLPack capsules made
+    beforehand (torch._C._from_dlpack, what the iterator calls) and the
+    two tensors' end. Timed in the same loop and conditions as gpufeed's
+    cost: the floor under Python's cost that gpufeed does not control."""
+    img = torch.empty(a.batch, 3, a.rrc, a.rrc, dtype=torch.float16, device=device)
+    lab = torch.empty(a.batch, dtype=torch.int64, device=device)
+    imp = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    to = torch.utils.dlpack.to_dlpack
+
+    def once():
+        c1, c2 = to(img), to(lab)
+        t0 = time.perf_counter_ns()
+        if gpu and raw is not None:
+            raw(0)
+        x, y = imp(c1), imp(c2)
+        del x, y
+        return (time.perf_counter_ns() - t0) / 1000.0
+    return once
+
+
 def python_cost(a, path, cache, device, gpu, rate):
-    """(high-level, low-level) lists of microseconds, ready batches only."""
+    """(high-level, low-level, torch alone) lists of microseconds, ready
+    batches only."""
     interval = min(0.5, 1.5 * a.batch / rate if rate > 0 else 0.01)
-    hi, lo = [], []
+
+    def wait():
+        if a.cost_wait == "sleep":
+            time.sleep(interval)
+        else:
+            end = time.perf_counter() + interval
+            while time.perf_counter() < end:
+                pass
+    hi, lo, alone = [], [], []
+    floor = torch_alone(a, device, gpu)
     with make_loader(a, path, cache, device) as ld:
         ld.set_epoch(0)
         for images, labels in ld:       # epoch 0 fills the cache (a raw source)
@@ -187,7 +228,7 @@ def python_cost(a, path, cache, device, gpu, rate):
             ld.set_epoch(epoch)
             it = iter(ld.batches(stream=consumer_stream(gpu))) if low else iter(ld)
             while len(got) < want:
-                time.sleep(interval)    # the next batch is ready by now
+                wait()                  # the next batch is ready by now
                 w0 = ld.stats()["consumer_wait_ns"]
                 t0 = time.perf_counter_ns()
                 try:
@@ -206,11 +247,14 @@ def python_cost(a, path, cache, device, gpu, rate):
                 t1 = time.perf_counter_ns()
                 if ld.stats()["consumer_wait_ns"] - w0 < 2000:
                     got.append((t1 - t0) / 1000.0)
+                    if not low:             # torch alone, the same wait before it
+                        wait()
+                        alone.append(floor())
             del it
             epoch += 1
         if gpu:
             torch.cuda.synchronize()
-    return hi, lo
+    return hi, lo, alone
 
 
 def main(argv=None):
@@ -240,11 +284,13 @@ def main(argv=None):
     cname = a.cost_source or a.sources[-1][0]
     cpath = dict(a.sources)[cname]
     crate = next(r["py_img_per_s"] for r in rows if r["source"] == cname)
-    hi, lo = python_cost(a, cpath, cache_for(a, cname, cpath), device, gpu, crate)
-    cost = {"source": cname, "iterator_us_p50": round(pct(hi, 50), 2),
+    hi, lo, alone = python_cost(a, cpath, cache_for(a, cname, cpath), device, gpu, crate)
+    cost = {"source": cname, "wait": a.cost_wait, "iterator_us_p50": round(pct(hi, 50), 2),
             "iterator_us_p99": round(pct(hi, 99), 2), "iterator_samples": len(hi),
             "low_level_us_p50": round(pct(lo, 50), 2), "low_level_us_p99": round(pct(lo, 99), 2),
-            "low_level_samples": len(lo)}
+            "low_level_samples": len(lo),
+            "torch_alone_us_p50": round(pct(alone, 50), 2),
+            "torch_alone_us_p99": round(pct(alone, 99), 2), "torch_alone_samples": len(alone)}
 
     print(f"\ngpufeed {gpufeed.__version__}, torch {torch.__version__}; batch {a.batch}, "
           f"threads {a.threads}, epochs {a.epochs} (rates: epochs 2..), transform "
@@ -253,12 +299,16 @@ def main(argv=None):
     for r in rows:
         print(f"{r['source']:10} {r['cli_mode']:6} {r['cli_img_per_s']:10.0f} "
               f"{r['py_img_per_s']:13.0f} {r['ratio']:7.3f}")
-    print(f"Python's cost per ready batch on {cname}: iterator (next + DLPack + "
+    print(f"Python's cost per ready batch on {cname} (waiting by {a.cost_wait} between "
+          f"batches): iterator (next + DLPack + "
           f"from_dlpack + release) p50 {cost['iterator_us_p50']:.1f} us, p99 "
           f"{cost['iterator_us_p99']:.1f} us ({len(hi)} batches); batches() + from_dlpack + "
           f"release() p50 {cost['low_level_us_p50']:.1f} us, p99 {cost['low_level_us_p99']:.1f} "
           f"us ({len(lo)}); the CLI's next+release p50 "
           + ", ".join(f"{r['source']} {r['cli_next_release_us_p50']}" for r in rows) + " us")
+    print(f"torch alone, the same loop (stream query + two capsule imports + the two "
+          f"tensors' end, tensors not gpufeed's): p50 {cost['torch_alone_us_p50']:.1f} us, "
+          f"p99 {cost['torch_alone_us_p99']:.1f} us ({len(alone)})")
     print("\ntargets:")
     ok_all = True
     for r in rows:

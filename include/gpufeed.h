@@ -418,9 +418,11 @@ typedef struct gf_loader_config {
                              above 2 cores) and a RAM budget (staging,
                              read and output buffers at most 1/8 of
                              MemAvailable): threads as many as both
-                             allow, prefetch 2 (double buffering), up to
-                             4 with 8 threads or more when RAM allows;
-                             gf_loader_stats.tuning says what and why.
+                             allow; prefetch 3 in GPU mode (2 when RAM
+                             is short), 2 in host mode (double
+                             buffering), up to 4 with 8 threads or more
+                             when RAM allows; gf_loader_stats.tuning says
+                             what and why.
                              INIT gives 2. */
   uint32_t channels;      /* output channels: 0 native, 1, 3 or 4 */
   uint32_t keep_16bit;    /* 16-bit PNGs stay 16-bit */
@@ -459,7 +461,8 @@ typedef struct gf_loader_config {
   int32_t device;         /* GF_DEVICE_AUTO (the INIT default): CUDA device
                              0 when there is one, else host mode;
                              GF_DEVICE_CPU: host mode; 0..N-1: that GPU */
-  uint32_t staging_slots; /* pinned staging slots (0: 2, double buffering) */
+  uint32_t staging_slots; /* pinned staging slots (0: one a batch slot,
+                             as prefetch) */
   uint64_t device_pool_bytes; /* device pool reservation (0: what the
                              memory plan needs, see gf_loader_plan) */
   gf_transform transform; /* what each delivered batch is made into */

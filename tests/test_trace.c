@@ -7,6 +7,7 @@
 #include "loader_fixture.h"
 
 #include "gpu/stage.h"
+#include "pipeline/loader_plan.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -305,6 +306,22 @@ int main(void) {
     CHECK(a.threads == 3 && a.slots == 5);
     CHECK(strstr(a.tuning, "as configured") != NULL);
     gf_loader_destroy(l);
+
+    /* GPU mode (the plan's, with or without a device here): 3 slots, so a
+     * batch's device work is over before next asks for it; 2 when set. */
+    cfg.device = 0;
+    cfg.threads = 0;
+    cfg.prefetch = 0;
+    gf_memory_plan mp;
+    gf_loader_sizes z;
+    memset(&z, 0, sizeof z);
+    CHECK_OK(gf_loader_plan_get(&cfg, &mp, &z));
+    printf("autotune (GPU mode): %s\n", z.tuning);
+    CHECK(z.prefetch == 3 && strstr(z.tuning, "prefetch 3 (GPU mode"));
+    cfg.prefetch = 2;
+    memset(&z, 0, sizeof z);
+    CHECK_OK(gf_loader_plan_get(&cfg, &mp, &z));
+    CHECK(z.prefetch == 2 && strstr(z.tuning, "prefetch 2 (as configured)"));
   }
 
   /* GPU mode, when a device is there: the copy stream's track. */
