@@ -96,7 +96,7 @@ fi
 drop() { sync; [ $cold = 1 ] && echo 3 >/proc/sys/vm/drop_caches; }
 
 echo "# cold_read: $(nproc) cores, $(uname -r); $count images of $size" \
-  "(${PHOTOS:+crops of $PHOTOS}${PHOTOS:-synthetic}); threads ${threads:-autotune};" \
+  "($([ -n "${PHOTOS:-}" ] && echo "crops of $PHOTOS" || echo synthetic)); threads ${threads:-autotune};" \
   "batch $batch, $order order; WORK $work"
 if [ $cold = 1 ]; then
   echo "# page cache dropped before every measurement (root)"

@@ -91,7 +91,7 @@ fi
 xform=(--rrc 224 --dtype f16 --layout nchw --mean 123.675,116.28,103.53
   --std 58.395,57.12,57.375)
 echo "# scaling: $(nproc) cores, $(uname -r); $count images of $size" \
-  "(${PHOTOS:+crops of $PHOTOS}${PHOTOS:-synthetic}); device $device, batch $batch," \
+  "($([ -n "${PHOTOS:-}" ] && echo "crops of $PHOTOS" || echo synthetic)); device $device, batch $batch," \
   "$epochs epochs a point (rate: epochs 2-$epochs)"
 echo "# each point: gpufeed bench SRC --threads T ${xform[*]} --device $device" \
   "--batch $batch --epochs $epochs --json --quiet"
