@@ -418,11 +418,10 @@ typedef struct gf_loader_config {
                              above 2 cores) and a RAM budget (staging,
                              read and output buffers at most 1/8 of
                              MemAvailable): threads as many as both
-                             allow; prefetch 3 in GPU mode (2 when RAM
-                             is short), 2 in host mode (double
-                             buffering), up to 4 with 8 threads or more
-                             when RAM allows; gf_loader_stats.tuning says
-                             what and why.
+                             allow; prefetch 3 in GPU mode, 2 in host
+                             mode (double buffering), up to 4 with 8
+                             threads or more when RAM allows;
+                             gf_loader_stats.tuning says what and why.
                              INIT gives 2. */
   uint32_t channels;      /* output channels: 0 native, 1, 3 or 4 */
   uint32_t keep_16bit;    /* 16-bit PNGs stay 16-bit */

@@ -177,8 +177,7 @@ static bool reads_alone(const gf_loader_sizes *z, bool gpu) {
  * MemAvailable, so a training process keeps the rest); prefetch 2 (double
  * buffering) in host mode, up to 4 with 8 threads or more, where fast
  * workers finish batches in bursts and the extra slots absorb them, and 3
- * in GPU mode (2 when 3 slots do not fit the RAM budget). Writes the
- * choice and why to z->tuning. */
+ * in GPU mode. Writes the choice and why to z->tuning. */
 static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
   bool alone = reads_alone(z, gpu);
   z->queue_depth = c->io_queue_depth ? c->io_queue_depth
@@ -201,22 +200,19 @@ static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
   uint64_t avail = mem_available();
   uint64_t budget = avail ? avail / 8 : UINT64_MAX;
   uint32_t t = auto_t ? cpu_budget : c->threads;
-  /* GPU mode: 3 slots when they fit the RAM budget, so that a batch's
-   * copy and transform are over before the consumer asks for it (with 2,
-   * the copy into a slot starts only once the step that read it has
-   * ended, and next makes the caller's stream wait). */
-  uint32_t p = !auto_p ? c->prefetch
-               : gpu && host_bytes(c, z, t, GF_GPU_PREFETCH) <= budget
-                   ? GF_GPU_PREFETCH
-                   : 2;
+  /* GPU mode: 3 slots, so that a batch's copy and transform are over
+   * before the consumer asks for it (with 2, the copy into a slot starts
+   * only once the step that read it has ended, and next makes the
+   * caller's stream wait). Whatever the RAM, so that the plan's device
+   * side stays the same on every machine: the RAM budget cuts threads. */
+  uint32_t p = !auto_p ? c->prefetch : gpu ? GF_GPU_PREFETCH : 2;
   bool ram_cut = false;
   while (auto_t && t > 1 && host_bytes(c, z, t, p) > budget) {
     t--;
     ram_cut = true;
   }
-  /* In GPU mode the slots are device memory too: the plan (3 slots, 2
-   * when RAM is short) takes no more on a machine with more RAM; only
-   * host mode does. */
+  /* In GPU mode the slots are device memory too: the plan (3 slots)
+   * must not depend on the machine, so only host mode takes more. */
   if (auto_p && t >= 8 && !gpu)
     for (uint32_t q = 4; q > 2; q--)
       if (host_bytes(c, z, t, q) <= budget) {
@@ -244,9 +240,8 @@ static void autotune(const gf_loader_config *c, gf_loader_sizes *z, bool gpu) {
   if (!auto_p)
     snprintf(why_p, sizeof why_p, "prefetch %u (as configured)", p);
   else if (gpu)
-    snprintf(why_p, sizeof why_p, "prefetch %u (GPU mode: %s)", p,
-             p == GF_GPU_PREFETCH ? "a batch's copy done before next"
-                                  : "3 slots over the RAM budget");
+    snprintf(why_p, sizeof why_p,
+             "prefetch %u (GPU mode: a batch's copy done before next)", p);
   else
     snprintf(why_p, sizeof why_p, "prefetch %u", p);
   char msg[512];
