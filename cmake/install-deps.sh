@@ -8,7 +8,7 @@ pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libpng-dev
       libjpeg62-turbo-dev)
 # The Python package and its tests (tests/run.sh sets this).
 if [ "${GPUFEED_WITH_PYTHON:-0}" = 1 ]; then
-  pkgs+=(python3-dev python3-numpy python3-pytest python3-torch python3-pip
+  pkgs+=(python3-dev python3-numpy python3-pytest python3-torch python3-torchvision python3-pip
          python3-setuptools python3-wheel python3-venv)
 fi
 if [ "${GPUFEED_WITH_CLANG:-0}" = 1 ]; then
