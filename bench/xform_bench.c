@@ -5,10 +5,12 @@
  *          side is under 224);
  *   rrc:   GF_RESIZE_RANDOM_RESIZED_CROP + flip;
  *   eval:  GF_RESIZE_SHORTER_CENTER_CROP (Resize(256) + CenterCrop(224));
- *          both through the default resize path (resize_path 0: the
- *          32x32 tiles in two passes through shared memory);
+ *          both through the default resize path (resize_path 0: bands
+ *          of 32 output rows, a thread a column, resize_band.cuh);
  * beside the batch's host-to-device copy (pinned) in the same run; then,
  * to say where the resize's time goes, the same rrc and eval batches
+ *   tiles: through the 32x32 tiles (resize_path GF_XFORM_RESIZE_TILES,
+ *          the path before the bands);
  *   pixel: through the per-pixel path (resize_path
  *          GF_XFORM_RESIZE_PER_PIXEL: taps and weights recomputed for
  *          every output pixel, the tiles' fallback);
@@ -19,7 +21,10 @@
  * Each figure is the median of --iters timed launches (CUDA events on one
  * stream). Prints one line a case and a JSON line with --json.
  *
- *   xform_bench [--iters N] [--batch N] [--json]
+ *   xform_bench [--iters N] [--batch N] [--rows N] [--json]
+ *
+ * --rows: output rows a band of the default path (resize_rows; 0, the
+ * default: the launcher's choice).
  *
  * Exits 77 without CUDA (a build without it, or no device). */
 #include "gpufeed.h"
@@ -62,16 +67,19 @@ static float median(float *v, int n) {
 
 int main(int argc, char **argv) {
   int iters = 50, json = 0;
-  uint32_t n = 256;
+  uint32_t n = 256, rows = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--iters") && i + 1 < argc)
       iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
       n = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
+      rows = (uint32_t)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json"))
       json = 1;
     else {
-      fprintf(stderr, "usage: xform_bench [--iters N] [--batch N] [--json]\n");
+      fprintf(stderr, "usage: xform_bench [--iters N] [--batch N] "
+                      "[--rows N] [--json]\n");
       return 2;
     }
   }
@@ -130,12 +138,14 @@ int main(int argc, char **argv) {
   printf("h2d copy (pinned): %.3f ms (%.1f GB/s)\n", copy_ms,
          (double)total / copy_ms / 1e6);
 
-  enum { NCASE = 7 };
-  static const char *names[NCASE] = {"crop",       "rrc",      "eval",
-                                     "rrc-pixel",  "eval-pixel",
-                                     "rrc-skip",   "eval-skip"};
+  enum { NCASE = 9 };
+  static const char *names[NCASE] = {"crop",       "rrc",        "eval",
+                                     "rrc-pixel",  "eval-pixel", "rrc-skip",
+                                     "eval-skip",  "rrc-tiles",  "eval-tiles"};
   static const uint32_t modes[NCASE] = {
       GF_RESIZE_NONE,
+      GF_RESIZE_RANDOM_RESIZED_CROP,
+      GF_RESIZE_SHORTER_CENTER_CROP,
       GF_RESIZE_RANDOM_RESIZED_CROP,
       GF_RESIZE_SHORTER_CENTER_CROP,
       GF_RESIZE_RANDOM_RESIZED_CROP,
@@ -148,7 +158,9 @@ int main(int argc, char **argv) {
                                         GF_XFORM_RESIZE_PER_PIXEL,
                                         GF_XFORM_RESIZE_PER_PIXEL,
                                         0,
-                                        0};
+                                        0,
+                                        GF_XFORM_RESIZE_TILES,
+                                        GF_XFORM_RESIZE_TILES};
   float ms[NCASE];
   for (int m = 0; m < NCASE; m++) {
     gf_transform tf;
@@ -185,6 +197,7 @@ int main(int argc, char **argv) {
     a.n_resized = m == 5 || m == 6 ? 0 : nr;
     a.resize_size = gf_xform_resize_size(&tf, H);
     a.resize_path = paths[m];
+    a.resize_rows = rows;
     a.out_h = H;
     a.out_w = W;
     a.out_c = C;
@@ -211,17 +224,22 @@ int main(int argc, char **argv) {
          ms[1] - ms[0], ms[2] - ms[0],
          100.0 * (ms[1] - ms[0]) / (copy_ms + ms[0]),
          100.0 * (ms[2] - ms[0]) / (copy_ms + ms[0]));
-  printf("the resize kernel (alone in the rrc and eval passes): tiles "
-         "rrc %.3f ms, eval %.3f ms; per-pixel rrc %.3f ms, eval %.3f ms; "
+  printf("the resize kernels (alone in the rrc and eval passes): default "
+         "(bands) rrc %.3f ms, eval %.3f ms; tiles rrc %.3f ms, eval %.3f ms "
+         "(would add %+.1f%% / %+.1f%%); per-pixel rrc %.3f ms, eval %.3f ms; "
          "the crop kernel skipping resized samples %.3f / %.3f ms\n",
-         ms[1], ms[2], ms[3], ms[4], ms[5], ms[6]);
+         ms[1], ms[2], ms[7], ms[8],
+         100.0 * (ms[7] - ms[0]) / (copy_ms + ms[0]),
+         100.0 * (ms[8] - ms[0]) / (copy_ms + ms[0]), ms[3], ms[4], ms[5],
+         ms[6]);
   if (json)
     printf("{\"batch\": %u, \"in_bytes\": %llu, \"h2d_ms\": %.4f, "
            "\"crop_ms\": %.4f, \"rrc_ms\": %.4f, \"eval_ms\": %.4f, "
            "\"rrc_pixel_ms\": %.4f, \"eval_pixel_ms\": %.4f, "
-           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f}\n",
+           "\"rrc_skip_ms\": %.4f, \"eval_skip_ms\": %.4f, "
+           "\"rrc_tiles_ms\": %.4f, \"eval_tiles_ms\": %.4f}\n",
            n, (unsigned long long)total, copy_ms, ms[0], ms[1], ms[2], ms[3],
-           ms[4], ms[5], ms[6]);
+           ms[4], ms[5], ms[6], ms[7], ms[8]);
   CK(cudaFree(d_src));
   CK(cudaFree(d_dst));
   CK(cudaFree(d_s));

@@ -23,6 +23,7 @@ extern "C" {
  * what it computes, byte-identical to gf_xform_ref). Pointers are device
  * memory unless said otherwise. */
 #define GF_XFORM_RESIZE_PER_PIXEL 1u
+#define GF_XFORM_RESIZE_TILES 2u
 
 typedef struct gf_xform_launch {
   const uint8_t *src;        /* the samples' HWC uint8 bytes */
@@ -41,14 +42,25 @@ typedef struct gf_xform_launch {
   uint32_t resize_size;      /* SHORTER_CENTER_CROP's shorter side S
                                 (gf_xform_resize_size); 0 otherwise */
   uint32_t reserved0;        /* zero */
-  uint32_t resize_path;      /* 0 (default): each 32x32 tile of a
-                                resized sample in two passes through
-                                shared memory, pixel by pixel where its
-                                taps do not fit (RGB shrinks beyond
-                                ~10x); GF_XFORM_RESIZE_PER_PIXEL:
-                                every resized pixel on its own (the
-                                tiles' fallback, for tests and benches:
-                                the same bytes) */
+  uint32_t resize_path;      /* 0 (default): a resized sample in bands
+                                of 32 output rows, a thread a column
+                                (kernels/resize_band.cuh) where the
+                                output is at most 256 wide and the
+                                shrink moderate (horizontal support at
+                                most 3.25: under ~3.2x antialiased),
+                                the others as GF_XFORM_RESIZE_TILES
+                                does; GF_XFORM_RESIZE_TILES: each 32x32
+                                tile in two passes through shared
+                                memory, pixel by pixel where its taps
+                                do not fit (RGB shrinks beyond ~10x);
+                                GF_XFORM_RESIZE_PER_PIXEL: every
+                                resized pixel on its own (the tiles'
+                                fallback). Tests and benches choose; the
+                                same bytes whichever */
+  uint32_t resize_rows;      /* output rows a band of the default path:
+                                0 (default) chosen from the batch's
+                                size, else 1-32; tests and benches set it
+                                (the same bytes) */
   uint32_t resize_tpb;       /* tiles of a sample a resize block makes: 0
                                 (default) chosen from the batch's size;
                                 tests set it to cover every choice (the
@@ -81,7 +93,7 @@ typedef struct gf_xform_launch {
  * exactly those samples' outputs. *a is read before the call returns.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL pointers, unknown dtype
  * or layout, output out of GF_XFORM limits, dst misaligned, legacy stream,
- * unknown resize_path)
+ * unknown resize_path, resize_rows over 32)
  * or the launch's error. */
 cudaError_t gf_launch_xform(const gf_xform_launch *a, cudaStream_t s);
 

@@ -59,6 +59,7 @@
 //   element code as xform_plain. Only the columns left of the window's
 //   right edge are ever read. xform_plain skips these samples.
 #include "kernels.h"
+#include "resize_band.cuh"
 #include "resize_tile.h"
 
 #include <errno.h>
@@ -98,6 +99,7 @@ struct Args {
   uint32_t oh, ow, c;
   uint32_t resize_size; // SHORTER_CENTER_CROP's S (gf_xform_geom)
   uint32_t resize_path; // gf_xform_launch's
+  uint32_t band_rows;   // output rows a band (xform_resize_band), 1-32
   uint32_t resize_all;  // every sample resized: xform_plain is not launched,
                         // xform_resize pads and reports the refused ones
   float mean[4], std[4]; // std already 0 -> 1
@@ -783,7 +785,7 @@ __device__ __forceinline__ void tile_pixels(const Args &a, const gf_rs_tile &t,
 // extents, after the plan (made by one thread), after the weights and
 // staged rows, after the horizontal passes
 // (and one more before each further chunk).
-template <int DT, int LAYOUT, unsigned C>
+template <int DT, int LAYOUT, unsigned C, unsigned NT>
 __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
                             gf_rs_shared &sm, typename Out<DT>::T *out,
                             const typename Out<DT>::T *lut, unsigned P) {
@@ -816,11 +818,11 @@ __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
     const unsigned nr = c1 - c0, wpr = p.stride / 4u, words = nr * wpr;
     // The staged rows, kStageWords loads a thread in flight before their
     // stores (consecutive threads, consecutive words of a row); a thread's
-    // (row, word) steps by kResizeThreads words without a division.
+    // (row, word) steps by NT words without a division.
     {
-      const unsigned dr = kResizeThreads / wpr, dk = kResizeThreads % wpr;
+      const unsigned dr = NT / wpr, dk = NT % wpr;
       for (unsigned w0 = 0, r = tid / wpr, k = tid % wpr; w0 < words;
-           w0 += kStageWords * kResizeThreads) {
+           w0 += kStageWords * NT) {
         uint32_t v[kStageWords];
         unsigned rr = r, kk = k;
 #pragma unroll
@@ -847,11 +849,10 @@ __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
       }
     }
     __syncthreads(); // the weights and the staged rows are in
-    gf_rs_tile_hsum(&sm, &t, &p, c0, nr, lane, tid / 32u, kResizeThreads / 32u,
-                    C);
+    gf_rs_tile_hsum(&sm, &t, &p, c0, nr, lane, tid / 32u, NT / 32u, C);
     __syncthreads();
     // A warp a tile row, a lane a column.
-    for (unsigned k = a0 + tid / 32u; k < b; k += kResizeThreads / 32u) {
+    for (unsigned k = a0 + tid / 32u; k < b; k += NT / 32u) {
       if (lane < t.nx) {
         uint32_t px[4];
         gf_rs_tile_vsum(&sm, &p, c0, k, lane, px, C);
@@ -870,7 +871,7 @@ __device__ bool tile_staged(const Args &a, const gf_rs_tile &t,
 // GF_RS_TILE_W / 2 columns (each half stages half the source columns, so
 // shrinks about twice as large fit); a half that still does not fit, pixel
 // by pixel. Called after a barrier, as tile_staged.
-template <int DT, int LAYOUT, unsigned C>
+template <int DT, int LAYOUT, unsigned C, unsigned NT>
 __device__ void tile_any(const Args &a, const gf_rs_tile &t, gf_rs_shared &sm,
                          typename Out<DT>::T *out,
                          const typename Out<DT>::T *lut, unsigned P) {
@@ -879,7 +880,7 @@ __device__ void tile_any(const Args &a, const gf_rs_tile &t, gf_rs_shared &sm,
   gf_rs_tile u = t;
   bool halves = false;
   for (unsigned x = 0;;) {
-    if (!tile_staged<DT, LAYOUT, C>(a, u, sm, out, lut, P)) {
+    if (!tile_staged<DT, LAYOUT, C, NT>(a, u, sm, out, lut, P)) {
       if (!halves) { // the whole tile does not fit: its halves
         halves = true;
         u.nx = t.nx < kHalf ? t.nx : kHalf;
@@ -940,8 +941,78 @@ __global__ void __launch_bounds__(kResizeThreads, kResizeBlocks)
                              zero);
         continue;
       }
-      tile_any<DT, LAYOUT, C>(a, t, sm, out, lut, P);
+      tile_any<DT, LAYOUT, C, kResizeThreads>(a, t, sm, out, lut, P);
     }
+  }
+}
+
+// The band's tiles (a sample the band path does not take), a call of its
+// own: inlined, the tiles' registers beside the band's made the band
+// path spill.
+template <int DT, int LAYOUT, unsigned C>
+__device__ __noinline__ void band_tiles(const Args &a, gf_rs_tile t,
+                                        gf_rs_shared &sm,
+                                        typename Out<DT>::T *out,
+                                        const typename Out<DT>::T *lut,
+                                        unsigned P, unsigned y0,
+                                        unsigned ny) {
+  t.y0 = y0;
+  t.ny = ny;
+  for (unsigned x0 = 0; x0 < a.ow; x0 += GF_RS_TILE_W) {
+    t.x0 = x0;
+    t.nx = a.ow - x0 < GF_RS_TILE_W ? a.ow - x0 : GF_RS_TILE_W;
+    if (x0)
+      __syncthreads(); // the last tile is done with the shared state
+    tile_any<DT, LAYOUT, C, GF_RSB_THREADS>(a, t, sm, out, lut, P);
+  }
+}
+
+// The resized samples, the default path (resize_path 0): a block makes
+// band blockIdx.x (band_rows output rows, every column) of each of its
+// samples, by resize_band.cuh where the sample allows it (gf_rsb_takes:
+// nearly every photo to 224), else as the band's tiles (tile_any with
+// this block's threads). As xform_resize with resize_all, it also pads
+// and reports the samples that check_sample refuses.
+template <int DT, int LAYOUT, unsigned C>
+__global__ void __launch_bounds__(GF_RSB_THREADS, GF_RSB_BLOCKS)
+    xform_resize_band(Args a) {
+  typedef typename Out<DT>::T T;
+  __shared__ T lut[4 * 256];
+  __shared__ __align__(16) union {
+    RsbShared<C> band;
+    gf_rs_shared tile;
+  } sm;
+  setup_lut<DT>(lut, a);
+  const unsigned P = a.oh * a.ow, S = P * a.c, tid = threadIdx.x;
+  const unsigned y0 = blockIdx.x * a.band_rows;
+  const unsigned ny = a.oh - y0 < a.band_rows ? a.oh - y0 : a.band_rows;
+  for (unsigned n = blockIdx.y; n < a.n; n += gridDim.y) {
+    const gf_xform_sample s = a.samples[n];
+    const int bad = check_sample(s, a);
+    const bool pad = bad || !s.resize;
+    if (pad && !a.resize_all)
+      continue; // xform_plain writes (or pads) it
+    if (bad && blockIdx.x == 0 && tid == 0)
+      report(a, bad);
+    T *out = (T *)a.dst + (uint64_t)n * S;
+    __syncthreads(); // the value table is ready; the last sample is done
+    if (pad) { // refused (its source never read), or not resized
+      const uint32_t zero[4] = {0, 0, 0, 0};
+      for (unsigned i = tid; i < ny * a.ow; i += blockDim.x)
+        put_px<DT, LAYOUT>(out, lut, P, C, y0 * a.ow + i, zero);
+      continue;
+    }
+    gf_rs_tile t = {};
+    tile_sample(t, s, a);
+    if (gf_rsb_takes<C>(t, a.ow)) {
+      gf_rsb_band<C>(sm.band, t, y0, ny,
+                     [&](unsigned k, unsigned x, const uint32_t px[4]) {
+                       put_px<DT, LAYOUT>(out, lut, P, C,
+                                          (y0 + k) * a.ow + x, px);
+                     });
+      continue;
+    }
+    band_tiles<DT, LAYOUT, C>(a, t, sm.tile, out, lut, P, y0, ny);
   }
 }
 
@@ -958,6 +1029,24 @@ template <int DT, int LAYOUT> kernel_fn pick_resize_layout(unsigned c) {
   default:
     return xform_resize<DT, LAYOUT, 4>;
   }
+}
+
+template <int DT, int LAYOUT> kernel_fn pick_band_layout(unsigned c) {
+  switch (c) {
+  case 1:
+    return xform_resize_band<DT, LAYOUT, 1>;
+  case 2:
+    return xform_resize_band<DT, LAYOUT, 2>;
+  case 3:
+    return xform_resize_band<DT, LAYOUT, 3>;
+  default:
+    return xform_resize_band<DT, LAYOUT, 4>;
+  }
+}
+
+template <int DT> kernel_fn pick_band(unsigned layout, unsigned c) {
+  return layout == GF_LAYOUT_NHWC ? pick_band_layout<DT, GF_LAYOUT_NHWC>(c)
+                                  : pick_band_layout<DT, GF_LAYOUT_NCHW>(c);
 }
 
 template <int DT> kernel_fn pick_resize(unsigned layout, unsigned c) {
@@ -995,7 +1084,8 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
       a->out_w > GF_XFORM_MAX_DIM ||
       (uint64_t)a->out_h * a->out_w * a->out_c >= GF_XFORM_MAX_SAMPLE_ELEMS ||
       a->n_filtered > a->n || a->n_resized > a->n || a->reserved0 ||
-      a->resize_path > GF_XFORM_RESIZE_PER_PIXEL ||
+      a->resize_path > GF_XFORM_RESIZE_TILES ||
+      a->resize_rows > GF_RSB_ROWS ||
       (uintptr_t)a->dst % es)
     return cudaErrorInvalidValue;
   Args k;
@@ -1009,6 +1099,7 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   k.c = a->out_c;
   k.resize_size = a->resize_size;
   k.resize_path = a->resize_path;
+  k.band_rows = a->resize_rows ? a->resize_rows : GF_RSB_ROWS;
   for (int i = 0; i < 4; i++) {
     if (!std::isfinite(a->mean[i]) || !std::isfinite(a->std[i]) ||
         a->std[i] < 0)
@@ -1025,23 +1116,27 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   const unsigned V = (unsigned)(16u / es);
   const bool vec = (a->layout == GF_LAYOUT_NCHW ? P : S) % V == 0 &&
                    (uintptr_t)a->dst % 16u == 0;
-  kernel_fn plain = nullptr, filt = nullptr, rsz = nullptr;
+  kernel_fn plain = nullptr, filt = nullptr, rsz = nullptr, band = nullptr;
   switch (a->out_dtype) {
   case GF_OUT_U8:
     pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
     rsz = pick_resize<GF_OUT_U8>(a->layout, a->out_c);
+    band = pick_band<GF_OUT_U8>(a->layout, a->out_c);
     break;
   case GF_OUT_F32:
     pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
     rsz = pick_resize<GF_OUT_F32>(a->layout, a->out_c);
+    band = pick_band<GF_OUT_F32>(a->layout, a->out_c);
     break;
   case GF_OUT_F16:
     pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
     rsz = pick_resize<GF_OUT_F16>(a->layout, a->out_c);
+    band = pick_band<GF_OUT_F16>(a->layout, a->out_c);
     break;
   default:
     pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
     rsz = pick_resize<GF_OUT_BF16>(a->layout, a->out_c);
+    band = pick_band<GF_OUT_BF16>(a->layout, a->out_c);
     break;
   }
 
@@ -1058,7 +1153,13 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
     if ((err = cudaGetLastError()) != cudaSuccess)
       return err;
   }
-  if (a->n_resized) {
+  if (a->n_resized && a->resize_path == 0) {
+    dim3 bgrid((a->out_h + k.band_rows - 1) / k.band_rows,
+               a->n < 65535u ? a->n : 65535u);
+    band<<<bgrid, GF_RSB_THREADS, 0, s>>>(k);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return err;
+  } else if (a->n_resized) {
     unsigned tiles = (a->out_w + GF_RS_TILE_W - 1) / GF_RS_TILE_W *
                      ((a->out_h + GF_RS_TILE_H - 1) / GF_RS_TILE_H);
     // A block makes several tiles of a sample (every gx-th), so that its

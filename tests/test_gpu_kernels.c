@@ -62,6 +62,7 @@ typedef struct xcase {
   uint32_t dst_shift; /* elements the output starts past 16-byte alignment */
   uint32_t resize_path; /* gf_xform_launch's (check_case sets it) */
   uint32_t resize_tpb;  /* gf_xform_launch's (0: the kernel's choice) */
+  uint32_t resize_rows; /* gf_xform_launch's (0: the launcher's choice) */
 } xcase;
 
 static devbuf d_src, d_params, d_dst, d_status;
@@ -115,6 +116,7 @@ static int run_gpu(const xcase *c, const uint8_t *want, uint32_t n_filtered,
     a.resize_size = gf_xform_resize_size(&c->t, c->oh);
     a.resize_path = c->resize_path;
     a.resize_tpb = c->resize_tpb;
+    a.resize_rows = c->resize_rows;
     a.out_h = c->oh;
     a.out_w = c->ow;
     a.out_c = c->oc;
@@ -219,13 +221,15 @@ static int check_case(xcase *c) {
                         c->oc, want);
   CHECK_OK(rc);
   int bad = rc ? 1 : run_gpu(c, want, count_filtered(c), 0);
-  /* Resized samples: the per-pixel path too (the tiles' fallback): the
-   * same bytes. */
+  /* Resized samples: the tiles for all (the default takes bands where
+   * it can) and the per-pixel path (the tiles' fallback): the same
+   * bytes. */
   bool resized = false;
   for (uint32_t i = 0; i < c->n; i++)
     resized |= c->s[i].resize != 0;
-  static const uint32_t paths[1] = {GF_XFORM_RESIZE_PER_PIXEL};
-  for (int k = 0; k < 1 && resized && !bad; k++) {
+  static const uint32_t paths[2] = {GF_XFORM_RESIZE_TILES,
+                                    GF_XFORM_RESIZE_PER_PIXEL};
+  for (int k = 0; k < 2 && resized && !bad; k++) {
     c->resize_path = paths[k];
     bad = run_gpu(c, want, count_filtered(c), 0);
     if (bad)
@@ -328,6 +332,8 @@ static void resize_case(int idx, bool big, bool many) {
   /* Blocks making 1 to 4 tiles of a sample each, or the kernel's choice
    * (1 for these batches: the large ones of the benches take 3). */
   c.resize_tpb = rnd(3) ? 1 + rnd(4) : 0;
+  /* Bands of 1 to 32 rows, or the launcher's choice. */
+  c.resize_rows = rnd(3) ? 0 : 1 + rnd(32);
   c.t.height = c.oh = big ? 224 : 1 + rnd(64);
   c.t.width = c.ow = big ? 224 : 1 + rnd(64);
   if (c.t.resize == GF_RESIZE_SHORTER_CENTER_CROP && rnd(3) == 0)
@@ -630,7 +636,10 @@ static void launcher_refusals(void) {
   b.std[0] = -1;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
-  b.resize_path = GF_XFORM_RESIZE_PER_PIXEL + 1;
+  b.resize_path = GF_XFORM_RESIZE_TILES + 1;
+  CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
+  b = a;
+  b.resize_rows = 33;
   CHECK(gf_launch_xform(&b, stream) == cudaErrorInvalidValue);
   b = a;
   b.n = 0; /* nothing to do, nothing launched */
@@ -841,6 +850,22 @@ int main(int argc, char **argv) {
                     GF_LAYOUT_NHWC);
   resize_exact_case("60x down, rgba, plain", 1200, 1200, 4, 20, 20, 1,
                     GF_OUT_F16, GF_LAYOUT_NCHW);
+  /* The band path's edges (resize_band.cuh): 256 columns (the most a
+   * band takes) and 257 (the tiles), a shrink of 3.2x across (bands) and
+   * 3.4x (tiles), rows in many chunks (plain 20x down: bands), a
+   * vertical shrink near the band's limit for RGBA (9x: bands). */
+  resize_exact_case("256 wide, bands", 70, 600, 3, 33, 256, 0, GF_OUT_F16,
+                    GF_LAYOUT_NCHW);
+  resize_exact_case("257 wide, tiles", 70, 600, 3, 33, 257, 0, GF_OUT_F16,
+                    GF_LAYOUT_NCHW);
+  resize_exact_case("3.2x across, bands", 90, 320, 3, 45, 100, 0,
+                    GF_OUT_F32, GF_LAYOUT_NHWC);
+  resize_exact_case("3.4x across, tiles", 90, 340, 3, 45, 100, 0,
+                    GF_OUT_F32, GF_LAYOUT_NHWC);
+  resize_exact_case("20x down, plain, bands", 1400, 90, 3, 70, 60, 1,
+                    GF_OUT_BF16, GF_LAYOUT_NCHW);
+  resize_exact_case("9x down, rgba, bands", 450, 100, 4, 50, 80, 0,
+                    GF_OUT_U8, GF_LAYOUT_NCHW);
   bad_sample_cases();
   bad_resized_cases();
   launcher_refusals();

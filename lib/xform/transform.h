@@ -13,13 +13,16 @@
  * gradient-filtered samples and a resized sample's weight tables (out_h x
  * (8 + 4 k) + out_w x (8 + 4 k) bytes, k <= 2 x in/out + 3 taps: about
  * 20 KiB at 224x224 from 500 px, kept by the thread up to 32 MiB). The GPU
- * resamples a 32x32 output tile a block in two passes through shared
- * memory (kernels/resize_tile.h: taps and weights once a tile column and
- * row, the horizontal sums once a source row and output column), about
- * (2 in/out + 3) x (in/out + 1) taps an output pixel; a tile whose taps do
- * not fit (shrinks beyond ~20-40x a side) goes pixel by pixel, about
- * (2 in/out + 3)^2 taps a pixel (a 4000-pixel window to 224 reads ~1600
- * pixels an output pixel).
+ * resamples a band of up to 32 output rows a block, a thread an output
+ * column (kernels/resize_band.cuh: a column's taps and weights once a band,
+ * in registers; the horizontal sums once a source row and output column,
+ * kept in shared memory for the vertical pass), about (2 in/out + 3) x
+ * (in/out + 1) taps an output pixel, where the output is at most 256 wide
+ * and the shrink under ~3.2x across (nearly every photo to 224); other
+ * samples go as 32x32 tiles in two passes through shared memory
+ * (kernels/resize_tile.h), and a tile whose taps do not fit (shrinks
+ * beyond ~20-40x a side) pixel by pixel, about (2 in/out + 3)^2 taps a
+ * pixel (a 4000-pixel window to 224 reads ~1600 pixels an output pixel).
  *
  * The exact arithmetic, written down so any implementation can reproduce
  * it:
