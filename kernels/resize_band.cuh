@@ -67,7 +67,11 @@
  * issue, so five blocks with 29-row chunks beat four with 45-row ones
  * (0.117 against 0.125 ms); six (40 registers, 21-row chunks) did not
  * beat five. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define GF_RSB_BLOCKS 4 /* sm_75: at most 1,024 threads an SM */
+#else
 #define GF_RSB_BLOCKS 5
+#endif
 template <unsigned C> struct RsbRoom {
   static constexpr unsigned raw = GF_RSB_HS_BYTES / (C * GF_RSB_THREADS * 4u);
   static constexpr unsigned hsw_even = raw > 15u ? 15u : raw;
@@ -174,7 +178,12 @@ __device__ void gf_rsb_band(RsbShared<C> &sm, const gf_rs_tile &t,
   /* The most taps of a column in the block (every warp's, then the
    * block's after the barrier): the horizontal pass's loops unrolled to
    * it, the same branch in every thread. */
-  const uint32_t wmax = __reduce_max_sync(0xFFFFFFFFu, (uint32_t)cn);
+  uint32_t wmax = (uint32_t)cn;
+#pragma unroll
+  for (unsigned o = 16; o > 0; o >>= 1) {
+    const uint32_t v = __shfl_xor_sync(0xFFFFFFFFu, wmax, o);
+    wmax = v > wmax ? v : wmax;
+  }
   if ((x & 31u) == 0)
     sm.kmax[x / 32u] = wmax;
   __syncthreads();
