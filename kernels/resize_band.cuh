@@ -35,9 +35,9 @@
  *        results are consecutive bytes; an odd word stride between
  *        columns puts a warp's 32 columns in 32 banks);
  *     b. barrier; the vertical pass: thread x, for each output row k of
- *        the chunk, four taps a 32-bit word of its results with two dp2a
- *        (the row's weights the same in every thread: broadcast), then
- *        emit(k, x, px) stores the pixel;
+ *        the chunk, gf_rs_vpass over its results (the tiles' vertical
+ *        pass; the row's weights the same in every thread: broadcast),
+ *        then emit(k, x, px) stores the pixel;
  *     c. barrier before the next chunk overwrites the results.
  * Which samples take the band path (gf_rsb_takes): output width at most
  * GF_RSB_THREADS, horizontal support at most GF_RSB_MAX_SX (a column has
@@ -245,40 +245,9 @@ __device__ void gf_rsb_band(RsbShared<C> &sm, const gf_rs_tile &t,
         uint32_t px[4] = {0, 0, 0, 0};
         const int32_t n = sm.rn[k];
         if (n > 0 && cn > 0) {
-          const uint32_t off = (uint32_t)(sm.rlo[k] - r0), sh = off & 3u;
-          const uint32_t kq = ((uint32_t)n + 3u) / 4u;
-          const uint32_t *w = sm.wy[k];
-          const uint32_t *hs = sm.hs + x * R::hsw + off / 4u;
-          if (kq <= 2u) { /* up to 8 taps (shrinks under ~3.5x) */
-            const uint32_t w0 = w[0], w1 = w[1], w2 = kq == 2u ? w[2] : 0u,
-                           w3 = kq == 2u ? w[3] : 0u;
-#pragma unroll
-            for (unsigned ch = 0; ch < C; ch++) {
-              const uint32_t *h = hs + ch * plane;
-              const uint32_t mid = h[1], b0 = gf_rs_bytes4(h[0], mid, sh);
-              uint32_t acc = gf_rs_dp2a_lo(w0, b0, GF_RS_HALF);
-              acc = gf_rs_dp2a_hi(w1, b0, acc);
-              if (kq == 2u) {
-                const uint32_t b1 = gf_rs_bytes4(mid, h[2], sh);
-                acc = gf_rs_dp2a_lo(w2, b1, acc);
-                acc = gf_rs_dp2a_hi(w3, b1, acc);
-              }
-              px[ch] = gf_rs_clip8(acc);
-            }
-          } else {
-#pragma unroll
-            for (unsigned ch = 0; ch < C; ch++) {
-              const uint32_t *h = hs + ch * plane;
-              uint32_t acc = GF_RS_HALF, lo = h[0];
-              for (uint32_t q = 0; q < kq; q++) {
-                const uint32_t hi = h[q + 1u], b4 = gf_rs_bytes4(lo, hi, sh);
-                acc = gf_rs_dp2a_lo(w[2u * q], b4, acc);
-                acc = gf_rs_dp2a_hi(w[2u * q + 1u], b4, acc);
-                lo = hi;
-              }
-              px[ch] = gf_rs_clip8(acc);
-            }
-          }
+          const uint32_t off = (uint32_t)(sm.rlo[k] - r0);
+          gf_rs_vpass(sm.hs + x * R::hsw + off / 4u, plane, sm.wy[k],
+                      ((uint32_t)n + 3u) / 4u, off & 3u, px, C);
         }
         emit(k, x, px);
       }

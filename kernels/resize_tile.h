@@ -492,28 +492,19 @@ GF_RS_FN void gf_rs_tile_hsum(gf_rs_shared *sm, const gf_rs_tile *t,
   }
 }
 
-/* Step 4c: the pixel of tile row k (in the chunk: its taps within the
- * chunk's source rows from r0) and tile column col < nx, all channels, in
- * px (0 for padding). A warp makes one tile row (lane = column), so the
- * row's weights and tap offset are the same in every lane. Four taps a
- * step: a word of four consecutive results, two dp2a. */
-GF_RS_FN void gf_rs_tile_vsum(const gf_rs_shared *sm, const gf_rs_splan *p,
-                              uint32_t r0, uint32_t k, uint32_t col,
-                              uint32_t px[4], uint32_t c) {
-  GF_RS_UNROLL
-  for (uint32_t ch = 0; ch < 4; ch++)
-    px[ch] = 0;
-  const int32_t n = sm->rn[k];
-  if (n <= 0 || sm->cn[col] <= 0)
-    return;
-  const uint32_t *w = sm->pool + gf_rs_wy(p) + k * 2u * p->kq;
-  const uint32_t off = (uint32_t)sm->rlo[k] - r0, sh = off & 3u;
-  const uint32_t *hs =
-      sm->pool + gf_rs_hs(p) + col * p->hsw + off / 4u;
-  const uint32_t plane = GF_RS_TILE_W * p->hsw; /* words a channel */
-  if (p->kq <= 2) { /* up to 8 taps (shrinks under ~3.5x): unrolled */
-    const uint32_t w0 = w[0], w1 = w[1], w2 = p->kq == 2 ? w[2] : 0u,
-                   w3 = p->kq == 2 ? w[3] : 0u;
+/* A vertical pass, all channels of one column, into px: the column's
+ * uint8 results of channel ch at hs + ch * plane words (hs the word that
+ * holds the first tap's result, at byte sh), kq groups of four row weights
+ * at w (two 16-bit weights a word, zero past the row's own taps). Four
+ * taps a step: a word of four consecutive results, two dp2a. The tiles
+ * (gf_rs_tile_vsum) and the bands (resize_band.cuh) both make their
+ * pixels with it. */
+GF_RS_FN void gf_rs_vpass(const uint32_t *hs, uint32_t plane,
+                          const uint32_t *w, uint32_t kq, uint32_t sh,
+                          uint32_t px[4], uint32_t c) {
+  if (kq <= 2) { /* up to 8 taps (shrinks under ~3.5x): unrolled */
+    const uint32_t w0 = w[0], w1 = w[1], w2 = kq == 2 ? w[2] : 0u,
+                   w3 = kq == 2 ? w[3] : 0u;
     GF_RS_UNROLL
     for (uint32_t ch = 0; ch < 4; ch++)
       if (ch < c) {
@@ -521,7 +512,7 @@ GF_RS_FN void gf_rs_tile_vsum(const gf_rs_shared *sm, const gf_rs_splan *p,
         const uint32_t mid = h[1], b0 = gf_rs_bytes4(h[0], mid, sh);
         uint32_t acc = gf_rs_dp2a_lo(w0, b0, GF_RS_HALF);
         acc = gf_rs_dp2a_hi(w1, b0, acc);
-        if (p->kq == 2) {
+        if (kq == 2) {
           const uint32_t b1 = gf_rs_bytes4(mid, h[2], sh);
           acc = gf_rs_dp2a_lo(w2, b1, acc);
           acc = gf_rs_dp2a_hi(w3, b1, acc);
@@ -535,7 +526,7 @@ GF_RS_FN void gf_rs_tile_vsum(const gf_rs_shared *sm, const gf_rs_splan *p,
     if (ch < c) {
       const uint32_t *h = hs + ch * plane;
       uint32_t acc = GF_RS_HALF, lo = h[0];
-      for (uint32_t q = 0; q < p->kq; q++) {
+      for (uint32_t q = 0; q < kq; q++) {
         const uint32_t hi = h[q + 1u], b = gf_rs_bytes4(lo, hi, sh);
         acc = gf_rs_dp2a_lo(w[2u * q], b, acc);
         acc = gf_rs_dp2a_hi(w[2u * q + 1u], b, acc);
@@ -543,6 +534,25 @@ GF_RS_FN void gf_rs_tile_vsum(const gf_rs_shared *sm, const gf_rs_splan *p,
       }
       px[ch] = gf_rs_clip8(acc);
     }
+}
+
+/* Step 4c: the pixel of tile row k (in the chunk: its taps within the
+ * chunk's source rows from r0) and tile column col < nx, all channels, in
+ * px (0 for padding). A warp makes one tile row (lane = column), so the
+ * row's weights and tap offset are the same in every lane. */
+GF_RS_FN void gf_rs_tile_vsum(const gf_rs_shared *sm, const gf_rs_splan *p,
+                              uint32_t r0, uint32_t k, uint32_t col,
+                              uint32_t px[4], uint32_t c) {
+  GF_RS_UNROLL
+  for (uint32_t ch = 0; ch < 4; ch++)
+    px[ch] = 0;
+  const int32_t n = sm->rn[k];
+  if (n <= 0 || sm->cn[col] <= 0)
+    return;
+  const uint32_t off = (uint32_t)sm->rlo[k] - r0;
+  gf_rs_vpass(sm->pool + gf_rs_hs(p) + col * p->hsw + off / 4u,
+              GF_RS_TILE_W * p->hsw, sm->pool + gf_rs_wy(p) + k * 2u * p->kq,
+              p->kq, off & 3u, px, c);
 }
 
 #endif /* GF_RESIZE_TILE_H */

@@ -101,7 +101,8 @@ struct Args {
   uint32_t resize_path; // gf_xform_launch's
   uint32_t band_rows;   // output rows a band (xform_resize_band), 1-32
   uint32_t resize_all;  // every sample resized: xform_plain is not launched,
-                        // xform_resize pads and reports the refused ones
+                        // the resize kernel (bands or tiles) pads and
+                        // reports the refused ones
   float mean[4], std[4]; // std already 0 -> 1
   void *dst;
   int32_t *status;
@@ -1018,40 +1019,39 @@ __global__ void __launch_bounds__(GF_RSB_THREADS, GF_RSB_BLOCKS)
 
 typedef void (*kernel_fn)(Args);
 
-template <int DT, int LAYOUT> kernel_fn pick_resize_layout(unsigned c) {
+// The resize kernels for c channels: the tiles (xform_resize) and the
+// default path's bands (xform_resize_band).
+template <int DT, int LAYOUT, unsigned C>
+void pick_resize_c(kernel_fn *tiles, kernel_fn *band) {
+  *tiles = xform_resize<DT, LAYOUT, C>;
+  *band = xform_resize_band<DT, LAYOUT, C>;
+}
+
+template <int DT, int LAYOUT>
+void pick_resize_layout(unsigned c, kernel_fn *tiles, kernel_fn *band) {
   switch (c) {
   case 1:
-    return xform_resize<DT, LAYOUT, 1>;
+    pick_resize_c<DT, LAYOUT, 1>(tiles, band);
+    break;
   case 2:
-    return xform_resize<DT, LAYOUT, 2>;
+    pick_resize_c<DT, LAYOUT, 2>(tiles, band);
+    break;
   case 3:
-    return xform_resize<DT, LAYOUT, 3>;
+    pick_resize_c<DT, LAYOUT, 3>(tiles, band);
+    break;
   default:
-    return xform_resize<DT, LAYOUT, 4>;
+    pick_resize_c<DT, LAYOUT, 4>(tiles, band);
+    break;
   }
 }
 
-template <int DT, int LAYOUT> kernel_fn pick_band_layout(unsigned c) {
-  switch (c) {
-  case 1:
-    return xform_resize_band<DT, LAYOUT, 1>;
-  case 2:
-    return xform_resize_band<DT, LAYOUT, 2>;
-  case 3:
-    return xform_resize_band<DT, LAYOUT, 3>;
-  default:
-    return xform_resize_band<DT, LAYOUT, 4>;
-  }
-}
-
-template <int DT> kernel_fn pick_band(unsigned layout, unsigned c) {
-  return layout == GF_LAYOUT_NHWC ? pick_band_layout<DT, GF_LAYOUT_NHWC>(c)
-                                  : pick_band_layout<DT, GF_LAYOUT_NCHW>(c);
-}
-
-template <int DT> kernel_fn pick_resize(unsigned layout, unsigned c) {
-  return layout == GF_LAYOUT_NHWC ? pick_resize_layout<DT, GF_LAYOUT_NHWC>(c)
-                                  : pick_resize_layout<DT, GF_LAYOUT_NCHW>(c);
+template <int DT>
+void pick_resize(unsigned layout, unsigned c, kernel_fn *tiles,
+                 kernel_fn *band) {
+  if (layout == GF_LAYOUT_NHWC)
+    pick_resize_layout<DT, GF_LAYOUT_NHWC>(c, tiles, band);
+  else
+    pick_resize_layout<DT, GF_LAYOUT_NCHW>(c, tiles, band);
 }
 
 template <int DT, int LAYOUT> void pick(bool vec, kernel_fn *plain,
@@ -1120,23 +1120,19 @@ extern "C" cudaError_t gf_launch_xform(const gf_xform_launch *a,
   switch (a->out_dtype) {
   case GF_OUT_U8:
     pick_layout<GF_OUT_U8>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_U8>(a->layout, a->out_c);
-    band = pick_band<GF_OUT_U8>(a->layout, a->out_c);
+    pick_resize<GF_OUT_U8>(a->layout, a->out_c, &rsz, &band);
     break;
   case GF_OUT_F32:
     pick_layout<GF_OUT_F32>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F32>(a->layout, a->out_c);
-    band = pick_band<GF_OUT_F32>(a->layout, a->out_c);
+    pick_resize<GF_OUT_F32>(a->layout, a->out_c, &rsz, &band);
     break;
   case GF_OUT_F16:
     pick_layout<GF_OUT_F16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_F16>(a->layout, a->out_c);
-    band = pick_band<GF_OUT_F16>(a->layout, a->out_c);
+    pick_resize<GF_OUT_F16>(a->layout, a->out_c, &rsz, &band);
     break;
   default:
     pick_layout<GF_OUT_BF16>(a->layout, vec, &plain, &filt);
-    rsz = pick_resize<GF_OUT_BF16>(a->layout, a->out_c);
-    band = pick_band<GF_OUT_BF16>(a->layout, a->out_c);
+    pick_resize<GF_OUT_BF16>(a->layout, a->out_c, &rsz, &band);
     break;
   }
 
