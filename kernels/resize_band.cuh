@@ -12,14 +12,17 @@
  * registers, and serve 32 rows (7,168 pixels at 224 wide), and the
  * horizontal pass reads the source straight from global memory (the L1
  * cache holds a warp's row segment) with no staging and two barriers a
- * chunk.
+ * chunk. Its loads were what the kernel waited on: reading a column's
+ * taps of a row as 3-5 words instead of 9-15 bytes (RGB, 3-5 taps) took
+ * Resize + CenterCrop from 0.122 to 0.117 ms (bench/RESULTS.md).
  *
  * Thread x is output column x (the output at most GF_RSB_THREADS wide).
  * The steps of a band (output rows [y0, y0 + ny)):
  *  1. Set-up: thread x makes column x's taps [lo, lo + n) and fixed-point
  *     weights (gf_rs_taps, gf_rs_tri in tap order, gf_rs_weight) into
- *     registers, n = 0 for a column outside the resampled window (padding)
- *     or past the output; threads k < ny make row k's, packed two 16-bit
+ *     registers (two 16-bit weights a word, for dp2a), n = 0 for a
+ *     column outside the resampled window (padding) or past the output;
+ *     threads k < ny make row k's, packed two 16-bit
  *     weights a word in shared memory (zero past the row's own taps).
  *  2. For each chunk of rows [a, b) whose source rows [r0, r1) fit the
  *     results' room (RsbRoom<C>::cap rows; every row's taps fit: the band
@@ -29,9 +32,11 @@
  *     a. the horizontal pass: thread x, for each source row r of the
  *        chunk, sums its n taps of each channel (loops unrolled to the
  *        block's most taps of a column, 2 to 8: a branch the same in
- *        every thread) (8192 + sum of weight x
- *        byte, clipped to uint8: rs_pixel's inner loop) and stores the
- *        byte at position r - r0 of its column's results (a column's
+ *        every thread) (8192 + sum of weight x byte, clipped to uint8:
+ *        rs_pixel's inner loop), its bytes read as aligned 32-bit words
+ *        and paired by byte permutes for dp2a (gf_rsb_hwords; byte by
+ *        byte where a word would reach outside the sample), and stores
+ *        the byte at position r - r0 of its column's results (a column's
  *        results are consecutive bytes; an odd word stride between
  *        columns puts a warp's 32 columns in 32 banks);
  *     b. barrier; the vertical pass: thread x, for each output row k of
@@ -84,26 +89,99 @@ template <unsigned C> struct RsbRoom {
   static constexpr unsigned wy_words = 2u * ((cap + 3u) / 4u);
 };
 
-/* Step 2a for rows [r0, r1): column x's KX-tap horizontal sums (taps
- * [cn, KX) skipped by predicate), byte r - r0 of its results. */
+/* Step 2a for rows [r0, r1), byte by byte: column x's KX-tap horizontal
+ * sums (taps [cn, KX) skipped by predicate, so no byte outside the
+ * column's taps is read), byte r - r0 of its results. The path of a chunk
+ * whose words would reach outside the sample's bytes. */
 template <unsigned C, unsigned KX>
-__device__ __forceinline__ void gf_rsb_hrows(const uint8_t *p, uint32_t pitch,
-                                             int32_t r0, int32_t r1,
-                                             int32_t cn, const uint32_t *wx,
-                                             uint8_t *hsb, uint32_t plane) {
+__device__ __forceinline__ void gf_rsb_hbytes(const uint8_t *p, uint32_t pitch,
+                                              int32_t r0, int32_t r1,
+                                              int32_t cn, const uint32_t *w2,
+                                              uint8_t *hsb, uint32_t plane) {
   for (int32_t r = r0; r < r1; r++, p += pitch) {
     uint32_t acc[4] = {GF_RS_HALF, GF_RS_HALF, GF_RS_HALF, GF_RS_HALF};
 #pragma unroll
     for (int32_t j = 0; j < (int32_t)KX; j++)
       if (j < cn) {
+        const uint32_t w = w2[j / 2] >> (16 * (j & 1)) & 0xFFFFu;
 #pragma unroll
         for (unsigned ch = 0; ch < C; ch++)
-          acc[ch] += wx[j] * __ldg(p + j * C + ch);
+          acc[ch] += w * __ldg(p + j * C + ch);
       }
 #pragma unroll
     for (unsigned ch = 0; ch < C; ch++)
       hsb[4u * ch * plane + (uint32_t)(r - r0)] = (uint8_t)gf_rs_clip8(acc[ch]);
   }
+}
+
+/* Step 2a for rows [r0, r1), by words: the same sums from aligned 32-bit
+ * loads. A row's KX x C bytes from p lie in NA aligned words from
+ * p & ~3; shifted by p & 3 (funnel shifts) they are NB words whose byte
+ * i is tap i / C, channel i % C, so where each byte lies is known when
+ * the kernel is compiled. A byte permute puts a channel's bytes of taps
+ * j and j + 1 side by side, and one dp2a adds both products (the 16-bit
+ * weights packed two a word in w2): the same integer sums as the
+ * byte-by-byte path. Bytes of taps past the column's own (j >= cn) are
+ * read but weigh 0; the caller makes sure every word read lies inside the
+ * sample's bytes. */
+template <unsigned C, unsigned KX>
+__device__ __forceinline__ void gf_rsb_hwords(const uint8_t *p, uint32_t pitch,
+                                              int32_t r0, int32_t r1,
+                                              const uint32_t *w2,
+                                              uint8_t *hsb, uint32_t plane) {
+  constexpr unsigned NB = (KX * C + 3u) / 4u;
+  constexpr unsigned NA = (KX * C + 6u) / 4u;
+  for (int32_t r = r0; r < r1; r++, p += pitch) {
+    const uint32_t sh = 8u * ((uint32_t)(uintptr_t)p & 3u);
+    const unsigned int *q =
+        (const unsigned int *)((uintptr_t)p & ~(uintptr_t)3u);
+    uint32_t a[NA + 1], b[NB];
+#pragma unroll
+    for (unsigned i = 0; i < NA; i++)
+      a[i] = __ldg(q + i);
+    a[NA] = 0u;
+#pragma unroll
+    for (unsigned i = 0; i < NB; i++)
+      b[i] = __funnelshift_r(a[i], a[i + 1], sh);
+#pragma unroll
+    for (unsigned ch = 0; ch < C; ch++) {
+      uint32_t acc = GF_RS_HALF;
+#pragma unroll
+      for (unsigned j = 0; j < KX; j += 2) {
+        const unsigned i0 = j * C + ch, wi = i0 / 4u;
+        uint32_t v;
+        if (j + 1u < KX) /* byte i0 + C lies in word wi or wi + 1 */
+          v = __byte_perm(b[wi], wi + 1u < NB ? b[wi + 1u] : 0u,
+                          (i0 & 3u) | (i0 + C - 4u * wi) << 4);
+        else /* tap j alone: the second byte weighs 0 */
+          v = b[wi] >> (8u * (i0 & 3u));
+        acc = __dp2a_lo(w2[j / 2u], v, acc);
+      }
+      hsb[4u * ch * plane + (uint32_t)(r - r0)] = (uint8_t)gf_rs_clip8(acc);
+    }
+  }
+}
+
+/* Step 2a for rows [r0, r1): by words where every word of the chunk's
+ * rows lies inside the sample's bytes [img, img_end), else byte by
+ * byte. */
+template <unsigned C, unsigned KX>
+__device__ __forceinline__ void gf_rsb_hrows(const gf_rs_tile &t,
+                                             const uint8_t *p, int32_t r0,
+                                             int32_t r1, int32_t cn,
+                                             const uint32_t *w2, uint8_t *hsb,
+                                             uint32_t plane) {
+  constexpr unsigned NA = (KX * C + 6u) / 4u;
+  if (r1 <= r0)
+    return;
+  const uintptr_t first = (uintptr_t)p & ~(uintptr_t)3u;
+  const uintptr_t last =
+      ((uintptr_t)p + (uint64_t)(uint32_t)(r1 - r0 - 1) * t.pitch) &
+      ~(uintptr_t)3u;
+  if (first >= (uintptr_t)t.img && last + 4u * NA <= (uintptr_t)t.img_end)
+    gf_rsb_hwords<C, KX>(p, t.pitch, r0, r1, w2, hsb, plane);
+  else
+    gf_rsb_hbytes<C, KX>(p, t.pitch, r0, r1, cn, w2, hsb, plane);
 }
 
 template <unsigned C> struct RsbShared {
@@ -132,7 +210,7 @@ __device__ void gf_rsb_band(RsbShared<C> &sm, const gf_rs_tile &t,
   const unsigned x = threadIdx.x;
   /* Step 1: column x in registers. */
   int32_t clo = 0, cn = 0;
-  uint32_t wx[GF_RSB_KX];
+  uint32_t w2[GF_RSB_KX / 2u]; /* taps 2i and 2i + 1, 16 bits each */
   {
     float cen = 0.0f;
     if (x < t.ow) {
@@ -146,8 +224,11 @@ __device__ void gf_rsb_band(RsbShared<C> &sm, const gf_rs_tile &t,
       if (j < cn)
         total = GF_FADD(total, gf_rs_tri(&t.ax, clo + j, cen));
 #pragma unroll
-    for (int32_t j = 0; j < (int32_t)GF_RSB_KX; j++)
-      wx[j] = j < cn ? gf_rs_weight(&t.ax, clo + j, cen, total) : 0u;
+    for (int32_t j = 0; j < (int32_t)GF_RSB_KX; j += 2) {
+      w2[j / 2] = j < cn ? gf_rs_weight(&t.ax, clo + j, cen, total) : 0u;
+      if (j + 1 < cn)
+        w2[j / 2] |= gf_rs_weight(&t.ax, clo + j + 1, cen, total) << 16;
+    }
   }
   /* Step 1: the band's rows in the shared table. */
   if (x < GF_RSB_ROWS) {
@@ -219,22 +300,22 @@ __device__ void gf_rsb_band(RsbShared<C> &sm, const gf_rs_tile &t,
       case 0:
       case 1:
       case 2:
-        gf_rsb_hrows<C, 2>(p, t.pitch, r0, r1, cn, wx, hsb, plane);
+        gf_rsb_hrows<C, 2>(t, p, r0, r1, cn, w2, hsb, plane);
         break;
       case 3:
-        gf_rsb_hrows<C, 3>(p, t.pitch, r0, r1, cn, wx, hsb, plane);
+        gf_rsb_hrows<C, 3>(t, p, r0, r1, cn, w2, hsb, plane);
         break;
       case 4:
-        gf_rsb_hrows<C, 4>(p, t.pitch, r0, r1, cn, wx, hsb, plane);
+        gf_rsb_hrows<C, 4>(t, p, r0, r1, cn, w2, hsb, plane);
         break;
       case 5:
-        gf_rsb_hrows<C, 5>(p, t.pitch, r0, r1, cn, wx, hsb, plane);
+        gf_rsb_hrows<C, 5>(t, p, r0, r1, cn, w2, hsb, plane);
         break;
       case 6:
-        gf_rsb_hrows<C, 6>(p, t.pitch, r0, r1, cn, wx, hsb, plane);
+        gf_rsb_hrows<C, 6>(t, p, r0, r1, cn, w2, hsb, plane);
         break;
       default:
-        gf_rsb_hrows<C, GF_RSB_KX>(p, t.pitch, r0, r1, cn, wx, hsb, plane);
+        gf_rsb_hrows<C, GF_RSB_KX>(t, p, r0, r1, cn, w2, hsb, plane);
         break;
       }
     }
