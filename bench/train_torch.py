@@ -15,15 +15,25 @@ bf16 autocast, channels_last, SGD (momentum 0.9), cross-entropy, batch 256 of
               (bench/pytorch_rrc.py's recipe), then on the device: copy
               (non_blocking), normalise in float32, cast to --dtype;
   synthetic   one batch of random tensors already on the device (the ceiling:
-              what the GPU trains with no input pipeline at all).
+              what the GPU trains with no input pipeline at all);
+  dlpack      the synthetic batch handed over as gpufeed hands its batches:
+              each next() asks torch's current stream and imports two DLPack
+              capsules of it (made during the previous step's preparation)
+              with torch's capsule importer, and the previous step's two
+              tensors end as the iterator resumes. Its host_next_us is
+              torch's own part of gpufeed's handoff in the same loop.
 
 Every feed's batch goes through .contiguous(memory_format=channels_last) on
 the training stream (with --layout nhwc gpufeed hands NHWC out and the
 permuted view is already channels_last: no copy).
 
 The loop keeps one step queued, as a loop that logs the previous step's loss
-does: after queuing step k it waits (asleep, a blocking event) for step k-1
-to end, then takes batch k+1 while step k runs on the GPU.
+does: after queuing step k it waits for step k-1 to end, then takes batch
+k+1 while step k runs on the GPU. --wait sleep (the default) waits asleep
+(a blocking event, leaving the core to the loader's threads); --wait spin
+as torch's own synchronisation does by default (an event without
+cudaEventBlockingSync: CUDA spins while the process has fewer contexts than
+cores), the thread keeping its core.
 
 Measured after --warmup steps, over --steps steps (one JSON line per run):
   img_per_s          images trained per second, all ranks (host wall clock
@@ -80,10 +90,10 @@ initialised (nccl on GPUs, gloo on the CPU) and the model wrapped in
 DistributedDataParallel; gpufeed and the DataLoader's DistributedSampler
 take their share. Only rank 0 prints.
 
-usage: train_torch.py --source DIR [--feed gpufeed|dataloader|synthetic[,...]]
+usage: train_torch.py --source DIR [--feed gpufeed|dataloader|synthetic|dlpack[,...]]
        [--model resnet50|resnet18] [--steps N] [--warmup N] [--batch N]
        [--size N] [--threads N] [--dtype bf16|f16|f32] [--layout nchw|nhwc]
-       [--device cuda|cpu] [--cache SIZE] [--prefetch N] [--seed S]
+       [--device cuda|cpu] [--cache SIZE] [--prefetch N] [--wait sleep|spin] [--seed S]
        [--ceiling IMG_PER_S] [--check] [--epochs N]
        [--stop-after K --save FILE] [--resume FILE]
 Smoke run without a GPU: --device cpu --steps 2 --warmup 1 --model resnet18
@@ -112,7 +122,7 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", help="PNG ImageFolder tree or gpufeed dataset")
     ap.add_argument("--feed", default="gpufeed",
-                    help="gpufeed, dataloader, synthetic, or a comma list run in turn")
+                    help="gpufeed, dataloader, synthetic, dlpack, or a comma list run in turn")
     ap.add_argument("--model", default="resnet50", choices=["resnet50", "resnet18"])
     ap.add_argument("--steps", type=int, default=200, help="measured steps")
     ap.add_argument("--warmup", type=int, default=30, help="steps before measuring")
@@ -125,6 +135,9 @@ def parse_args(argv=None):
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--cache", default="0", help="gpufeed cache_bytes (e.g. 8G)")
     ap.add_argument("--prefetch", type=int, default=0, help="gpufeed batch slots (0: autotune)")
+    ap.add_argument("--wait", default="sleep", choices=["sleep", "spin"],
+                    help="how the loop waits for the previous step: asleep (a blocking "
+                         "event) or spinning (torch's default synchronisation)")
     ap.add_argument("--gpu-decode", default="auto", choices=["auto", "off", "all"],
                     help="gpufeed: which JPEG samples nvJPEG may take (auto: a built "
                          "dataset's, on GPUs with JPEG engines)")
@@ -145,11 +158,11 @@ def parse_args(argv=None):
     a = ap.parse_args(argv)
     a.feeds = [f.strip() for f in a.feed.split(",") if f.strip()]
     for f in a.feeds:
-        if f not in ("gpufeed", "dataloader", "synthetic"):
-            ap.error(f"--feed {f}: gpufeed, dataloader or synthetic")
-    if any(f != "synthetic" for f in a.feeds) and not a.source:
+        if f not in FEEDS:
+            ap.error(f"--feed {f}: gpufeed, dataloader, synthetic or dlpack")
+    if any(f in ("gpufeed", "dataloader") for f in a.feeds) and not a.source:
         ap.error("--source is required for the gpufeed and dataloader feeds")
-    if a.check and "synthetic" in a.feeds:
+    if a.check and any(f in ("synthetic", "dlpack") for f in a.feeds):
         ap.error("--check needs a real feed (gpufeed or dataloader)")
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
@@ -280,6 +293,36 @@ class SyntheticFeed:
         pass
 
 
+class DlpackFeed(SyntheticFeed):
+    def __init__(self, a, dist):
+        super().__init__(a, dist)
+        self.name = "dlpack"
+        self.imp = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
+        self.raw = getattr(torch._C, "_cuda_getCurrentRawStream", None) if dist.cuda else None
+        self.index = (dist.device.index or 0) if dist.cuda else 0
+        self.caps = None
+        self.make_capsules()
+
+    def make_capsules(self):
+        to = torch.utils.dlpack.to_dlpack
+        self.caps = (to(self.x), to(self.y))
+
+    def __iter__(self):
+        while True:
+            if self.raw is not None:
+                self.raw(self.index)
+            c1, c2 = self.caps
+            self.caps = None
+            x, y = self.imp(c1), self.imp(c2)
+            del c1, c2
+            yield x, y, None
+            del x, y
+
+    def prepare(self, x, y):
+        self.make_capsules()     # outside next(), as gpufeed's are its own
+        return x, y
+
+
 class GpufeedFeed:
     def __init__(self, a, dist):
         import gpufeed
@@ -398,7 +441,8 @@ class DataLoaderFeed:
         del self.dl
 
 
-FEEDS = {"synthetic": SyntheticFeed, "gpufeed": GpufeedFeed, "dataloader": DataLoaderFeed}
+FEEDS = {"synthetic": SyntheticFeed, "dlpack": DlpackFeed, "gpufeed": GpufeedFeed,
+         "dataloader": DataLoaderFeed}
 
 
 # -- the loop ------------------------------------------------------------------
@@ -473,7 +517,8 @@ def run(a, dist, feed_name, ceiling):
     autocast = torch.autocast(device_type=dist.device.type, dtype=torch.bfloat16)
     if cuda:
         torch.backends.cudnn.benchmark = True
-        mk = lambda: torch.cuda.Event(enable_timing=True, blocking=True)  # noqa: E731
+        blocking = a.wait == "sleep"
+        mk = lambda: torch.cuda.Event(enable_timing=True, blocking=blocking)  # noqa: E731
     total_steps = a.warmup + a.steps
     starts, ends = [], []       # events of the measured steps (GPU)
     host_wait = 0.0             # seconds in next() + prepare, measured steps
@@ -597,11 +642,11 @@ def run(a, dist, feed_name, ceiling):
     rate = measured_steps * a.batch * dist.world / wall
     res = {
         "bench": "train_torch", "feed": feed_name, "loader": feed.name, "model": a.model,
-        "source": a.source if feed_name != "synthetic" else None,
+        "source": a.source if feed_name in ("gpufeed", "dataloader") else None,
         "device": (torch.cuda.get_device_name(dist.device) if cuda else "cpu"),
         "world": dist.world, "batch": a.batch, "size": a.size, "dtype": a.dtype,
         "layout": a.layout if feed_name == "gpufeed" else "nchw",
-        "threads": a.threads if feed_name != "synthetic" else None,
+        "threads": a.threads if feed_name in ("gpufeed", "dataloader") else None,
         "warmup": a.warmup, "steps": measured_steps,
         "img_per_s": round(rate, 1),
         "step_ms": round(1000.0 * wall / measured_steps, 3),
@@ -609,6 +654,7 @@ def run(a, dist, feed_name, ceiling):
         "host_data_wait_pct": round(100.0 * host_wait / (t_end - t_begin), 2),
         "host_next_us_p50": round(percentile(next_us, 50), 2),
         "host_next_us_p99": round(percentile(next_us, 99), 2),
+        "wait": a.wait,
         "torch": torch.__version__,
     }
     if ceiling:

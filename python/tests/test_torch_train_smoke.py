@@ -55,11 +55,12 @@ def _run(args, env=None, timeout=300):
 
 
 def test_each_feed_trains(folder):
-    rc, lines, err = _run(["--source", folder, "--feed", "synthetic,gpufeed,dataloader",
+    rc, lines, err = _run(["--source", folder, "--feed", "synthetic,gpufeed,dataloader,dlpack",
                            "--steps", "2", "--warmup", "1"] + SMOKE)
     assert rc == 0, err
-    assert [d["feed"] for d in lines] == ["synthetic", "gpufeed", "dataloader"]
+    assert [d["feed"] for d in lines] == ["synthetic", "gpufeed", "dataloader", "dlpack"]
     for d in lines:
+        assert d["wait"] == "sleep"
         assert d["steps"] == 2 and d["img_per_s"] > 0 and d["world"] == 1
         assert 0 <= d["gpu_data_wait_pct"] <= 100 and 0 <= d["host_data_wait_pct"] <= 100
         # each measured step's next(), in microseconds, under the wall time
@@ -69,6 +70,20 @@ def test_each_feed_trains(folder):
     for d in lines[1:]:
         assert d["vs_synthetic"] == pytest.approx(d["img_per_s"] / lines[0]["img_per_s"],
                                                   rel=0.05)   # both rounded
+
+
+def test_dlpack_feed_and_spin_wait():
+    """The dlpack feed (torch's own part of a handoff) needs no source; --wait
+    spin is reported. The feed's tensors are imported from capsules each
+    step: they view the synthetic batch, and training on them works."""
+    rc, lines, err = _run(["--feed", "dlpack", "--wait", "spin", "--steps", "2",
+                           "--warmup", "1"] + SMOKE)
+    assert rc == 0, err
+    (d,) = lines
+    assert d["feed"] == "dlpack" and d["wait"] == "spin" and d["source"] is None
+    assert d["steps"] == 2 and d["img_per_s"] > 0 and d["host_next_us_p50"] > 0
+    rc, _, err = _run(["--feed", "dlpack", "--check"] + SMOKE)
+    assert rc != 0 and "--check needs a real feed" in err
 
 
 def test_check_one_rank(folder):
