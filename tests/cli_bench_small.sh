@@ -21,6 +21,8 @@ for src in "$T/ds" "$T/png"; do
   gf 0 bench "$src" --device cpu --epochs 1 --batch 7 --quiet --json &&
     has out '"images":7'
 done
-# Other errors get no such hint.
+# Other errors get no such hint, on a source smaller than a batch too.
 gf 1 bench "$T/nope" --device cpu --quiet && hasnt err "partial batch"
+GPUFEED_WORKER_SCHED=bogus gf 1 bench "$T/ds" --device cpu --quiet &&
+  has err "GPUFEED_WORKER_SCHED=bogus" && hasnt err "partial batch"
 finish

@@ -133,11 +133,13 @@ static bool source_samples(const gfc_bench_opts *o, uint64_t *n) {
 
 /* The loader's refusal, with the reason when the source holds fewer
  * samples than a batch: bench drops each epoch's last partial batch
- * (drop_last), so such a source gives no batch at all. */
+ * (drop_last), so such a source gives no batch at all. Only that refusal
+ * (the sampler's "gets no batch") gets the hint: another error on a small
+ * source (a mistyped GPUFEED_ setting, say) is reported as it is. */
 static void report_create_error(const gfc_bench_opts *o, int rc) {
   uint64_t n = 0;
   const gf_error_info *e = gf_last_error();
-  if (rc == -EINVAL && e->code == rc && e->message[0] &&
+  if (rc == -EINVAL && e->code == rc && strstr(e->message, "gets no batch") &&
       source_samples(o, &n) && n > 0 && n < o->batch) {
     gfc_error("bench",
               "%s (bench drops the last partial batch of each epoch, and "
