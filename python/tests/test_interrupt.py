@@ -33,7 +33,8 @@ def test_ctrl_c_interrupts_a_wait(slow):
     loader = gpufeed.Loader(slow, BATCH, num_workers=1, prefetch=1,
                             device="cpu", transform=gpufeed.RandomResizedCrop(8))
     sent = []
-    ticks = []
+    ticks = []  # the tick thread's clock readings
+    ticking = threading.Event()
 
     def interrupt():
         time.sleep(0.1)
@@ -42,12 +43,15 @@ def test_ctrl_c_interrupts_a_wait(slow):
 
     def tick():
         # Another Python thread runs while next() waits: the GIL is free.
-        end = time.monotonic() + 0.3
+        end = time.monotonic() + 0.5
         while time.monotonic() < end:
-            ticks.append(1)
+            ticks.append(time.monotonic())
+            ticking.set()
             time.sleep(0.01)
 
-    threading.Thread(target=tick).start()
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    ticking.wait()
     timer = threading.Thread(target=interrupt)
     t0 = time.monotonic()
     timer.start()
@@ -55,10 +59,14 @@ def test_ctrl_c_interrupts_a_wait(slow):
         loader.next_batch()
     caught = time.monotonic()
     timer.join()
+    ticker.join()
     assert loader.stats()["batches"] == 0, "the batch came before the signal"
     # Interrupted within a few slices, long before the batch was ready.
     assert caught - sent[0] < 0.5, caught - sent[0]
-    assert len(ticks) >= 5
+    # The tick thread ran during the wait (about 10 ticks in its 0.1 s; a
+    # wait holding the GIL would leave none between the call and the catch).
+    during = [t for t in ticks if t0 < t < caught]
+    assert len(during) >= 2, (len(during), len(ticks))
     # Still usable: the same first batch comes, whole.
     b = loader.next_batch()
     assert b.index == 0 and b.count == BATCH
