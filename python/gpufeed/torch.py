@@ -448,16 +448,27 @@ class DataLoader:
         return self._iter()
 
     def _iter(self):
-        # The loader's next_batch() and a take-by-pop, not the Loader's
-        # iterator or batches(): a suspended generator keeps its locals, and
-        # a reference kept here would hold each batch one next() longer
-        # than the caller does (the loader's slots are few).
-        device = self._loader.device
-        stream = 0      # host mode; on a GPU torch's current stream (cudaStreamLegacy for 0)
-        if device != "cpu":
-            stream = _current_stream(torch.device(device).index or 0)
+        # A suspended generator keeps its locals, and a reference kept here
+        # would hold each batch one next() longer than the caller does (the
+        # loader's slots are few): each item is taken off a one-item list
+        # as it is yielded.
         slot = []
+        if not self.return_indices:
+            # The Loader's own iterator: one C call a batch, on torch's
+            # current stream at each batch; the labels as collate gives them.
+            batches = iter(self._loader)
+            while True:
+                slot.append(_labels_int64(next(batches, None)))
+                if slot[-1] is None:
+                    return
+                yield slot.pop()
+        # With the indices: through Batch objects (the iterator above hands
+        # out tensors only).
+        device = self._loader.device
+        index = None if device == "cpu" else (torch.device(device).index or 0)
         while True:
+            # host mode: 0; on a GPU torch's current stream, asked each batch
+            stream = 0 if index is None else _current_stream(index)
             slot.append(self._take(stream))
             if slot[-1] is None:
                 return
@@ -470,8 +481,6 @@ class DataLoader:
         make = self.__dict__.get("_make") or self.__dict__.setdefault("_make", _tensor_maker())
         images = make(batch.images, stream)   # the stream waits for the batch
         labels = make(batch.labels, stream).long()
-        if not self.return_indices:
-            return images, labels
         return images, labels, torch.tensor(list(batch.indices), dtype=torch.int64)
 
     # -- resume -------------------------------------------------------------
@@ -518,6 +527,13 @@ class DataLoader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _labels_int64(pair):
+    """(images, labels as int64), as PyTorch's collate gives labels; None
+    stays None. The int32 labels tensor ends here (the images hold the
+    batch)."""
+    return None if pair is None else (pair[0], pair[1].long())
 
 
 def _state_epoch(state):

@@ -95,6 +95,42 @@ def test_tensor_freed_while_a_kernel_reads_it(folder):
         assert torch.equal(a, b.cpu()), "batch %d was overwritten" % k
 
 
+@pytest.mark.parametrize("how", ["Loader", "DataLoader", "DataLoader+indices"])
+def test_each_batch_on_the_stream_current_at_its_next(folder, how):
+    """The first batch is taken on the default stream, the others under
+    another one, where a long sleep queues ahead of the batch's only read:
+    each batch must be handed to (and given back on) the stream current at
+    its own next(), not the one current when the iteration began."""
+    import gpufeed.torch as gft
+
+    def make(device, **kw):
+        if how == "Loader":
+            return _loader(folder, device=device, shuffle=False, **kw)
+        return gft.DataLoader(folder, batch_size=8, device=device, seed=5,
+                              transform=gpufeed.Convert(dtype="float32"),
+                              return_indices=how.endswith("indices"), **kw)
+
+    want = [b[0].clone() for b in make("cpu")]
+    loader = make("cuda:0", prefetch=2, num_workers=2)
+    streams = [torch.cuda.default_stream(), torch.cuda.Stream()]
+    it = iter(loader)
+    copies = []
+    while True:
+        with torch.cuda.stream(streams[min(len(copies), 1)]):
+            batch = next(it, None)
+            if batch is None:
+                break
+            torch.cuda._sleep(100_000_000)  # tens of ms of GPU time
+            out = torch.empty_like(batch[0])
+            out.copy_(batch[0], non_blocking=True)  # queued behind the sleep
+            copies.append(out)
+            del batch  # freed now; the copy has not run yet
+    torch.cuda.synchronize()
+    assert len(copies) == len(want)
+    for k, (a, b) in enumerate(zip(want, copies)):
+        assert torch.equal(a, b.cpu()), "batch %d was overwritten" % k
+
+
 def test_torch_allocator_untouched(folder):
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()

@@ -426,3 +426,22 @@ def test_two_ranks_exactly_once(folder, tmp_path):
         assert len(a) == len(b) == COUNT // 2
         assert sorted(a + b) == list(range(COUNT)), f"epoch {epoch}"
     assert results[0]["epochs"][0] != results[0]["epochs"][1]
+
+
+def test_iteration_takes_the_one_call_path(folder):
+    """Without return_indices the adapter runs the Loader's own iterator
+    (one C call a batch), not a Batch object per batch."""
+    with gft.DataLoader(folder, batch_size=BATCH, device="cpu", shuffle=True,
+                        seed=3, transform=_crop()) as dl:
+        want = [(x.clone(), y.clone()) for x, y in dl]
+        dl.set_epoch(0)
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("the adapter took a Batch object")
+
+        dl.loader.next_batch = refuse
+        got = [(x.clone(), y.clone()) for x, y in dl]
+        assert len(got) == len(want) == len(dl) == -(-COUNT // BATCH)
+        for (a, la), (b, lb) in zip(want, got):
+            assert torch.equal(a, b) and torch.equal(la, lb)
+            assert lb.dtype == torch.int64
