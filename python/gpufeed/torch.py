@@ -445,27 +445,22 @@ class DataLoader:
             self._loader.set_epoch(epoch)
         self._resume_epoch = None
         self._next_epoch = epoch + 1
-        return self._iter()
-
-    def _iter(self):
-        # A suspended generator keeps its locals, and a reference kept here
-        # would hold each batch one next() longer than the caller does (the
-        # loader's slots are few): each item is taken off a one-item list
-        # as it is yielded.
-        slot = []
         if not self.return_indices:
             # The Loader's own iterator: one C call a batch, on torch's
-            # current stream at each batch; the labels as collate gives them.
-            batches = iter(self._loader)
-            while True:
-                slot.append(_labels_int64(next(batches, None)))
-                if slot[-1] is None:
-                    return
-                yield slot.pop()
-        # With the indices: through Batch objects (the iterator above hands
-        # out tensors only).
+            # current stream at each batch, labels int64 as collate gives
+            # them.
+            return iter(self._loader)
+        return self._iter_with_indices()
+
+    def _iter_with_indices(self):
+        # Through Batch objects (the Loader's iterator hands out tensors
+        # only). A suspended generator keeps its locals, and a reference
+        # kept here would hold each batch one next() longer than the caller
+        # does (the loader's slots are few): each item is taken off a
+        # one-item list as it is yielded.
         device = self._loader.device
         index = None if device == "cpu" else (torch.device(device).index or 0)
+        slot = []
         while True:
             # host mode: 0; on a GPU torch's current stream, asked each batch
             stream = 0 if index is None else _current_stream(index)
@@ -480,8 +475,10 @@ class DataLoader:
             return None
         make = self.__dict__.get("_make") or self.__dict__.setdefault("_make", _tensor_maker())
         images = make(batch.images, stream)   # the stream waits for the batch
-        labels = make(batch.labels, stream).long()
-        return images, labels, torch.tensor(list(batch.indices), dtype=torch.int64)
+        labels = make(batch.labels, stream)   # int64
+        # The indices (uint64 in C, below 2**63) as int64, in one copy.
+        indices = torch.frombuffer(batch._indices_buffer(), dtype=torch.int64)
+        return images, labels, indices
 
     # -- resume -------------------------------------------------------------
 
@@ -527,13 +524,6 @@ class DataLoader:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _labels_int64(pair):
-    """(images, labels as int64), as PyTorch's collate gives labels; None
-    stays None. The int32 labels tensor ends here (the images hold the
-    batch)."""
-    return None if pair is None else (pair[0], pair[1].long())
 
 
 def _state_epoch(state):

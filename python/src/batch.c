@@ -147,6 +147,18 @@ static PyObject *b_label_list(PyObject *o, void *u) {
   return t;
 }
 
+/* The indices as a bytearray of native uint64 (what torch.frombuffer
+ * takes without a Python int per sample). */
+static PyObject *batch_indices_buffer(PyObject *o, PyObject *unused) {
+  (void)unused;
+  BatchObject *self = (BatchObject *)o;
+  if (check_live(self) < 0)
+    return NULL;
+  return PyByteArray_FromStringAndSize(
+      (const char *)self->cb->b->indices,
+      (Py_ssize_t)self->count * (Py_ssize_t)sizeof self->cb->b->indices[0]);
+}
+
 static PyObject *make_array(BatchObject *self, int kind) {
   if (check_live(self) < 0)
     return NULL;
@@ -186,6 +198,8 @@ static PyMethodDef batch_methods[] = {
     {"release", batch_release, METH_NOARGS,
      "Gives the batch back now (tensors made from it must not be used "
      "after); otherwise it goes back when its last view is freed."},
+    {"_indices_buffer", batch_indices_buffer, METH_NOARGS,
+     "The dataset sample indices as a bytearray of native uint64."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef batch_getset[] = {
