@@ -34,6 +34,8 @@ microseconds, with the 20 us target. After each iterator batch the loop
 sleeps again and times torch alone doing its part of a handoff on tensors
 of the same shapes that gpufeed did not make (the stream query, two
 capsule imports, the tensors' end): the share of the cost that is torch's.
+The same loop then times gpufeed.torch.DataLoader (the one-line adapter)
+over the same source and options, without and with return_indices=True.
 
 Output: a table, the [met]/[MISSED] lines, and with --json one JSON line.
 
@@ -129,12 +131,24 @@ def run_cli(a, path, cache):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def transform(a):
+    return gpufeed.RandomResizedCrop(a.rrc, flip=True, dtype="float16", layout="NCHW",
+                                     mean=gpufeed.IMAGENET_MEAN, std=gpufeed.IMAGENET_STD)
+
+
 def make_loader(a, path, cache, device):
-    tf = gpufeed.RandomResizedCrop(a.rrc, flip=True, dtype="float16", layout="NCHW",
-                                   mean=gpufeed.IMAGENET_MEAN, std=gpufeed.IMAGENET_STD)
-    return gpufeed.Loader(path, a.batch, shuffle=True, seed=0, transform=tf, device=device,
-                          cache_bytes=cache, drop_last=True, num_workers=a.threads,
-                          prefetch=a.prefetch)
+    return gpufeed.Loader(path, a.batch, shuffle=True, seed=0, transform=transform(a),
+                          device=device, cache_bytes=cache, drop_last=True,
+                          num_workers=a.threads, prefetch=a.prefetch)
+
+
+def make_adapter(a, path, cache, device, indices):
+    """gpufeed.torch.DataLoader with make_loader's options."""
+    import gpufeed.torch as gft
+    return gft.DataLoader(path, batch_size=a.batch, shuffle=True, seed=0,
+                          transform=transform(a), device=device, cache_bytes=cache,
+                          drop_last=True, num_workers=a.threads, prefetch=a.prefetch,
+                          channels=0, return_indices=indices)
 
 
 def run_python(a, path, cache, device, gpu):
@@ -201,9 +215,8 @@ def torch_alone(a, device, gpu):
     return once
 
 
-def python_cost(a, path, cache, device, gpu, rate):
-    """(high-level, low-level, torch alone) lists of microseconds, ready
-    batches only."""
+def waiter(a, rate):
+    """f(): the pause between batches, 1.5 batch intervals, asleep or spinning."""
     interval = min(0.5, 1.5 * a.batch / rate if rate > 0 else 0.01)
 
     def wait():
@@ -213,6 +226,13 @@ def python_cost(a, path, cache, device, gpu, rate):
             end = time.perf_counter() + interval
             while time.perf_counter() < end:
                 pass
+    return wait
+
+
+def python_cost(a, path, cache, device, gpu, rate):
+    """(high-level, low-level, torch alone) lists of microseconds, ready
+    batches only."""
+    wait = waiter(a, rate)
     hi, lo, alone = [], [], []
     floor = torch_alone(a, device, gpu)
     with make_loader(a, path, cache, device) as ld:
@@ -257,6 +277,36 @@ def python_cost(a, path, cache, device, gpu, rate):
     return hi, lo, alone
 
 
+def adapter_cost(a, path, cache, device, gpu, rate, indices):
+    """Microseconds of next() + the items' end through gpufeed.torch.DataLoader,
+    ready batches only, in python_cost's loop (epoch 0 fills the cache)."""
+    wait = waiter(a, rate)
+    got = []
+    with make_adapter(a, path, cache, device, indices) as dl:
+        stats = dl.loader.stats
+        for item in dl:
+            del item
+        for _ in range(2 * (a.cost_batches // max(1, len(dl)) + 1)):
+            it = iter(dl)
+            while len(got) < a.cost_batches:
+                wait()
+                w0 = stats()["consumer_wait_ns"]
+                t0 = time.perf_counter_ns()
+                item = next(it, None)
+                if item is None:
+                    break
+                del item
+                t1 = time.perf_counter_ns()
+                if stats()["consumer_wait_ns"] - w0 < 2000:
+                    got.append((t1 - t0) / 1000.0)
+            del it
+            if len(got) >= a.cost_batches:
+                break
+        if gpu:
+            torch.cuda.synchronize()
+    return got
+
+
 def main(argv=None):
     a = parse_args(argv)
     device, gpu = torch_device(a)
@@ -291,6 +341,10 @@ def main(argv=None):
             "low_level_samples": len(lo),
             "torch_alone_us_p50": round(pct(alone, 50), 2),
             "torch_alone_us_p99": round(pct(alone, 99), 2), "torch_alone_samples": len(alone)}
+    for key, indices in (("adapter", False), ("adapter_indices", True)):
+        xs = adapter_cost(a, cpath, cache_for(a, cname, cpath), device, gpu, crate, indices)
+        cost.update({key + "_us_p50": round(pct(xs, 50), 2),
+                     key + "_us_p99": round(pct(xs, 99), 2), key + "_samples": len(xs)})
 
     print(f"\ngpufeed {gpufeed.__version__}, torch {torch.__version__}; batch {a.batch}, "
           f"threads {a.threads}, epochs {a.epochs} (rates: epochs 2..), transform "
@@ -309,6 +363,11 @@ def main(argv=None):
     print(f"torch alone, the same loop (stream query + two capsule imports + the two "
           f"tensors' end, tensors not gpufeed's): p50 {cost['torch_alone_us_p50']:.1f} us, "
           f"p99 {cost['torch_alone_us_p99']:.1f} us ({len(alone)})")
+    print(f"gpufeed.torch.DataLoader, the same loop (next + the items' end): p50 "
+          f"{cost['adapter_us_p50']:.1f} us, p99 {cost['adapter_us_p99']:.1f} us "
+          f"({cost['adapter_samples']}); with return_indices=True p50 "
+          f"{cost['adapter_indices_us_p50']:.1f} us, p99 {cost['adapter_indices_us_p99']:.1f} "
+          f"us ({cost['adapter_indices_samples']})")
     print("\ntargets:")
     ok_all = True
     for r in rows:
