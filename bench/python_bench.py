@@ -279,7 +279,8 @@ def python_cost(a, path, cache, device, gpu, rate):
 
 def adapter_cost(a, path, cache, device, gpu, rate, indices):
     """Microseconds of next() + the items' end through gpufeed.torch.DataLoader,
-    ready batches only, in python_cost's loop (epoch 0 fills the cache)."""
+    ready batches only, timed and paced as python_cost times the iterator
+    (epoch 0 fills the cache)."""
     wait = waiter(a, rate)
     got = []
     with make_adapter(a, path, cache, device, indices) as dl:
