@@ -666,11 +666,18 @@ GF_API int gf_loader_next_on(gf_loader *l, void *cuda_stream, gf_batch **out);
 /* As gf_loader_release, stream-ordered: the batch's device blocks are
  * reused only after `cuda_stream` has reached this point (an event is
  * recorded; the host never waits). With NULL the caller promises no device
- * work still reads the batch. Consumer thread. */
+ * work still reads the batch. On cudaStreamLegacy (0x1, the legacy
+ * default stream, which is PyTorch's default stream) the call makes no
+ * CUDA call: the loader's worker about to reuse the blocks records the
+ * event on that stream first, at a later point of it (after all that was
+ * queued there before this call). Any other stream's event is recorded
+ * here, by the caller (a stream may be destroyed after the call; the
+ * per-thread default stream is the calling thread's). Consumer thread. */
 GF_API int gf_loader_release_on(gf_loader *l, gf_batch *b, void *cuda_stream);
 /* Stream-ordered release over several streams: the batch's device blocks
  * are reused only after every one of streams[0..n) has reached this point
- * (an event recorded on each; the host never waits). n == 0 is
+ * (an event recorded on each, the legacy default stream's by the loader
+ * as in gf_loader_release_on; the host never waits). n == 0 is
  * gf_loader_release_on(l, b, NULL), and a NULL entry promises, as there,
  * that nothing on it still reads the batch; gf_loader_release_on is this
  * call with n = 1. streams may be NULL only when n == 0. Returns 0,

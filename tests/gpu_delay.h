@@ -13,7 +13,9 @@ extern "C" {
 
 /* Enqueues one block that spins for `ns` nanoseconds of the GPU's global
  * timer, then, when `src` and `dst` are not NULL, copies `n` bytes from src
- * to dst (so a test can see what src held after the delay). */
+ * to dst (so a test can see what src held after the delay). On stream `s`:
+ * a stream of the test's or cudaStreamLegacy (NULL is refused: name the
+ * default stream meant). */
 cudaError_t gf_test_launch_delay(cudaStream_t s, uint64_t ns, const void *src,
                                  void *dst, uint64_t n);
 

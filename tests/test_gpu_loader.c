@@ -14,7 +14,9 @@
  *   its host labels: for batches gathered from the pinned cache and for
  *   batches copied through the staging slot;
  * - a batch released on a stream while a long kernel still reads it is not
- *   overwritten by later batches (a delay kernel proves it);
+ *   overwritten by later batches (a delay kernel proves it), on a stream
+ *   of the test's and on the legacy default stream (the release event
+ *   recorded by the loader's worker);
  * - a batch released on two streams (gf_loader_release_streams), either
  *   one held up by a long kernel, is not overwritten until both are done;
  * - batches released before their staging copy ran (the copy stream held
@@ -295,13 +297,18 @@ int main(void) {
     gf_loader_destroy(l);
   }
 
-  /* 2. A batch released on a stream while a kernel still reads it. */
-  {
+  /* 2. A batch released on a stream while a kernel still reads it: a
+   * stream of its own, then the legacy default stream (whose release event
+   * the loader's worker records, not the release). */
+  for (int legacy = 0; legacy < 2; legacy++) {
     gf_loader_config cfg = stream_cfg(&f, &t, 2);
     gf_loader *l;
     CHECK_OK(gf_loader_create(&cfg, &l));
-    void *stream;
-    CHECK_OK(gf_gpu_stream_create(0, &stream));
+    if (!l)
+      break;
+    void *stream = cudaStreamLegacy;
+    if (!legacy)
+      CHECK_OK(gf_gpu_stream_create(0, &stream));
     gf_batch *b;
     CHECK_OK(gf_loader_next_on(l, stream, &b));
     uint64_t n;
@@ -323,12 +330,14 @@ int main(void) {
     void *got = malloc(n);
     CUDA_CHECK(cudaMemcpy(got, dst, n, cudaMemcpyDeviceToHost));
     CHECK(memcmp(got, want, n) == 0);
-    printf("released batch intact after a 200 ms kernel: %s\n",
+    printf("released batch intact after a 200 ms kernel (%s): %s\n",
+           legacy ? "legacy default stream" : "a stream",
            memcmp(got, want, n) == 0 ? "yes" : "NO");
     free(got);
     free(want);
     cudaFree(dst);
-    gf_gpu_stream_destroy(stream);
+    if (!legacy)
+      gf_gpu_stream_destroy(stream);
     gf_loader_destroy(l);
   }
 

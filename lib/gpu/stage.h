@@ -15,10 +15,12 @@
  *      done word of the slot's pinned memory (kernels/done.h), which
  *      handoff reads without a CUDA call;
  *   4. gf_stage_release: record a release event on each of the caller's
- *      streams (the next submit of the slot waits for all of them);
- *   5. gf_stage_copy_done: whether the copy out of the staging memory has
- *      completed (so a worker may refill it): an event query, no wait,
- *      asked by the worker about to refill the slot, not by release.
+ *      streams (the next submit of the slot waits for all of them); on
+ *      the legacy default stream the event is left to step 5;
+ *   5. gf_stage_copy_done: asked by the worker about to refill the slot,
+ *      not by release: records the release event left to it, then
+ *      answers whether the copy out of the staging memory has completed
+ *      (so the worker may refill it): an event query, no wait.
  *
  * stage_cuda.c implements it with the CUDA runtime; stage_nocuda.c, in
  * builds without CUDA, answers GF_ENODEVICE. One stage belongs to one
@@ -155,8 +157,16 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream);
  * pending there) are done with slot i's device blocks once they all reach
  * this point: an event per stream, each waited for by the copy stream
  * before the slot's next submit. It replaces what an earlier release of
- * the slot left pending. Returns 0, -EINVAL (n > GF_RELEASE_STREAMS_MAX)
- * or GF_ECUDA (the events recorded before the failure stay pending). */
+ * the slot left pending. On the legacy default stream (cudaStreamLegacy,
+ * 0x1: PyTorch's default stream) no CUDA call is made here: the worker
+ * about to refill the slot records that stream's event
+ * (gf_stage_copy_done), at a later point of the stream, after everything
+ * queued there before this call. The legacy stream is the device's, the
+ * same from every thread, and is never destroyed; another stream may be
+ * gone by then, and the per-thread default stream is another thread's
+ * there, so those are recorded here. Returns 0, -EINVAL (n >
+ * GF_RELEASE_STREAMS_MAX) or GF_ECUDA (the events recorded before the
+ * failure stay pending). */
 int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
                      uint32_t n);
 
@@ -219,9 +229,11 @@ int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
 /* Waits until the copy stream has passed slot i's `copied` event (the
  * staging memory is no longer read). Returns 0 or GF_ECUDA. */
 int gf_stage_copied_wait(gf_stage *st, uint32_t i);
-/* 1 when the copy out of slot i's staging memory has completed (or none
- * was made, or it failed: a failed copy reads it no more), 0 while it
- * runs. */
+/* Records slot i's release event on the legacy default stream when its
+ * release left it here (gf_stage_release), then: 1 when the copy out of
+ * slot i's staging memory has completed (or none was made, or it failed:
+ * a failed copy reads it no more), 0 while it runs. Any worker, any
+ * number at once. */
 int gf_stage_copy_done(gf_stage *st, uint32_t i);
 /* The decoder's statistics; false (and *out zeroed) when none is open.
  * Any thread. */

@@ -29,6 +29,8 @@ static_assert(sizeof(gf_stage_loco) == sizeof(gf_loco_item),
 
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
+static void record_fence(gf_stage *st, stage_slot *s);
+
 int gf_stage_probe(int32_t device, char *why, size_t cap) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -287,6 +289,12 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     goto fail;
   }
   st->snap_mu_init = true;
+  if (pthread_mutex_init(&st->fence_mu, NULL) != 0) {
+    rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "GPU stage: pthread_mutex_init failed");
+    goto fail;
+  }
+  st->fence_mu_init = true;
   cudaError_t e = cudaSetDevice(cfg->device);
   if (e != cudaSuccess) {
     rc = cuda_fail(e, "cudaSetDevice");
@@ -429,6 +437,7 @@ void gf_stage_destroy(gf_stage *st) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
       /* A caller stream may still read the last batch: wait for it. */
+      record_fence(st, s);
       for (uint32_t k = 0; k < s->release_pending; k++)
         cudaEventSynchronize(s->released[k]);
       cudaEventDestroy(s->copied);
@@ -461,6 +470,8 @@ void gf_stage_destroy(gf_stage *st) {
     pthread_mutex_destroy(&st->jpeg_mu);
   if (st->snap_mu_init)
     pthread_mutex_destroy(&st->snap_mu);
+  if (st->fence_mu_init)
+    pthread_mutex_destroy(&st->fence_mu);
   free(st);
 }
 
@@ -729,30 +740,71 @@ int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
 int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
                      uint32_t n) {
   stage_slot *s = &st->slots[i];
-  s->release_pending = 0;
   if (n > GF_RELEASE_STREAMS_MAX)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release: %u streams (at most %u)", n,
                    GF_RELEASE_STREAMS_MAX);
+  int rc = 0;
+  /* Uncontended but for a worker that asked about the slot's previous
+   * release and was held up until now. */
+  pthread_mutex_lock(&st->fence_mu);
+  s->release_pending = 0;
+  s->fence_due = false;
   for (uint32_t k = 0; k < n; k++) {
     if (!streams[k])
       continue; /* the caller promises nothing there reads the batch */
+    if ((cudaStream_t)streams[k] == cudaStreamLegacy) {
+      s->fence_due = true; /* recorded by the worker (record_fence) */
+      continue;
+    }
     cudaError_t e = cudaEventRecord(s->released[s->release_pending],
                                     (cudaStream_t)streams[k]);
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
       /* The events recorded so far stay pending: the next submit still
        * waits for those streams. */
-      return cuda_fail(e, "cudaEventRecord (release)");
+      rc = cuda_fail(e, "cudaEventRecord (release)");
+      break;
+    }
     s->release_pending++;
   }
-  return 0;
+  pthread_mutex_unlock(&st->fence_mu);
+  return rc;
+}
+
+/* Records the release event gf_stage_release left to the worker: on the
+ * legacy default stream of the stage's device (the calling thread's
+ * current device), after everything queued there so far, so after all
+ * that was queued before the release. Should the record fail, the host
+ * waits for that stream instead (the slot must not be refilled under a
+ * kernel still reading it). Any thread. */
+static void record_fence(gf_stage *st, stage_slot *s) {
+  pthread_mutex_lock(&st->fence_mu);
+  if (s->fence_due) {
+    s->fence_due = false;
+    cudaError_t e = cudaEventRecord(s->released[s->release_pending],
+                                    cudaStreamLegacy);
+    if (e == cudaSuccess) {
+      s->release_pending++;
+    } else {
+      gf_log(GF_LOG_ERROR,
+             "release event on the legacy default stream: %s; waiting for "
+             "that stream instead",
+             cudaGetErrorString(e));
+      e = cudaStreamSynchronize(cudaStreamLegacy);
+      if (e != cudaSuccess)
+        gf_log(GF_LOG_ERROR, "waiting for the legacy default stream: %s",
+               cudaGetErrorString(e));
+    }
+  }
+  pthread_mutex_unlock(&st->fence_mu);
 }
 
 int gf_stage_copy_done(gf_stage *st, uint32_t i) {
   stage_slot *s = &st->slots[i];
+  cudaSetDevice(st->cfg.device);
+  record_fence(st, s);
   if (!s->submitted)
     return 1;
-  cudaSetDevice(st->cfg.device);
   cudaError_t e = cudaEventQuery(s->copied);
   if (e == cudaErrorNotReady)
     return 0;

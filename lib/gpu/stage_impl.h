@@ -53,6 +53,10 @@ typedef struct stage_slot {
   bool events;
   bool submitted;          /* a copy was enqueued from this slot */
   uint32_t release_pending; /* released[0..n) recorded on caller streams */
+  bool fence_due;          /* released on the legacy default stream: its
+                              event is recorded by the worker about to
+                              refill the slot (gf_stage_copy_done), under
+                              fence_mu with release_pending */
   /* Trace mode: around copy + kernel: */
   struct CUevent_st *t_start, *t_end;
   bool timed;              /* t_start/t_end recorded and not yet taken */
@@ -86,6 +90,10 @@ struct gf_stage {
                               for a decode */
   pthread_mutex_t snap_mu;
   bool snap_mu_init;
+  pthread_mutex_t fence_mu; /* the slots' release events: the consumer
+                              records them (gf_stage_release), a worker
+                              the deferred one (gf_stage_copy_done) */
+  bool fence_mu_init;
 
 };
 

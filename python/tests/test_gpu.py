@@ -73,14 +73,17 @@ def test_iteration_gives_cpu_equal_batches(folder):
         assert torch.equal(a, b) and torch.equal(la, lb)
 
 
-def test_tensor_freed_while_a_kernel_reads_it(folder):
+@pytest.mark.parametrize("which", ["side", "default"])
+def test_tensor_freed_while_a_kernel_reads_it(folder, which):
     """The loader runs ahead (prefetch 2, so batch k's memory is batch
     k+2's) while each batch is read only by a copy queued behind a long
     sleep on the consumer stream, and the tensor is freed in Python right
-    after. Every copy must see its own batch."""
+    after. Every copy must see its own batch: on a stream of the test's,
+    and on torch's default stream (the legacy default stream, whose release
+    event the loader's worker records)."""
     want = [x.clone() for x, _ in _loader(folder, device="cpu", shuffle=False)]
     loader = _loader(folder, shuffle=False, prefetch=2, num_workers=2)
-    stream = torch.cuda.Stream()
+    stream = torch.cuda.Stream() if which == "side" else torch.cuda.default_stream()
     copies = []
     with torch.cuda.stream(stream):
         for images, labels in loader:
