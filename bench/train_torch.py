@@ -60,6 +60,11 @@ Measured after --warmup steps, over --steps steps (one JSON line per run):
                      (gpu_data_wait_pct at the synthetic feed's), it is
                      Python's own cost per batch inside a real loop, the
                      thread coming back from its wait for the GPU;
+  host_next_torch_us_p50, host_next_own_us_p50/_p99  with --split-next
+                     (gpufeed feed, GPU): torch's calls inside each next()
+                     timed (the current-stream query, the two capsule
+                     imports, the previous tensors' end, whose deleters are
+                     gpufeed's), and next() less them: gpufeed's own part;
   vs_synthetic       img_per_s / the synthetic feed's (--ceiling, or the
                      synthetic run of the same invocation when --feed lists
                      it first), and gpu_wait_vs_synthetic_pct, 100 x (1 - that).
@@ -94,7 +99,7 @@ usage: train_torch.py --source DIR [--feed gpufeed|dataloader|synthetic|dlpack[,
        [--model resnet50|resnet18] [--steps N] [--warmup N] [--batch N]
        [--size N] [--threads N] [--dtype bf16|f16|f32] [--layout nchw|nhwc]
        [--device cuda|cpu] [--cache SIZE] [--prefetch N] [--wait sleep|spin] [--seed S]
-       [--ceiling IMG_PER_S] [--check] [--epochs N]
+       [--split-next] [--ceiling IMG_PER_S] [--check] [--epochs N]
        [--stop-after K --save FILE] [--resume FILE]
 Smoke run without a GPU: --device cpu --steps 2 --warmup 1 --model resnet18
 --size 32 --batch 8.
@@ -143,6 +148,10 @@ def parse_args(argv=None):
                          "dataset's, on GPUs with JPEG engines)")
     ap.add_argument("--gpu-decode-percent", type=int, default=0,
                     help="gpufeed: share of a batch's JPEG positions for nvJPEG (0: all)")
+    ap.add_argument("--split-next", action="store_true",
+                    help="gpufeed: time torch's calls inside each next() (the stream query, "
+                         "the two capsule imports, the previous tensors' end) and report "
+                         "gpufeed's own part beside them")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--ceiling", type=float, default=0.0,
@@ -337,6 +346,8 @@ class GpufeedFeed:
             rank=dist.rank, world_size=dist.world, gpu_decode=a.gpu_decode,
             gpu_decode_percent=a.gpu_decode_percent)
         self.layout = a.layout
+        self.split = a.split_next and dist.cuda
+        self.torch_ns = [0]      # --split-next: torch's time since the last take_torch_us()
         self.name = "gpufeed " + gpufeed.__version__
         self.total = int(self.loader.state_dict()["samples"])   # in the dataset
         self.pool_bytes = 0
@@ -355,7 +366,8 @@ class GpufeedFeed:
     def __iter__(self):
         # (each generator drops its references once the loop has the batch)
         if not self.check:
-            for x, y in self.loader:
+            it = self._split_iter() if self.split else self.loader
+            for x, y in it:
                 yield x, y, None
                 del x, y
             return
@@ -368,6 +380,37 @@ class GpufeedFeed:
             del b
             yield x, y, idx
             del x, y
+
+    def _split_iter(self):
+        """The loader's own iteration (_C.TensorIter: one C call a batch)
+        with torch's calls timed: the current-stream query and the capsule
+        importer it calls, and the end of the previous batch's tensors as
+        the loop resumes (torch frees them; gpufeed's deleter queues the
+        batch, the one part of it that is not torch's)."""
+        from gpufeed.loader import _importer, _stream_getter
+        raw, imp, clock, acc = _stream_getter(), _importer(), time.perf_counter_ns, self.torch_ns
+
+        def stream_of(device):
+            t = clock()
+            s = raw(device)
+            acc[0] += clock() - t
+            return s
+
+        def make(capsule):
+            t = clock()
+            x = imp(capsule)
+            acc[0] += clock() - t
+            return x
+        for x, y in self.loader._core.tensors(stream_of, make, self.loader):
+            yield x, y
+            t = clock()
+            del x, y
+            acc[0] += clock() - t
+
+    def take_torch_us(self):
+        us = self.torch_ns[0] / 1000.0
+        self.torch_ns[0] = 0
+        return us
 
     def prepare(self, x, y):
         if self.layout == "nhwc":
@@ -523,6 +566,7 @@ def run(a, dist, feed_name, ceiling):
     starts, ends = [], []       # events of the measured steps (GPU)
     host_wait = 0.0             # seconds in next() + prepare, measured steps
     next_us = []                # each measured step's next(), microseconds
+    torch_us = []               # --split-next: torch's part of each
     host_gap = 0.0
     prev_end = None
     step = 0
@@ -561,12 +605,16 @@ def run(a, dist, feed_name, ceiling):
                 except StopIteration:
                     break
                 t_next = time.perf_counter()
+                split = getattr(feed, "split", False)
+                took = feed.take_torch_us() if split else 0.0
                 x, y = feed.prepare(x, y)
                 t1 = time.perf_counter()
                 measured = step >= a.warmup
                 if measured:
                     host_wait += t1 - t0
                     next_us.append(1e6 * (t_next - t0))
+                    if split:
+                        torch_us.append(took)
                 if a.check:
                     delivered[-1].extend(idx)
                     if mem_during is None:
@@ -657,6 +705,11 @@ def run(a, dist, feed_name, ceiling):
         "wait": a.wait,
         "torch": torch.__version__,
     }
+    if torch_us:
+        own = [n - t for n, t in zip(next_us, torch_us)]
+        res.update(host_next_torch_us_p50=round(percentile(torch_us, 50), 2),
+                   host_next_own_us_p50=round(percentile(own, 50), 2),
+                   host_next_own_us_p99=round(percentile(own, 99), 2))
     if ceiling:
         res["vs_synthetic"] = round(rate / ceiling, 4)
         res["gpu_wait_vs_synthetic_pct"] = round(100.0 * (1 - rate / ceiling), 2)
