@@ -280,32 +280,40 @@ def python_cost(a, path, cache, device, gpu, rate):
     return hi, lo, alone
 
 
+def time_ready(a, rate, stats, new_iter, per_epoch):
+    """Microseconds of next() + the item's end, over iterators new_iter()
+    makes until --cost-batches are timed: ready batches only (the loader's
+    consumer wait did not move by 2 us), each after the pause python_cost
+    makes before the iterator's. stats: the loader's stats method."""
+    wait = waiter(a, rate)
+    got = []
+    for _ in range(2 * (a.cost_batches // max(1, per_epoch) + 1)):
+        it = new_iter()
+        while len(got) < a.cost_batches:
+            wait()
+            w0 = stats()["consumer_wait_ns"]
+            t0 = time.perf_counter_ns()
+            item = next(it, None)
+            if item is None:
+                break
+            del item
+            t1 = time.perf_counter_ns()
+            if stats()["consumer_wait_ns"] - w0 < 2000:
+                got.append((t1 - t0) / 1000.0)
+        del it
+        if len(got) >= a.cost_batches:
+            break
+    return got
+
+
 def adapter_cost(a, path, cache, device, gpu, rate, indices):
     """Microseconds of next() + the items' end through gpufeed.torch.DataLoader,
     ready batches only, timed and paced as python_cost times the iterator
     (epoch 0 fills the cache)."""
-    wait = waiter(a, rate)
-    got = []
     with make_adapter(a, path, cache, device, indices) as dl:
-        stats = dl.loader.stats
         for item in dl:
             del item
-        for _ in range(2 * (a.cost_batches // max(1, len(dl)) + 1)):
-            it = iter(dl)
-            while len(got) < a.cost_batches:
-                wait()
-                w0 = stats()["consumer_wait_ns"]
-                t0 = time.perf_counter_ns()
-                item = next(it, None)
-                if item is None:
-                    break
-                del item
-                t1 = time.perf_counter_ns()
-                if stats()["consumer_wait_ns"] - w0 < 2000:
-                    got.append((t1 - t0) / 1000.0)
-            del it
-            if len(got) >= a.cost_batches:
-                break
+        got = time_ready(a, rate, dl.loader.stats, lambda: iter(dl), len(dl))
         if gpu:
             torch.cuda.synchronize()
     return got
@@ -319,32 +327,17 @@ def own_cost(a, path, cache, device, gpu, rate):
     handed back as it is instead of imported (an identity lambda); dropping
     the two capsules gives the batch back (their deleter, as a tensor's
     would), and the next call returns it to the loader. So: next + the
-    DLPack export + the release, with two Python calls of ours that the
-    real iterator makes into torch. Ready batches only, timed and paced as
+    DLPack export + the release, with Python calls of ours where the real
+    iterator calls torch. Ready batches only, timed and paced as
     python_cost times the iterator (epoch 0 fills the cache)."""
-    wait = waiter(a, rate)
-    got = []
     stream = consumer_stream(gpu)
     with make_loader(a, path, cache, device) as ld:
-        stats = ld.stats
         for images, labels in ld:
             del images, labels
-        for _ in range(2 * (a.cost_batches // max(1, len(ld)) + 1)):
-            it = ld._core.tensors((lambda d: stream) if gpu else None, lambda c: c, ld)
-            while len(got) < a.cost_batches:
-                wait()
-                w0 = stats()["consumer_wait_ns"]
-                t0 = time.perf_counter_ns()
-                item = next(it, None)
-                if item is None:
-                    break
-                del item
-                t1 = time.perf_counter_ns()
-                if stats()["consumer_wait_ns"] - w0 < 2000:
-                    got.append((t1 - t0) / 1000.0)
-            del it
-            if len(got) >= a.cost_batches:
-                break
+        got = time_ready(a, rate, ld.stats,
+                         lambda: ld._core.tensors((lambda d: stream) if gpu else None,
+                                                  lambda c: c, ld),
+                         len(ld))
         if gpu:
             torch.cuda.synchronize()
     return got
