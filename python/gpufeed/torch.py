@@ -31,7 +31,7 @@ resumes with the identical next batch.
 import numbers
 import os
 
-from .loader import _current_stream, _tensor_maker
+from .loader import _current_stream, _importer, _stream_getter, _tensor_maker
 import torch
 
 import gpufeed
@@ -344,6 +344,12 @@ def _dataset_source(dataset):
     return root, getattr(dataset, "transform", None)
 
 
+def _indices_tensor(buf):
+    """The batch's sample indices (a bytearray of native uint64, each below
+    2**63) as an int64 CPU tensor viewing that copy."""
+    return torch.frombuffer(buf, dtype=torch.int64)
+
+
 class DataLoader:
     """``torch.utils.data.DataLoader``'s interface over a ``gpufeed.Loader``.
 
@@ -450,11 +456,19 @@ class DataLoader:
             # current stream at each batch, labels int64 as collate gives
             # them.
             return iter(self._loader)
+        core = self._loader._core_or_raise()
+        imp = _importer()
+        if imp is not None:
+            # The same C call a batch, with the indices as a third item:
+            # copied out of the batch (uint64 in C, below 2**63) into one
+            # bytearray and viewed as int64.
+            return core.tensors(_stream_getter() if core.device >= 0 else None,
+                                imp, self._loader, _indices_tensor)
         return self._iter_with_indices()
 
     def _iter_with_indices(self):
-        # Through Batch objects (the Loader's iterator hands out tensors
-        # only). A suspended generator keeps its locals, and a reference
+        # A torch without the capsule importer: through Batch objects. A
+        # suspended generator keeps its locals, and a reference
         # kept here would hold each batch one next() longer than the caller
         # does (the loader's slots are few): each item is taken off a
         # one-item list as it is yielded.
@@ -476,9 +490,7 @@ class DataLoader:
         make = self.__dict__.get("_make") or self.__dict__.setdefault("_make", _tensor_maker())
         images = make(batch.images, stream)   # the stream waits for the batch
         labels = make(batch.labels, stream)   # int64
-        # The indices (uint64 in C, below 2**63) as int64, in one copy.
-        indices = torch.frombuffer(batch._indices_buffer(), dtype=torch.int64)
-        return images, labels, indices
+        return images, labels, _indices_tensor(batch._indices_buffer())
 
     # -- resume -------------------------------------------------------------
 

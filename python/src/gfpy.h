@@ -138,9 +138,9 @@ PyObject *gfpy_export(cbatch *cb, const gfpy_view *v, void *stream,
 
 /* iter.c */
 int gfpy_iter_init(PyObject *m);
-/* core.tensors(stream_of, make, owner): the iterator; it keeps owner
- * alive. */
+/* core.tensors(stream_of, make, owner, indices_of): the iterator; it
+ * keeps owner alive; indices_of None: pairs, else triples. */
 PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make,
-                        PyObject *owner);
+                        PyObject *owner, PyObject *indices_of);
 
 #endif /* GFPY_H */

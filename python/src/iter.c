@@ -6,9 +6,13 @@
  * turns each into a tensor with make(capsule) (torch's capsule importer).
  * No Batch or Array object is made and the iterator keeps no reference to
  * the batch: the tensors hold the batch's record (export.c), and it goes
- * back to the loader when the last of them is freed. It is what
- * gpufeed.Loader's iteration runs; the per-object path (Core.next,
- * Batch.images.__dlpack__) gives the same tensors with more Python calls.
+ * back to the loader when the last of them is freed. With indices_of,
+ * each step also gives indices_of(bytearray of the batch's sample indices,
+ * native uint64), copied before the step returns (a tensor of them does not
+ * hold the batch). It is what gpufeed.Loader's iteration runs (and
+ * gpufeed.torch.DataLoader's with return_indices); the per-object path
+ * (Core.next, Batch.images.__dlpack__) gives the same tensors with more
+ * Python calls.
  * After the end of the epoch or an error (a corrupt sample, Ctrl-C during
  * a wait) the iterator is finished, as a generator would be. */
 #include "gfpy.h"
@@ -21,6 +25,7 @@ typedef struct {
   PyObject *stream_of;  /* callable, or None (host mode) */
   PyObject *args;       /* (device,): stream_of's argument */
   PyObject *make;       /* capsule -> tensor */
+  PyObject *indices_of; /* bytearray -> indices, or None (pairs) */
   PyObject *owner;      /* kept alive while iterating (the Loader, whose
                            finaliser closes the core), or None */
 } IterObject;
@@ -87,10 +92,24 @@ static PyObject *iter_next(PyObject *o) {
   }
   PyObject *images = tensor_of(self, cb, GFPY_IMAGES, stream);
   PyObject *labels = images ? tensor_of(self, cb, GFPY_LABELS, stream) : NULL;
+  PyObject *indices = NULL;
+  if (labels && self->indices_of != Py_None) {
+    Py_ssize_t len = (Py_ssize_t)b->count * (Py_ssize_t)sizeof *b->indices;
+    PyObject *buf =
+        PyByteArray_FromStringAndSize((const char *)b->indices, len);
+    indices = buf ? PyObject_CallFunctionObjArgs(self->indices_of, buf, NULL)
+                  : NULL;
+    Py_XDECREF(buf);
+  }
   gfpy_cbatch_unref(cb); /* the tensors hold it now (none: it goes back) */
-  PyObject *r = labels ? PyTuple_Pack(2, images, labels) : NULL;
+  PyObject *r = NULL;
+  if (labels && self->indices_of == Py_None)
+    r = PyTuple_Pack(2, images, labels);
+  else if (indices)
+    r = PyTuple_Pack(3, images, labels, indices);
   Py_XDECREF(images);
   Py_XDECREF(labels);
+  Py_XDECREF(indices);
   if (!r)
     finish(self);
   return r;
@@ -105,6 +124,7 @@ static void iter_dealloc(PyObject *o) {
   Py_XDECREF(self->stream_of);
   Py_XDECREF(self->args);
   Py_XDECREF(self->make);
+  Py_XDECREF(self->indices_of);
   Py_XDECREF(self->owner);
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(o);
@@ -112,7 +132,7 @@ static void iter_dealloc(PyObject *o) {
 }
 
 PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make,
-                        PyObject *owner) {
+                        PyObject *owner, PyObject *indices_of) {
   PyObject *args = Py_BuildValue("(i)", (int)c->device);
   if (!args)
     return NULL;
@@ -128,6 +148,7 @@ PyObject *gfpy_iter_new(core *c, PyObject *stream_of, PyObject *make,
   self->stream_of = Py_NewRef(stream_of);
   self->args = args;
   self->make = Py_NewRef(make);
+  self->indices_of = Py_NewRef(indices_of);
   self->owner = Py_NewRef(owner);
   return (PyObject *)self;
 }
@@ -136,7 +157,7 @@ static PyType_Slot iter_slots[] = {
     {Py_tp_dealloc, (void *)iter_dealloc},
     {Py_tp_iter, (void *)iter_self},
     {Py_tp_iternext, (void *)iter_next},
-    {Py_tp_doc, "An epoch of a loader as (images, labels) tensors."},
+    {Py_tp_doc, "An epoch of a loader as (images, labels[, indices]) tensors."},
     {0, NULL}};
 
 static PyType_Spec iter_spec = {"gpufeed._C.TensorIter", sizeof(IterObject),

@@ -216,27 +216,31 @@ static PyObject *core_next(PyObject *o, PyObject *args, PyObject *kwargs) {
   return r;
 }
 
-/* tensors(stream_of, make, owner=None) -> the rest of the epoch as
- * (images, labels) made by make(capsule) (torch's capsule importer), one C
- * call a batch; stream_of(device) -> the cudaStream_t to hand each batch to
- * (GPU mode; None in host mode); owner: an object the iterator keeps alive
- * (the Loader: `for x, y in Loader(...)` must not close it under the
- * loop). */
+/* tensors(stream_of, make, owner=None, indices_of=None) -> the rest of
+ * the epoch as (images, labels) made by make(capsule) (torch's capsule
+ * importer), one C call a batch; stream_of(device) -> the cudaStream_t to
+ * hand each batch to (GPU mode; None in host mode); owner: an object the
+ * iterator keeps alive (the Loader: `for x, y in Loader(...)` must not
+ * close it under the loop); indices_of(bytearray) -> a third item, the
+ * batch's sample indices (a copy, native uint64). */
 static PyObject *core_tensors(PyObject *o, PyObject *args) {
-  PyObject *stream_of, *make, *owner = Py_None;
-  if (!PyArg_ParseTuple(args, "OO|O:tensors", &stream_of, &make, &owner))
+  PyObject *stream_of, *make, *owner = Py_None, *indices_of = Py_None;
+  if (!PyArg_ParseTuple(args, "OO|OO:tensors", &stream_of, &make, &owner,
+                        &indices_of))
     return NULL;
   if ((stream_of != Py_None && !PyCallable_Check(stream_of)) ||
-      !PyCallable_Check(make)) {
+      !PyCallable_Check(make) ||
+      (indices_of != Py_None && !PyCallable_Check(indices_of))) {
     PyErr_SetString(PyExc_TypeError,
-                    "tensors(stream_of, make): callables (stream_of may be "
-                    "None in host mode)");
+                    "tensors(stream_of, make, owner, indices_of): callables "
+                    "(stream_of may be None in host mode, indices_of None "
+                    "for pairs)");
     return NULL;
   }
   core *c = grab((CoreObject *)o);
   if (!c)
     return NULL;
-  PyObject *r = gfpy_iter_new(c, stream_of, make, owner);
+  PyObject *r = gfpy_iter_new(c, stream_of, make, owner, indices_of);
   gfpy_core_unref(c);
   return r;
 }
@@ -548,7 +552,8 @@ static PyMethodDef core_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "next(stream=0) -> Batch, or None at the end of the epoch."},
     {"tensors", core_tensors, METH_VARARGS,
-     "tensors(stream_of, make, owner=None) -> iterator of (images, labels): "
+     "tensors(stream_of, make, owner=None, indices_of=None) -> iterator of "
+     "(images, labels[, indices_of(bytearray of uint64 indices)]): "
      "make(capsule) a tensor, stream_of(device) the stream (None: host "
      "mode), owner kept alive."},
     {"close", core_close, METH_NOARGS, "Stops delivery (idempotent)."},

@@ -428,20 +428,27 @@ def test_two_ranks_exactly_once(folder, tmp_path):
     assert results[0]["epochs"][0] != results[0]["epochs"][1]
 
 
-def test_iteration_takes_the_one_call_path(folder):
-    """Without return_indices the adapter runs the Loader's own iterator
-    (one C call a batch), not a Batch object per batch."""
+@pytest.mark.parametrize("indices", [False, True])
+def test_iteration_takes_the_one_call_path(folder, indices):
+    """The adapter runs the Loader's own iterator (one C call a batch), not a
+    Batch object per batch, with return_indices too; what it yields is what
+    the per-object path (Loader.batches) gives for the same epoch."""
     with gft.DataLoader(folder, batch_size=BATCH, device="cpu", shuffle=True,
-                        seed=3, transform=_crop()) as dl:
-        want = [(x.clone(), y.clone()) for x, y in dl]
+                        seed=3, transform=_crop(), return_indices=indices) as dl:
+        dl.loader.set_epoch(0)
+        want = [(torch.from_dlpack(b.images).clone(), torch.from_dlpack(b.labels).clone(),
+                 list(b.indices)) for b in dl.loader.batches()]
         dl.set_epoch(0)
 
         def refuse(*args, **kwargs):
             raise AssertionError("the adapter took a Batch object")
 
         dl.loader.next_batch = refuse
-        got = [(x.clone(), y.clone()) for x, y in dl]
+        got = [tuple(t.clone() for t in item) for item in dl]
         assert len(got) == len(want) == len(dl) == -(-COUNT // BATCH)
-        for (a, la), (b, lb) in zip(want, got):
-            assert torch.equal(a, b) and torch.equal(la, lb)
-            assert lb.dtype == torch.int64
+        for (a, la, ia), item in zip(want, got):
+            assert len(item) == (3 if indices else 2)
+            assert torch.equal(a, item[0]) and torch.equal(la, item[1])
+            assert item[1].dtype == torch.int64
+            if indices:
+                assert item[2].dtype == torch.int64 and item[2].tolist() == ia
