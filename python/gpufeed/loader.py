@@ -187,16 +187,22 @@ class Loader:
         """One epoch (the rest of the current one) as (images, labels)
         torch tensors. Without set_epoch, the next iteration runs the next
         epoch."""
+        it = self._tensor_iter()
+        return it if it is not None else self._iter_objects(self._core_or_raise())
+
+    def _tensor_iter(self, indices_of=None):
+        """The rest of the epoch in one C call a batch (_C.TensorIter):
+        torch's current stream, the batch, both capsules and both tensors,
+        and with indices_of, indices_of(bytearray of the batch's uint64
+        sample indices) as a third item. None where torch lacks its capsule
+        importer. It holds the Loader: `for x, y in Loader(...)` must not
+        close the loader under the loop."""
         core = self._core_or_raise()
         imp = _importer()
-        if imp is not None:
-            # One C call a batch (_C.TensorIter): torch's current stream,
-            # the batch, both capsules and both tensors.
-            # It holds the Loader: `for x, y in Loader(...)` must not close
-            # the loader under the loop.
-            return core.tensors(_stream_getter() if core.device >= 0 else None,
-                                imp, self)
-        return self._iter_objects(core)
+        if imp is None:
+            return None
+        return core.tensors(_stream_getter() if core.device >= 0 else None,
+                            imp, self, indices_of)
 
     def _iter_objects(self, core):
         """__iter__ through Batch objects and the public torch.from_dlpack

@@ -31,7 +31,7 @@ resumes with the identical next batch.
 import numbers
 import os
 
-from .loader import _current_stream, _importer, _stream_getter, _tensor_maker
+from .loader import _current_stream, _tensor_maker
 import torch
 
 import gpufeed
@@ -456,15 +456,11 @@ class DataLoader:
             # current stream at each batch, labels int64 as collate gives
             # them.
             return iter(self._loader)
-        core = self._loader._core_or_raise()
-        imp = _importer()
-        if imp is not None:
-            # The same C call a batch, with the indices as a third item:
-            # copied out of the batch (uint64 in C, below 2**63) into one
-            # bytearray and viewed as int64.
-            return core.tensors(_stream_getter() if core.device >= 0 else None,
-                                imp, self._loader, _indices_tensor)
-        return self._iter_with_indices()
+        # The same C call a batch, with the indices as a third item: copied
+        # out of the batch (uint64 in C, below 2**63) into one bytearray and
+        # viewed as int64.
+        it = self._loader._tensor_iter(_indices_tensor)
+        return it if it is not None else self._iter_with_indices()
 
     def _iter_with_indices(self):
         # A torch without the capsule importer: through Batch objects. A

@@ -428,6 +428,22 @@ def test_two_ranks_exactly_once(folder, tmp_path):
     assert results[0]["epochs"][0] != results[0]["epochs"][1]
 
 
+def test_indices_without_the_capsule_importer(folder, monkeypatch):
+    """A torch without its capsule importer: the adapter's return_indices
+    path goes through Batch objects and yields what the one-call path
+    does."""
+    def run():
+        with gft.DataLoader(folder, batch_size=BATCH, device="cpu", shuffle=True,
+                            seed=4, transform=_crop(), return_indices=True) as dl:
+            return [tuple(t.clone() for t in item) for item in dl]
+    want = run()
+    monkeypatch.setattr(gpufeed.loader, "_importer", lambda: None)
+    got = run()
+    assert len(got) == len(want) == -(-COUNT // BATCH)
+    for a, b in zip(want, got):
+        assert all(torch.equal(x, y) for x, y in zip(a, b)) and len(b) == 3
+
+
 @pytest.mark.parametrize("indices", [False, True])
 def test_iteration_takes_the_one_call_path(folder, indices):
     """The adapter runs the Loader's own iterator (one C call a batch), not a
