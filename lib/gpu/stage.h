@@ -22,7 +22,8 @@
  *      answers whether the copy out of the staging memory has completed
  *      (so the worker may refill it): an event query, no wait.
  *
- * stage_cuda.c implements it with the CUDA runtime; stage_nocuda.c, in
+ * stage_cuda.c and stage_stream_cuda.c (steps 3-5) implement it with
+ * the CUDA runtime, stage_jpeg_cuda.c its JPEG decoding; stage_nocuda.c, in
  * builds without CUDA, answers GF_ENODEVICE. One stage belongs to one
  * loader; its calls come from the loader's consumer thread, except
  * gf_stage_copy_done, which a worker calls (outside the loader's lock). */

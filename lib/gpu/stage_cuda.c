@@ -1,4 +1,6 @@
-/* The loader's GPU stage with the CUDA runtime (see stage.h). */
+/* The loader's GPU stage with the CUDA runtime (see stage.h): its slots,
+ * their pinning, the submit and the trace's timing; the handoff to and from
+ * the caller's streams is in stage_stream_cuda.c. */
 #include "gpu/stage.h"
 #include "gpu/stage_impl.h"
 
@@ -29,7 +31,6 @@ static_assert(sizeof(gf_stage_loco) == sizeof(gf_loco_item),
 
 static uint64_t round256(uint64_t n) { return (n + 255) / 256 * 256; }
 
-static void record_fence(gf_stage *st, stage_slot *s);
 
 int gf_stage_probe(int32_t device, char *why, size_t cap) {
   int n = 0;
@@ -437,7 +438,7 @@ void gf_stage_destroy(gf_stage *st) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
       /* A caller stream may still read the last batch: wait for it. */
-      record_fence(st, s);
+      gf_stage__record_fence(st, s);
       for (uint32_t k = 0; k < s->release_pending; k++)
         cudaEventSynchronize(s->released[k]);
       cudaEventDestroy(s->copied);
@@ -725,90 +726,3 @@ void gf_gpu_range_push(const char *name) { nvtxRangePushA(name); }
 void gf_gpu_range_pop(void) { nvtxRangePop(); }
 uint64_t gf_gpu_range_start(const char *name) { return nvtxRangeStartA(name); }
 void gf_gpu_range_end(uint64_t id) { nvtxRangeEnd(id); }
-
-int gf_stage_handoff(gf_stage *st, uint32_t i, void *stream) {
-  stage_slot *s = &st->slots[i];
-  /* Its work over (the GPU wrote this submit's gen): nothing to wait for,
-   * and no CUDA call. */
-  if (s->gen && __atomic_load_n(s->h_done, __ATOMIC_ACQUIRE) == s->gen)
-    return 0;
-  cudaError_t e = stream ? cudaStreamWaitEvent((cudaStream_t)stream, s->ready, 0)
-                         : cudaEventSynchronize(s->ready);
-  return e == cudaSuccess ? 0 : cuda_fail(e, "handing the batch over");
-}
-
-int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
-                     uint32_t n) {
-  stage_slot *s = &st->slots[i];
-  if (n > GF_RELEASE_STREAMS_MAX)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "release: %u streams (at most %u)", n,
-                   GF_RELEASE_STREAMS_MAX);
-  int rc = 0;
-  /* Uncontended but for a worker that asked about the slot's previous
-   * release and was held up until now. */
-  pthread_mutex_lock(&st->fence_mu);
-  s->release_pending = 0;
-  s->fence_due = false;
-  for (uint32_t k = 0; k < n; k++) {
-    if (!streams[k])
-      continue; /* the caller promises nothing there reads the batch */
-    if ((cudaStream_t)streams[k] == cudaStreamLegacy) {
-      s->fence_due = true; /* recorded by the worker (record_fence) */
-      continue;
-    }
-    cudaError_t e = cudaEventRecord(s->released[s->release_pending],
-                                    (cudaStream_t)streams[k]);
-    if (e != cudaSuccess) {
-      /* The events recorded so far stay pending: the next submit still
-       * waits for those streams. */
-      rc = cuda_fail(e, "cudaEventRecord (release)");
-      break;
-    }
-    s->release_pending++;
-  }
-  pthread_mutex_unlock(&st->fence_mu);
-  return rc;
-}
-
-/* Records the release event gf_stage_release left to the worker: on the
- * legacy default stream of the stage's device (the calling thread's
- * current device), after everything queued there so far, so after all
- * that was queued before the release. Should the record fail, the host
- * waits for that stream instead (the slot must not be refilled under a
- * kernel still reading it). Any thread. */
-static void record_fence(gf_stage *st, stage_slot *s) {
-  pthread_mutex_lock(&st->fence_mu);
-  if (s->fence_due) {
-    s->fence_due = false;
-    cudaError_t e = cudaEventRecord(s->released[s->release_pending],
-                                    cudaStreamLegacy);
-    if (e == cudaSuccess) {
-      s->release_pending++;
-    } else {
-      gf_log(GF_LOG_ERROR,
-             "release event on the legacy default stream: %s; waiting for "
-             "that stream instead",
-             cudaGetErrorString(e));
-      e = cudaStreamSynchronize(cudaStreamLegacy);
-      if (e != cudaSuccess)
-        gf_log(GF_LOG_ERROR, "waiting for the legacy default stream: %s",
-               cudaGetErrorString(e));
-    }
-  }
-  pthread_mutex_unlock(&st->fence_mu);
-}
-
-int gf_stage_copy_done(gf_stage *st, uint32_t i) {
-  stage_slot *s = &st->slots[i];
-  cudaSetDevice(st->cfg.device);
-  record_fence(st, s);
-  if (!s->submitted)
-    return 1;
-  cudaError_t e = cudaEventQuery(s->copied);
-  if (e == cudaErrorNotReady)
-    return 0;
-  if (e != cudaSuccess)
-    gf_log(GF_LOG_ERROR, "staging copy event: %s", cudaGetErrorString(e));
-  return 1;
-}

@@ -1,7 +1,7 @@
-/* The GPU stage's insides, shared by its two files: stage_cuda.c (the
- * staging slots, their pinning, the submit and the stream handoff) and
- * stage_jpeg_cuda.c (JPEG decoding on the stage's copy stream). Included
- * only there. The CUDA types are written as the runtime defines them
+/* The GPU stage's insides, shared by its three files: stage_cuda.c (the
+ * staging slots, their pinning and the submit), stage_stream_cuda.c (the
+ * handoff to and from the caller's streams) and stage_jpeg_cuda.c (JPEG
+ * decoding on the stage's copy stream). Included only there. The CUDA types are written as the runtime defines them
  * (cudaStream_t is `struct CUstream_st *`, cudaEvent_t `struct CUevent_st
  * *`): only the _cuda.c files include the runtime's header. */
 #ifndef GF_GPU_STAGE_IMPL_H
@@ -100,6 +100,9 @@ struct gf_stage {
 /* GF_EDEVOOM (cudaErrorMemoryAllocation) or GF_ECUDA with context: what
  * failed and the runtime's words for e (an int: a cudaError_t). */
 int gf_stage__cuda_fail(int e, const char *what);
+/* stage_stream_cuda.c: records the release event gf_stage_release left to
+ * the worker (the legacy default stream's), if one is due. Any thread. */
+void gf_stage__record_fence(gf_stage *st, stage_slot *s);
 #define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
 
 #endif /* GF_GPU_STAGE_IMPL_H */
