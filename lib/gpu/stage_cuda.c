@@ -437,8 +437,11 @@ void gf_stage_destroy(gf_stage *st) {
   for (uint32_t i = 0; st->slots && i < st->cfg.slots; i++) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
-      /* A caller stream may still read the last batch: wait for it. */
-      gf_stage__record_fence(st, s);
+      /* A caller stream may still read the last batch: wait for it (for
+       * the legacy default stream whose event was left to a worker that
+       * never came, for that stream). */
+      if (s->fence_due)
+        cudaStreamSynchronize(cudaStreamLegacy);
       for (uint32_t k = 0; k < s->release_pending; k++)
         cudaEventSynchronize(s->released[k]);
       cudaEventDestroy(s->copied);

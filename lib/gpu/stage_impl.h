@@ -100,9 +100,6 @@ struct gf_stage {
 /* GF_EDEVOOM (cudaErrorMemoryAllocation) or GF_ECUDA with context: what
  * failed and the runtime's words for e (an int: a cudaError_t). */
 int gf_stage__cuda_fail(int e, const char *what);
-/* stage_stream_cuda.c: records the release event gf_stage_release left to
- * the worker (the legacy default stream's), if one is due. Any thread. */
-void gf_stage__record_fence(gf_stage *st, stage_slot *s);
 #define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
 
 #endif /* GF_GPU_STAGE_IMPL_H */

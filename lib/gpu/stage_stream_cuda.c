@@ -59,7 +59,7 @@ int gf_stage_release(gf_stage *st, uint32_t i, void *const *streams,
  * that was queued before the release. Should the record fail, the host
  * waits for that stream instead (the slot must not be refilled under a
  * kernel still reading it). Any thread. */
-void gf_stage__record_fence(gf_stage *st, stage_slot *s) {
+static void record_fence(gf_stage *st, stage_slot *s) {
   pthread_mutex_lock(&st->fence_mu);
   if (s->fence_due) {
     s->fence_due = false;
@@ -84,7 +84,7 @@ void gf_stage__record_fence(gf_stage *st, stage_slot *s) {
 int gf_stage_copy_done(gf_stage *st, uint32_t i) {
   stage_slot *s = &st->slots[i];
   cudaSetDevice(st->cfg.device);
-  gf_stage__record_fence(st, s);
+  record_fence(st, s);
   if (!s->submitted)
     return 1;
   cudaError_t e = cudaEventQuery(s->copied);
