@@ -129,11 +129,14 @@ static void wait_ready(gf_loader *l, uint64_t deadline) {
 }
 
 /* deadline: now_ns()'s clock, UINT64_MAX for none; past it, -ETIMEDOUT
- * with nothing taken (and the call not counted in next_calls). */
-static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
-                     gf_batch **out) {
+ * with nothing taken (and the call not counted in next_calls). start: when
+ * the call began on that clock, the deadline's origin (0: now), from which
+ * its wait counts: a timed-out call adds at least its timeout to
+ * consumer_wait_ns. */
+static int next_impl(gf_loader *l, void *stream, uint64_t start,
+                     uint64_t deadline, gf_batch **out) {
   *out = NULL;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = start ? start : now_ns();
   pthread_mutex_lock(&l->mu);
   uint64_t ready = 0;
   for (uint32_t i = 0; i < l->nslots; i++)
@@ -215,7 +218,7 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
                    s->k + 1);
         l->next_seq = l->c_seq;
         pthread_mutex_unlock(&l->mu);
-        return next_impl(l, stream, deadline, out);
+        return next_impl(l, stream, 0, deadline, out);
       }
       /* Outside mu, as a worker's finalize: the slot stays REPAIRING, and
        * workers dispatch and fill the next batches meanwhile. */
@@ -269,13 +272,13 @@ static int next_impl(gf_loader *l, void *stream, uint64_t deadline,
   return 0;
 }
 
-static int next_traced(gf_loader *l, void *stream, uint64_t deadline,
-                       gf_batch **out) {
+static int next_traced(gf_loader *l, void *stream, uint64_t start,
+                       uint64_t deadline, gf_batch **out) {
   if (GF_LIKELY(!l->trace && !l->nvtx))
-    return next_impl(l, stream, deadline, out);
+    return next_impl(l, stream, start, deadline, out);
   uint64_t t0 = now_ns();
   range_push(l, "next");
-  int rc = next_impl(l, stream, deadline, out);
+  int rc = next_impl(l, stream, start, deadline, out);
   range_pop(l);
   if (rc == -ETIMEDOUT)
     return rc; /* the call that delivers records the span */
@@ -295,20 +298,20 @@ static int next_traced(gf_loader *l, void *stream, uint64_t deadline,
 int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
   if (!l || !out)
     return cfg_fail("next", "needs a loader and an output pointer");
-  return next_traced(l, stream, UINT64_MAX, out);
+  return next_traced(l, stream, 0, UINT64_MAX, out);
 }
 
 int gf_loader_next_timed(gf_loader *l, void *stream, int64_t timeout_ns,
                          gf_batch **out) {
   if (!l || !out)
     return cfg_fail("next", "needs a loader and an output pointer");
-  uint64_t deadline = UINT64_MAX;
+  uint64_t deadline = UINT64_MAX, t = 0;
   if (timeout_ns >= 0) {
-    uint64_t t = now_ns();
+    t = now_ns();
     deadline = (uint64_t)timeout_ns < UINT64_MAX - t ? t + (uint64_t)timeout_ns
                                                      : UINT64_MAX - 1;
   }
-  return next_traced(l, stream, deadline, out);
+  return next_traced(l, stream, t, deadline, out);
 }
 
 int gf_loader_next(gf_loader *l, gf_batch **out) {
