@@ -14,7 +14,7 @@
 
 /* ---- errors -------------------------------------------------------------- */
 
-const char *status_name(gf_nvj_status s) {
+const char *gf_nvj__status_name(gf_nvj_status s) {
   switch (s) {
   case GF_NVJ_STATUS_SUCCESS:
     return "NVJPEG_STATUS_SUCCESS";
@@ -43,7 +43,7 @@ const char *status_name(gf_nvj_status s) {
   }
 }
 
-int cuda_fail(int err, const char *what) {
+int gf_nvj__cuda_fail(int err, const char *what) {
   cudaError_t e = (cudaError_t)err;
   return gf_fail(e == cudaErrorMemoryAllocation ? GF_EDEVOOM : GF_ECUDA, NULL,
                  GF_NO_INDEX, GF_NO_INDEX, "nvJPEG decoder: %s: %s (%s)", what,
@@ -52,15 +52,15 @@ int cuda_fail(int err, const char *what) {
 
 /* A failure of an nvJPEG call outside one image: the budget when a hook
  * refused a request, else nvJPEG's status. */
-int nvj_fail(gf_nvjpeg *h, gf_nvj_status s, const char *what) {
+int gf_nvj__fail(gf_nvjpeg *h, gf_nvj_status s, const char *what) {
   if (s == GF_NVJ_STATUS_ALLOCATOR_FAILURE || h->alloc_failed)
     return gf_fail(GF_EDEVOOM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "nvJPEG decoder: %s: %s", what,
                    h->alloc_failed ? h->alloc_msg
                                    : "its allocator failed (no hook said why)");
   return gf_fail(GF_ECUDA, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "nvJPEG decoder: %s failed: %s (%d)", what, status_name(s),
-                 s);
+                 "nvJPEG decoder: %s failed: %s (%d)", what,
+                 gf_nvj__status_name(s), s);
 }
 
 /* ---- the budgets: nvJPEG's allocator hooks ------------------------------ */
@@ -360,14 +360,14 @@ static int open_handle(gf_nvjpeg *h) {
         return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                        "nvJPEG's hardware backend is not available on device "
                        "%d (no JPEG engines?): nvjpegCreateExV2: %s",
-                       (int)h->cfg.device, status_name(s));
-      return nvj_fail(h, s, "nvjpegCreateExV2 (hardware backend)");
+                       (int)h->cfg.device, gf_nvj__status_name(s));
+      return gf_nvj__fail(h, s, "nvjpegCreateExV2 (hardware backend)");
     }
-    snprintf(hw_why, sizeof hw_why, "%s", status_name(s));
+    snprintf(hw_why, sizeof hw_why, "%s", gf_nvj__status_name(s));
   }
   s = create_handle(h, GF_NVJ_BACKEND_GPU_HYBRID);
   if (s != GF_NVJ_STATUS_SUCCESS)
-    return nvj_fail(h, s, "nvjpegCreateExV2 (GPU hybrid backend)");
+    return gf_nvj__fail(h, s, "nvjpegCreateExV2 (GPU hybrid backend)");
   h->backend = GF_NVJPEG_GPU_HYBRID;
   if (hw_why[0])
     gf_log(GF_LOG_INFO,
@@ -418,8 +418,8 @@ void gf_nvjpeg_close(gf_nvjpeg *h) {
 /* Makes state s ready for a batch of n images in `format`: its previous
  * decode finished (a host wait on its event, which the ring makes rare),
  * the nvJPEG state created once and initialized for (n, format). */
-gf_nvj_status state_take(gf_nvjpeg *h, nvj_state *s, int n,
-                         int format) {
+gf_nvj_status gf_nvj__state_take(gf_nvjpeg *h, nvj_state *s, int n,
+                                 int format) {
   gf_nvj_status r;
   if (s->pending) {
     s->pending = false;
@@ -458,7 +458,7 @@ static int state_alloc(nvj_state *s, uint32_t cap) {
                    "nvJPEG decoder: out of host memory");
   cudaError_t e = cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaEventCreateWithFlags");
+    return gf_nvj__cuda_fail(e, "cudaEventCreateWithFlags");
   s->event = true;
   return 0;
 }
@@ -508,7 +508,7 @@ int gf_nvjpeg_open(const gf_nvjpeg_config *cfg, gf_nvjpeg **out, char *why,
     goto fail;
   }
   if ((e = cudaSetDevice(cfg->device)) != cudaSuccess) {
-    rc = cuda_fail(e, "cudaSetDevice");
+    rc = gf_nvj__cuda_fail(e, "cudaSetDevice");
     goto fail;
   }
   h->on_device = true;
@@ -537,7 +537,7 @@ int gf_nvjpeg_open(const gf_nvjpeg_config *cfg, gf_nvjpeg **out, char *why,
   gf_nvj_status s = h->f.JpegStreamCreate(h->handle, &h->js);
   if (s != GF_NVJ_STATUS_SUCCESS) {
     h->js = NULL;
-    rc = nvj_fail(h, s, "nvjpegJpegStreamCreate");
+    rc = gf_nvj__fail(h, s, "nvjpegJpegStreamCreate");
     goto fail;
   }
   size_t n = cfg->max_batch;
@@ -558,14 +558,15 @@ int gf_nvjpeg_open(const gf_nvjpeg_config *cfg, gf_nvjpeg **out, char *why,
       h->f.DecodeBatchedPreAllocate) {
     for (int k = 0; k < RING; k++) {
       nvj_state *st = &h->batch[FMT_RGB][k];
-      if ((s = state_take(h, st, (int)n, GF_NVJ_OUTPUT_RGBI)) ==
+      if ((s = gf_nvj__state_take(h, st, (int)n, GF_NVJ_OUTPUT_RGBI)) ==
           GF_NVJ_STATUS_SUCCESS)
         s = h->f.DecodeBatchedPreAllocate(
             h->handle, st->st, (int)n, (int)cfg->max_width,
             (int)cfg->max_height, GF_NVJ_CSS_444, GF_NVJ_OUTPUT_RGBI);
       if (s != GF_NVJ_STATUS_SUCCESS) {
-        rc = nvj_fail(h, s, "allocating the decode states for max_batch "
-                            "images of max_width x max_height");
+        rc = gf_nvj__fail(h, s,
+                          "allocating the decode states for max_batch "
+                          "images of max_width x max_height");
         goto fail;
       }
     }

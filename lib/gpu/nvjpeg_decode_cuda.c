@@ -37,16 +37,15 @@ static int inspect(gf_nvjpeg *h, const uint8_t *data, size_t len,
   if (s == GF_NVJ_STATUS_JPEG_NOT_SUPPORTED) {
     snprintf(info->why, sizeof info->why,
              "nvJPEG cannot parse this kind of JPEG (%s): the CPU decoder's",
-             status_name(s));
+             gf_nvj__status_name(s));
     return 0;
   }
   if (s != GF_NVJ_STATUS_SUCCESS)
-    return gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "corrupt JPEG headers (%zu bytes): %s%s", len,
-                   status_name(s),
-                   s == GF_NVJ_STATUS_INCOMPLETE_BITSTREAM
-                       ? " (the file is cut short)"
-                       : "");
+    return gf_fail(
+        GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
+        "corrupt JPEG headers (%zu bytes): %s%s", len, gf_nvj__status_name(s),
+        s == GF_NVJ_STATUS_INCOMPLETE_BITSTREAM ? " (the file is cut short)"
+                                                : "");
   unsigned w = 0, ht = 0, c = 0, prec = 8;
   int enc = 0;
   if (h->f.JpegStreamGetFrameDimensions(h->js, &w, &ht) !=
@@ -90,7 +89,7 @@ static int inspect(gf_nvjpeg *h, const uint8_t *data, size_t len,
     if (s != GF_NVJ_STATUS_SUCCESS) {
       snprintf(info->why, sizeof info->why,
                "nvjpegDecodeBatchedSupported failed (%s): the CPU decoder's",
-               status_name(s));
+               gf_nvj__status_name(s));
       return 0;
     }
     if (sup != 0) {
@@ -175,7 +174,7 @@ static int decode_alone(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t i,
                         int format) {
   gf_nvjpeg_image *im = &imgs[i];
   h->alloc_failed = false;
-  gf_nvj_status s = state_take(h, &h->one, 1, format);
+  gf_nvj_status s = gf_nvj__state_take(h, &h->one, 1, format);
   if (s == GF_NVJ_STATUS_SUCCESS) {
     fill(&h->one, 0, im);
     s = run_state(h, &h->one, false);
@@ -185,12 +184,12 @@ static int decode_alone(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t i,
     return 0;
   }
   if (s == GF_NVJ_STATUS_ALLOCATOR_FAILURE || h->alloc_failed) {
-    int rc = nvj_fail(h, s, "decoding one image");
+    int rc = gf_nvj__fail(h, s, "decoding one image");
     set_status(im, i, rc, "not decoded: %s", gf_last_error()->message);
     return rc;
   }
   set_status(im, i, GF_EDECODE, "nvJPEG (%s backend) cannot decode it: %s",
-             gf_nvjpeg_backend_name(h), status_name(s));
+             gf_nvjpeg_backend_name(h), gf_nvj__status_name(s));
   return 0;
 }
 
@@ -203,7 +202,7 @@ static int decode_group(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t m,
   nvj_state *st = &h->batch[which][h->next[which]];
   h->next[which] = (h->next[which] + 1) % RING;
   h->alloc_failed = false;
-  gf_nvj_status s = state_take(h, st, (int)m, format);
+  gf_nvj_status s = gf_nvj__state_take(h, st, (int)m, format);
   if (s == GF_NVJ_STATUS_SUCCESS) {
     for (uint32_t k = 0; k < m; k++)
       fill(st, k, &imgs[h->idx[k]]);
@@ -217,7 +216,7 @@ static int decode_group(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t m,
     return 0;
   }
   if (s == GF_NVJ_STATUS_ALLOCATOR_FAILURE || h->alloc_failed) {
-    int rc = nvj_fail(h, s, "decoding a batch");
+    int rc = gf_nvj__fail(h, s, "decoding a batch");
     for (uint32_t k = 0; k < m; k++)
       set_status(&imgs[h->idx[k]], h->idx[k], rc, "not decoded: %s",
                  gf_last_error()->message);
@@ -228,7 +227,7 @@ static int decode_group(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t m,
   gf_log(GF_LOG_WARN,
          "nvJPEG decoder: a batch of %u images failed as a whole (%s, %s "
          "backend): decoding them again one at a time on the GPU",
-         m, status_name(s), gf_nvjpeg_backend_name(h));
+         m, gf_nvj__status_name(s), gf_nvjpeg_backend_name(h));
   memcpy(h->ids, h->idx, m * sizeof *h->ids);
   int rc = 0;
   for (uint32_t k = 0; k < m && rc == 0; k++)
@@ -257,7 +256,7 @@ int gf_nvjpeg_decode(gf_nvjpeg *h, gf_nvjpeg_image *imgs, uint32_t n,
                                        : "channels must be 1 or 3");
   cudaError_t e = cudaSetDevice(h->cfg.device);
   if (e != cudaSuccess)
-    return cuda_fail(e, "cudaSetDevice");
+    return gf_nvj__cuda_fail(e, "cudaSetDevice");
   /* The headers first: what is corrupt, unsupported or too large for its
    * buffer never reaches a batch. */
   for (uint32_t i = 0; i < n; i++) {

@@ -93,20 +93,16 @@ struct gf_nvjpeg {
 };
 
 /* Shared between the two files (nvjpeg_cuda.c defines them). */
-#define status_name gf_nvj__status_name
-#define cuda_fail gf_nvj__cuda_fail
-#define nvj_fail gf_nvj__fail
-#define state_take gf_nvj__state_take
 /* nvJPEG's name for status s. */
-const char *status_name(gf_nvj_status s);
+const char *gf_nvj__status_name(gf_nvj_status s);
 /* A failed CUDA call (e: its cudaError_t; what: its name): GF_EDEVOOM or
  * GF_ECUDA, recorded. */
-int cuda_fail(int e, const char *what);
+int gf_nvj__cuda_fail(int e, const char *what);
 /* A failure of an nvJPEG call outside one image: the budget when a hook
  * refused a request, else nvJPEG's status; recorded. */
-int nvj_fail(gf_nvjpeg *h, gf_nvj_status s, const char *what);
+int gf_nvj__fail(gf_nvjpeg *h, gf_nvj_status s, const char *what);
 /* Makes state s ready for a batch of n images in `format` (see
  * nvjpeg_cuda.c). */
-gf_nvj_status state_take(gf_nvjpeg *h, nvj_state *s, int n, int format);
+gf_nvj_status gf_nvj__state_take(gf_nvjpeg *h, nvj_state *s, int n, int format);
 
 #endif

@@ -30,7 +30,7 @@ static void test_hook(gf_loader *l, const char *where) {
  * The slot is left REPAIRING. */
 static void repair(gf_loader *l, slot *s) {
   s->state = SLOT_REPAIRING; /* keep cancel_all and everyone else off it */
-  cancel_all(l);
+  gf_loader__cancel_all(l);
   pthread_mutex_unlock(&l->mu);
   if (gf_sampler_epoch(&l->sampler) != s->epoch)
     gf_sampler_set_epoch(&l->sampler, s->epoch);
@@ -55,9 +55,9 @@ static void repair(gf_loader *l, slot *s) {
       if (s->gpu_len)
         s->gpu_len[j] = 0; /* repairs decode on the CPU */
       test_hook(l, "repair: load");
-      s->status[j] = load_sync(l, s->epoch, idx, dst, &s->shapes[j],
-                               &s->filtered[j], &s->regions[j],
-                               &s->labels[j]);
+      s->status[j] =
+          gf_loader__load_sync(l, s->epoch, idx, dst, &s->shapes[j],
+                               &s->filtered[j], &s->regions[j], &s->labels[j]);
       if (s->status[j] != 0) {
         s->err_pos = j;
         s->err = *gf_last_error();
@@ -86,7 +86,7 @@ static void repair(gf_loader *l, slot *s) {
   pthread_mutex_lock(&l->mu);
   s->count = out;
   s->end_pos = pos;
-  restart_at(l, s->epoch, pos, s->k + 1);
+  gf_loader__restart_at(l, s->epoch, pos, s->k + 1);
   /* c_seq is s->seq: the next dispatched batch must follow it. */
   l->next_seq = s->seq + 1;
 }
@@ -94,7 +94,7 @@ static void repair(gf_loader *l, slot *s) {
 /* A slot given up (not refilled before its staging copy ends: slot_free).
  * Under mu. */
 static void give_up(gf_loader *l, slot *s) {
-  slot_free(l, s);
+  gf_loader__slot_free(l, s);
   pthread_cond_broadcast(&l->work_cv);
 }
 
@@ -157,7 +157,7 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
     s = find_seq(l, l->c_seq);
     if (s && s->state == SLOT_READY)
       break;
-    if (!s && lent_count(l) == l->nslots - l->unpinned) {
+    if (!s && gf_loader__lent_count(l) == l->nslots - l->unpinned) {
       pthread_mutex_unlock(&l->mu);
       return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "the caller holds all %u batches (prefetch); release "
@@ -210,12 +210,12 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
           (l->cfg.drop_last && s->count < l->cfg.batch_size)) {
         /* Nothing left of the epoch for this batch (a finalize above may
          * have submitted a copy from it). */
-        slot_free(l, s);
+        gf_loader__slot_free(l, s);
         l->c_seq++;
         l->c_pos = s->end_pos;
         /* repair() left the sampler at s->epoch. */
-        restart_at(l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler),
-                   s->k + 1);
+        gf_loader__restart_at(
+            l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler), s->k + 1);
         l->next_seq = l->c_seq;
         pthread_mutex_unlock(&l->mu);
         return next_impl(l, stream, 0, deadline, out);
@@ -224,9 +224,9 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
        * workers dispatch and fill the next batches meanwhile. */
       pthread_mutex_unlock(&l->mu);
       test_hook(l, "repair: finalize");
-      finalize(l, s, GF_TRACE_TID_CONSUMER);
+      gf_loader__finalize(l, s, GF_TRACE_TID_CONSUMER);
       pthread_mutex_lock(&l->mu);
-    } while (s->fin_rc == 0 && slot_failed(s));
+    } while (s->fin_rc == 0 && gf_loader__slot_failed(s));
     s->state = SLOT_READY;
   } else {
     s->batch.skipped = 0;
@@ -297,14 +297,14 @@ static int next_traced(gf_loader *l, void *stream, uint64_t start,
 
 int gf_loader_next_on(gf_loader *l, void *stream, gf_batch **out) {
   if (!l || !out)
-    return cfg_fail("next", "needs a loader and an output pointer");
+    return gf_loader__cfg_fail("next", "needs a loader and an output pointer");
   return next_traced(l, stream, 0, UINT64_MAX, out);
 }
 
 int gf_loader_next_timed(gf_loader *l, void *stream, int64_t timeout_ns,
                          gf_batch **out) {
   if (!l || !out)
-    return cfg_fail("next", "needs a loader and an output pointer");
+    return gf_loader__cfg_fail("next", "needs a loader and an output pointer");
   uint64_t deadline = UINT64_MAX, t = 0;
   if (timeout_ns >= 0) {
     t = now_ns();
@@ -321,13 +321,13 @@ int gf_loader_next(gf_loader *l, gf_batch **out) {
 int gf_loader_release_streams(gf_loader *l, gf_batch *b,
                               void *const *streams, uint32_t n) {
   if (!l || !b)
-    return cfg_fail("release", "needs a loader and a batch");
+    return gf_loader__cfg_fail("release", "needs a loader and a batch");
   if (n > GF_RELEASE_STREAMS_MAX)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release: %u streams (at most %u)", n,
                    GF_RELEASE_STREAMS_MAX);
   if (n > 0 && !streams)
-    return cfg_fail("release", "streams is NULL with n > 0");
+    return gf_loader__cfg_fail("release", "streams is NULL with n > 0");
   uint64_t t0 = l->trace ? now_ns() : 0;
   pthread_mutex_lock(&l->mu);
   slot *s = NULL;
@@ -345,7 +345,7 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
       s->nvtx_step = 0;
     }
     span(l, GF_TR_STEP, GF_TRACE_TID_CONSUMER, s->lent_ns, t0, s->seq);
-    take_gpu_span(l, s, false);
+    gf_loader__take_gpu_span(l, s, false);
   }
   /* The release events are recorded outside mu, which the workers take
    * for every chunk: RELEASING keeps everyone else off the slot meanwhile.
@@ -357,7 +357,7 @@ int gf_loader_release_streams(gf_loader *l, gf_batch *b,
   pthread_mutex_lock(&l->mu);
   span(l, GF_TR_RELEASE, GF_TRACE_TID_CONSUMER, t0, l->trace ? now_ns() : 0,
        s->seq);
-  slot_free(l, s);
+  gf_loader__slot_free(l, s);
   /* A polling worker finds the slot by itself (loader_dispatch.c): no
    * wake-up, no system call here. */
   bool wake = !l->poller;
@@ -380,7 +380,7 @@ int gf_loader_release(gf_loader *l, gf_batch *b) {
 
 int gf_loader_batch_wait_on(gf_loader *l, gf_batch *b, void *stream) {
   if (!l || !b)
-    return cfg_fail("batch_wait_on", "needs a loader and a batch");
+    return gf_loader__cfg_fail("batch_wait_on", "needs a loader and a batch");
   pthread_mutex_lock(&l->mu);
   slot *s = NULL;
   for (uint32_t i = 0; i < l->nslots; i++)

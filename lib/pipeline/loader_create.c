@@ -242,7 +242,7 @@ static int worker_sched_env(bool *batch) {
 
 int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
-    return cfg_fail("out", "is NULL");
+    return gf_loader__cfg_fail("out", "is NULL");
   *out = NULL;
   /* As GPUFEED_IO's is, when the reader is made: a setting the user
    * mistyped is an error, not silently the default. */
@@ -256,7 +256,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   gf_loader *l = calloc(1, sizeof *l);
   if (!l)
     return -ENOMEM;
-  rc = resolve_config(cfg, &l->cfg);
+  rc = gf_loader__resolve_config(cfg, &l->cfg);
   if (rc < 0) {
     free(l);
     return rc;
@@ -271,8 +271,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   l->labels_path = l->cfg.labels_file ? strdup(l->cfg.labels_file) : NULL;
   l->cfg.source = l->source_path;
   l->cfg.labels_file = l->labels_path;
-  decode_opts_of(&l->cfg, &l->dopts);
-  l->jpeg_window = jpeg_windows(&l->cfg);
+  gf_loader__decode_opts_of(&l->cfg, &l->dopts);
+  l->jpeg_window = gf_loader__jpeg_windows(&l->cfg);
 
   if ((rc = gf_source_open(l->source_path, l->labels_path, &l->src)) < 0)
     goto fail;
@@ -379,7 +379,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   l->gpu_jpeg_tables = z.jpeg_gpu_mode != 0;
   l->loco_gpu = z.loco;
   if (l->stage)
-    jpeg_gpu_open(l, &z);
+    gf_loader__jpeg_gpu_open(l, &z);
   else
     gf_strlcpy(l->jpeg_gpu_why, z.jpeg_gpu_why, sizeof l->jpeg_gpu_why);
   uint64_t t_stage = now_ns();
@@ -452,8 +452,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   gf_strlcpy(l->io_fallback, gf_reader_fallback_reason(l->workers[0].reader),
              sizeof l->io_fallback);
   for (uint32_t i = 0; i < l->nworkers; i++) {
-    if ((rc = -pthread_create(&l->workers[i].thread, NULL, worker_main,
-                              &l->workers[i])) < 0) {
+    if ((rc = -pthread_create(&l->workers[i].thread, NULL,
+                              gf_loader__worker_main, &l->workers[i])) < 0) {
       gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
               "cannot start worker thread %u", i);
       goto fail;

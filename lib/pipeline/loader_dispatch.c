@@ -7,11 +7,11 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 
-void (*event_hook)(gf_loader *l, const char *event);
+void (*gf_loader__event_hook)(gf_loader *l, const char *event);
 
 static void hook(gf_loader *l, const char *event) {
-  if (GF_UNLIKELY(event_hook != NULL))
-    event_hook(l, event);
+  if (GF_UNLIKELY(gf_loader__event_hook != NULL))
+    gf_loader__event_hook(l, event);
 }
 
 /* Assigns the next batch of the dispatch order to free slot s. Under mu. */
@@ -92,7 +92,7 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, uint32_t *ask) {
   return best;
 }
 
-bool slot_failed(const slot *s) {
+bool gf_loader__slot_failed(const slot *s) {
   for (uint32_t j = 0; j < s->count; j++)
     if (s->status[j] != 0)
       return true;
@@ -137,7 +137,7 @@ static void prepare_read_buffer(worker *w) {
 #define GF_POLL_MAX_NS 200000u
 #define GF_POLL_FOR_NS 100000000u
 
-void *worker_main(void *arg) {
+void *gf_loader__worker_main(void *arg) {
   worker *w = arg;
   gf_loader *l = w->l;
   if (l->worker_batch) {
@@ -190,7 +190,7 @@ void *worker_main(void *arg) {
     }
     poll_ns = GF_POLL_MIN_NS;
     pthread_mutex_unlock(&l->mu);
-    run_chunk(w, s, j0, n);
+    gf_loader__run_chunk(w, s, j0, n);
     last_work = now_ns();
     pthread_mutex_lock(&l->mu);
     s->busy--;
@@ -201,11 +201,11 @@ void *worker_main(void *arg) {
     } else if (s->done == s->count) {
       /* Finalise outside the lock; busy keeps cancel_all waiting. */
       s->busy++;
-      bool failed = slot_failed(s);
+      bool failed = gf_loader__slot_failed(s);
       pthread_mutex_unlock(&l->mu);
       if (!failed) {
-        finalize(l, s, w->tid);
-        failed = slot_failed(s); /* a file nvJPEG refused, say */
+        gf_loader__finalize(l, s, w->tid);
+        failed = gf_loader__slot_failed(s); /* a file nvJPEG refused, say */
       }
       hook(l, "ready");
       pthread_mutex_lock(&l->mu);
@@ -232,7 +232,7 @@ void *worker_main(void *arg) {
 
 /* Cancels every slot that is filling or ready (not lent) and waits until no
  * worker touches them. Under mu. */
-void cancel_all(gf_loader *l) {
+void gf_loader__cancel_all(gf_loader *l) {
   /* Waiting below releases mu: without the pause a worker could dispatch
    * a batch from the old cursor meanwhile. restart_at() lifts it. */
   l->paused = true;
@@ -248,17 +248,17 @@ void cancel_all(gf_loader *l) {
     while (s->state == SLOT_CANCELLED && s->busy > 0)
       pthread_cond_wait(&l->ready_cv, &l->mu);
     if (s->state == SLOT_CANCELLED)
-      slot_free(l, s);
+      gf_loader__slot_free(l, s);
   }
 }
 
-void slot_free(gf_loader *l, slot *s) {
+void gf_loader__slot_free(gf_loader *l, slot *s) {
   s->state = SLOT_FREE;
   s->copy_wait = l->stage != NULL;
   s->free_gen++;
 }
 
-uint32_t lent_count(const gf_loader *l) {
+uint32_t gf_loader__lent_count(const gf_loader *l) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < l->nslots; i++)
     n += l->slots[i].state == SLOT_LENT ||

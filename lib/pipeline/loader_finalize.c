@@ -11,7 +11,7 @@
  * (or the consumer after a repair), outside the lock: nothing else touches
  * the slot meanwhile. A failure is kept in fin_rc for next() to return. */
 static void finalize_body(gf_loader *l, slot *s, uint32_t tid);
-void finalize(gf_loader *l, slot *s, uint32_t tid) {
+void gf_loader__finalize(gf_loader *l, slot *s, uint32_t tid) {
   uint64_t t0 = l->trace ? now_ns() : 0;
   range_push(l, "finalize");
   finalize_body(l, s, tid);
@@ -21,7 +21,7 @@ void finalize(gf_loader *l, slot *s, uint32_t tid) {
 
 /* The copy stream's span of the slot's previous batch, if not yet taken:
  * its timing events are about to be recorded again. */
-void take_gpu_span(gf_loader *l, slot *s, bool wait) {
+void gf_loader__take_gpu_span(gf_loader *l, slot *s, bool wait) {
   uint64_t g0, gd;
   if (l->trace && l->stage &&
       gf_stage_timing_take(l->stage, s->index, wait, &g0, &gd) == 1)
@@ -128,7 +128,7 @@ static int gpu_decode(gf_loader *l, slot *s, uint32_t tid) {
     if (s->jimg[k].status != 0) {
       gf_log(GF_LOG_DEBUG, "JPEG on the GPU: %s: decoded on the CPU",
              s->jimg[k].why);
-      (void)decode_again(l, s, s->jpos[k], tid);
+      (void)gf_loader__decode_again(l, s, s->jpos[k], tid);
     }
   return 0;
 }
@@ -257,7 +257,7 @@ static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
       void *out;
       const int64_t *labels_dev;
       uint64_t len;
-      take_gpu_span(l, s, true);
+      gf_loader__take_gpu_span(l, s, true);
       s->gpu_seq = s->seq;
       bool gather = nd || ng;
       uint32_t bands = 0;

@@ -301,57 +301,37 @@ static inline void range_pop(const gf_loader *l) {
     gf_gpu_range_pop();
 }
 
-/* Functions called across the loader's files. Their library symbols carry
- * a gf_loader__ prefix (liburing's "__" for internal names) so that a
- * program linking the static library meets no short name of ours; the code
- * keeps the short names. */
-#define load_sync gf_loader__load_sync
-#define run_chunk gf_loader__run_chunk
-#define slot_failed gf_loader__slot_failed
-#define worker_main gf_loader__worker_main
-#define cancel_all gf_loader__cancel_all
-#define finalize gf_loader__finalize
-#define take_gpu_span gf_loader__take_gpu_span
-#define cfg_fail gf_loader__cfg_fail
-#define resolve_config gf_loader__resolve_config
-#define decode_opts_of gf_loader__decode_opts_of
-#define lent_count gf_loader__lent_count
-#define slot_free gf_loader__slot_free
-#define restart_at gf_loader__restart_at
-#define event_hook gf_loader__event_hook
-#define jpeg_windows gf_loader__jpeg_windows
-#define jpeg_count gf_loader__jpeg_count
-#define jpeg_decode_window gf_loader__jpeg_decode_window
-#define jpeg_gpu_plan gf_loader__jpeg_gpu_plan
-#define jpeg_gpu_open gf_loader__jpeg_gpu_open
-#define jpeg_gpu_take gf_loader__jpeg_gpu_take
-#define decode_again gf_loader__decode_again
+/* Functions called across the loader's files. Their names carry a
+ * gf_loader__ prefix (liburing's "__" for internal names), written out where
+ * they are defined and called, so that a program linking the static library
+ * meets no short name of ours and grep, nm and gdb agree. */
 
 /* loader_sample.c */
 /* Loads one sample of `epoch` on the calling thread with plain preads (the
  * consumer's repair path, rare). */
-int load_sync(gf_loader *l, uint64_t epoch, uint64_t idx, uint8_t *dst,
-              gf_shape *shape, uint8_t *filtered, gf_xform_region *region,
-              int64_t *label);
+int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
+                         uint8_t *dst, gf_shape *shape, uint8_t *filtered,
+                         gf_xform_region *region, int64_t *label);
 /* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
-void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
+void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
 /* Sample j of slot s, whose file bytes wait in its place for the GPU
  * (gpu_len[j]), decoded on the CPU instead, by the worker's own path (the
  * CPU decoder's verdict): its pixels, shape and region replace the file;
  * on failure the sample is recorded failed (its status and, when it is
  * the first, the slot's error). Returns 0 or the error. The thread
  * finalising s. */
-int decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid);
+int gf_loader__decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid);
 
 /* loader_jpeg.c */
 /* Whether a resolved config decodes JPEG samples as their windows (a fixed
  * output size; not with the DCT scaling off and a cache, which caches
  * whole images instead). */
-bool jpeg_windows(const gf_loader_config *c);
+bool gf_loader__jpeg_windows(const gf_loader_config *c);
 /* Counts one JPEG decode at scale 1/denom into `decoded`, of an image of
  * full_h x full_w, in the statistics. Any thread. */
-void jpeg_count(gf_loader *l, uint32_t denom, const gf_shape *decoded,
-                uint32_t full_h, uint32_t full_w);
+void gf_loader__jpeg_count(gf_loader *l, uint32_t denom,
+                           const gf_shape *decoded, uint32_t full_h,
+                           uint32_t full_w);
 /* Decodes JPEG sample smp (its len stored bytes in buf) of `epoch` as its
  * window into dst (at most the slot's stride), *shape the region's and
  * *region where it lies (transform.h). Returns 0, 1 when the frame header
@@ -359,27 +339,30 @@ void jpeg_count(gf_loader *l, uint32_t denom, const gf_shape *decoded,
  * verdict), or the decode's error (GF_ESHAPE also for a dataset record
  * that disagrees with the file), context to be added by the caller. Any
  * worker. */
-int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
-                       const uint8_t *buf, uint64_t len, uint8_t *dst,
-                       gf_shape *shape, gf_xform_region *region);
+int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
+                                  uint64_t epoch, const uint8_t *buf,
+                                  uint64_t len, uint8_t *dst, gf_shape *shape,
+                                  gf_xform_region *region);
 /* Sizing (config and source alone): whether the GPU may decode JPEG
  * samples under the resolved config c in GPU mode (gpu) and, if so, the
  * decoder's mode and reservations; else why not. Fills z's jpeg_gpu_*
  * fields (z's jpeg_samples and identity already set). */
-void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z);
+void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
+                              gf_loader_sizes *z);
 /* Create, GPU mode: opens the stage's nvJPEG decoder when the sizes say
  * the GPU may decode JPEG (z->jpeg_gpu_mode), and says in
  * l->jpeg_gpu_backend or l->jpeg_gpu_why how it went; a decoder that does
  * not open leaves JPEG to the CPU (not an error). */
-void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z);
+void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z);
 /* Whether JPEG sample smp (its len stored bytes in buf) goes to the GPU:
  * its headers are ones nvJPEG decodes into what the transform expects, its
  * file and its pixels fit its place. Then its bytes are copied to dst,
  * *shape is its full decoded shape, and 1 is returned; else 0 (the CPU
  * decodes it, and says what is wrong with it if anything is). Any
  * worker. */
-int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
-                  uint64_t len, uint8_t *dst, gf_shape *shape);
+int gf_loader__jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp,
+                             const uint8_t *buf, uint64_t len, uint8_t *dst,
+                             gf_shape *shape);
 
 /* loader_dispatch.c */
 /* Tests only: when set, called on a worker's thread at two of its events
@@ -387,32 +370,32 @@ int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
  * the registration was tried (before its first read), "ready" when a
  * filled slot was finalised (submitted, in GPU mode) and before it is made
  * READY. NULL in every program but those tests. */
-extern void (*event_hook)(gf_loader *l, const char *event);
-bool slot_failed(const slot *s);
+extern void (*gf_loader__event_hook)(gf_loader *l, const char *event);
+bool gf_loader__slot_failed(const slot *s);
 /* A worker thread's loop: claims chunks, runs them, finalises full slots. */
-void *worker_main(void *arg);
+void *gf_loader__worker_main(void *arg);
 /* Cancels every slot that is filling or ready (not lent) and waits until no
  * worker touches them. Under mu. */
-void cancel_all(gf_loader *l);
+void gf_loader__cancel_all(gf_loader *l);
 /* Slots the caller holds. Under mu. */
-uint32_t lent_count(const gf_loader *l);
+uint32_t gf_loader__lent_count(const gf_loader *l);
 /* Makes s FREE; in GPU mode it is refilled only once the staging copy
  * that may still read it has ended (copy_wait). No CUDA call. Under mu. */
-void slot_free(gf_loader *l, slot *s);
+void gf_loader__slot_free(gf_loader *l, slot *s);
 
 /* loader_finalize.c */
 /* Makes the batch's final form once every sample is in (see the file). */
-void finalize(gf_loader *l, slot *s, uint32_t tid);
+void gf_loader__finalize(gf_loader *l, slot *s, uint32_t tid);
 /* The copy stream's span of the slot's previous batch, if not yet taken. */
-void take_gpu_span(gf_loader *l, slot *s, bool wait);
+void gf_loader__take_gpu_span(gf_loader *l, slot *s, bool wait);
 
 /* loader_plan.c */
 /* -EINVAL with "loader config: <field> <why>". */
-int cfg_fail(const char *field, const char *why);
+int gf_loader__cfg_fail(const char *field, const char *why);
 /* Checks *in and fills *c with it and the defaults. */
-int resolve_config(const gf_loader_config *in, gf_loader_config *c);
+int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c);
 /* The decode options a resolved config asks for. */
-void decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
+void gf_loader__decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 
 /* loader_consumer.c */
 /* Tests only: when set, called on the consumer's thread where the skip
@@ -423,6 +406,7 @@ extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
 /* loader_state.c */
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer
  * expects. Under mu, after cancel_all. */
-void restart_at(gf_loader *l, uint64_t epoch, uint64_t pos, uint64_t k);
+void gf_loader__restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
+                           uint64_t k);
 
 #endif /* GF_PIPELINE_LOADER_IMPL_H */

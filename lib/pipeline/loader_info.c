@@ -6,7 +6,7 @@
 
 int gf_loader_epoch_size(gf_loader *l, uint64_t *samples, uint64_t *batches) {
   if (!l)
-    return cfg_fail("epoch_size", "needs a loader");
+    return gf_loader__cfg_fail("epoch_size", "needs a loader");
   /* l->share is this rank's share of a full epoch (sampler.h section 4),
    * fixed at create; section 5 makes the batches of it. */
   uint64_t b = l->cfg.batch_size;
@@ -43,7 +43,7 @@ static int put_name(const char *what, const char *name, size_t len, char *buf,
 
 int gf_loader_class_name(gf_loader *l, uint32_t label, char *buf, size_t cap) {
   if (!l || !buf)
-    return cfg_fail("class_name", "needs a loader and a buffer");
+    return gf_loader__cfg_fail("class_name", "needs a loader and a buffer");
   char what[64];
   snprintf(what, sizeof what, "class %u's name", label);
   uint32_t n = gf_source_class_count(l->src);
@@ -63,7 +63,7 @@ int gf_loader_class_name(gf_loader *l, uint32_t label, char *buf, size_t cap) {
 int gf_loader_sample_path(gf_loader *l, uint64_t index, char *buf,
                           size_t cap) {
   if (!l || !buf)
-    return cfg_fail("sample_path", "needs a loader and a buffer");
+    return gf_loader__cfg_fail("sample_path", "needs a loader and a buffer");
   const char *name;
   size_t len;
   int rc = gf_source_sample_path(l->src, index, &name, &len);

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h> /* getenv: GPUFEED_NVJPEG */
 
-bool jpeg_windows(const gf_loader_config *c) {
+bool gf_loader__jpeg_windows(const gf_loader_config *c) {
   /* A fixed output size: the transform cuts a window. With the DCT scaling
    * off and a cache, whole images are decoded and cached instead (the
    * output is the same bytes either way: gpufeed.h, gf_jpeg_scale). */
@@ -26,8 +26,9 @@ bool jpeg_windows(const gf_loader_config *c) {
          !(c->jpeg_scale == GF_JPEG_SCALE_OFF && c->cache_bytes != 0);
 }
 
-void jpeg_count(gf_loader *l, uint32_t denom, const gf_shape *decoded,
-                uint32_t full_h, uint32_t full_w) {
+void gf_loader__jpeg_count(gf_loader *l, uint32_t denom,
+                           const gf_shape *decoded, uint32_t full_h,
+                           uint32_t full_w) {
   uint32_t k = denom == 8 ? 3 : denom == 4 ? 2 : denom == 2 ? 1 : 0;
   add(&l->jpeg_decoded[k], 1);
   add(&l->jpeg_px_decoded, (uint64_t)decoded->height * decoded->width);
@@ -58,9 +59,10 @@ static int full_size(const gf_loader *l, const gf_src_sample *smp,
   return 0;
 }
 
-int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
-                       const uint8_t *buf, uint64_t len, uint8_t *dst,
-                       gf_shape *shape, gf_xform_region *region) {
+int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
+                                  uint64_t epoch, const uint8_t *buf,
+                                  uint64_t len, uint8_t *dst, gf_shape *shape,
+                                  gf_xform_region *region) {
   region->denom = 0;
   uint32_t H = 0, W = 0;
   int rc = full_size(l, smp, buf, len, &H, &W);
@@ -81,7 +83,7 @@ int jpeg_decode_window(gf_loader *l, const gf_src_sample *smp, uint64_t epoch,
     return rc;
   *region = (gf_xform_region){
       .full_h = H, .full_w = W, .denom = d, .y0 = y0, .x0 = x0};
-  jpeg_count(l, d, shape, H, W);
+  gf_loader__jpeg_count(l, d, shape, H, W);
   return 0;
 }
 
@@ -96,7 +98,8 @@ static bool nvjpeg_env_off(void) {
   return v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0);
 }
 
-void jpeg_gpu_plan(const gf_loader_config *c, bool gpu, gf_loader_sizes *z) {
+void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
+                              gf_loader_sizes *z) {
   z->jpeg_gpu_mode = 0;
   z->jpeg_gpu_device_bytes = z->jpeg_gpu_pinned_bytes = 0;
   const char *why = NULL;
@@ -162,7 +165,7 @@ static bool progressive_taken(gf_loader *l) {
   return ok;
 }
 
-void jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
+void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
   l->gpu_jpeg = false;
   l->jpeg_gpu_backend[0] = '\0';
   l->gpu_jpeg_pct = l->cfg.gpu_decode_percent ? l->cfg.gpu_decode_percent
@@ -312,8 +315,9 @@ static bool headers_ok(const uint8_t *b, uint64_t len) {
   return false;
 }
 
-int jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp, const uint8_t *buf,
-                  uint64_t len, uint8_t *dst, gf_shape *shape) {
+int gf_loader__jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp,
+                             const uint8_t *buf, uint64_t len, uint8_t *dst,
+                             gf_shape *shape) {
   /* The whole file must be there, ending in its EOI: a file cut short goes
    * to the CPU decoder, whose verdict names it (nvJPEG may decode what it
    * is given). */

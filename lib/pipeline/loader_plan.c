@@ -12,16 +12,16 @@
 
 /* ---- the configuration ------------------------------------------------ */
 
-int cfg_fail(const char *field, const char *why) {
+int gf_loader__cfg_fail(const char *field, const char *why) {
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "loader config: %s %s", field, why);
 }
 
-int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
+int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
   gf_loader_config def = GF_LOADER_CONFIG_INIT;
   *c = def;
   if (!in)
-    return cfg_fail("source", "is not set: pass a config");
+    return gf_loader__cfg_fail("source", "is not set: pass a config");
   int rc = gf_check_struct_size(in->struct_size, sizeof *in, "gf_loader_config");
   if (rc < 0)
     return rc;
@@ -29,58 +29,63 @@ int resolve_config(const gf_loader_config *in, gf_loader_config *c) {
   c->struct_size = sizeof *c;
   for (size_t i = 0; i < sizeof c->reserved / sizeof c->reserved[0]; i++)
     if (c->reserved[i])
-      return cfg_fail("reserved", "fields must be zero");
+      return gf_loader__cfg_fail("reserved", "fields must be zero");
   if (!c->batch_size)
     c->batch_size = 256;
   if (c->batch_size > (1u << 24))
-    return cfg_fail("batch_size", "is above 16M samples");
+    return gf_loader__cfg_fail("batch_size", "is above 16M samples");
   if (!c->world)
     c->world = 1;
   if (c->rank >= c->world)
-    return cfg_fail("rank", "must be below world");
+    return gf_loader__cfg_fail("rank", "must be below world");
   /* threads / prefetch 0: chosen by autotune() once the buffer sizes are
    * known. */
   if (c->threads > 1024)
-    return cfg_fail("threads", "is above 1024");
+    return gf_loader__cfg_fail("threads", "is above 1024");
   if (c->trace_events > (1ull << 26))
-    return cfg_fail("trace_events", "is above 2^26 events");
+    return gf_loader__cfg_fail("trace_events", "is above 2^26 events");
   if (c->prefetch > 64)
-    return cfg_fail("prefetch", "is above 64 slots");
+    return gf_loader__cfg_fail("prefetch", "is above 64 slots");
   if (c->order > GF_ORDER_BLOCK)
-    return cfg_fail("order", "is not a gf_order value");
+    return gf_loader__cfg_fail("order", "is not a gf_order value");
   if (c->partition > GF_PARTITION_DROP)
-    return cfg_fail("partition", "is not a gf_partition value");
+    return gf_loader__cfg_fail("partition", "is not a gf_partition value");
   if (c->error_policy > GF_ON_ERROR_SKIP)
-    return cfg_fail("error_policy", "is not a gf_error_policy value");
+    return gf_loader__cfg_fail("error_policy",
+                               "is not a gf_error_policy value");
   if (c->io_backend > GF_IO_PREAD)
-    return cfg_fail("io_backend", "is not a gf_io_backend value");
+    return gf_loader__cfg_fail("io_backend", "is not a gf_io_backend value");
   if (c->channels == 2 || c->channels > 4)
-    return cfg_fail("channels", "must be 0 (native), 1, 3 or 4");
+    return gf_loader__cfg_fail("channels", "must be 0 (native), 1, 3 or 4");
   /* io_queue_depth 0: chosen by autotune() (16, or 64 for reads that
    * need no decoding). */
   if (c->io_queue_depth > 64)
     c->io_queue_depth = 64;
   if (c->jpeg_scale > GF_JPEG_SCALE_OFF)
-    return cfg_fail("jpeg_scale", "is not a gf_jpeg_scale value (0 auto, 1 "
-                                  "off)");
+    return gf_loader__cfg_fail("jpeg_scale",
+                               "is not a gf_jpeg_scale value (0 auto, 1 "
+                               "off)");
   if (c->cache_direct > GF_CACHE_DIRECT_OFF)
-    return cfg_fail("cache_direct", "is not a gf_cache_direct value");
+    return gf_loader__cfg_fail("cache_direct",
+                               "is not a gf_cache_direct value");
   if (c->gpu_decode > GF_GPU_DECODE_ALL)
-    return cfg_fail("gpu_decode", "is not a gf_gpu_decode value (0 auto, 1 "
-                                  "off, 2 all)");
+    return gf_loader__cfg_fail("gpu_decode",
+                               "is not a gf_gpu_decode value (0 auto, 1 "
+                               "off, 2 all)");
   if (c->gpu_decode_percent > 100)
-    return cfg_fail("gpu_decode_percent", "is above 100");
+    return gf_loader__cfg_fail("gpu_decode_percent", "is above 100");
   if (c->staging_slots > 64)
-    return cfg_fail("staging_slots", "is above 64");
+    return gf_loader__cfg_fail("staging_slots", "is above 64");
   if (c->device < GF_DEVICE_AUTO)
-    return cfg_fail("device", "must be GF_DEVICE_AUTO, GF_DEVICE_CPU or a "
-                              "device index");
+    return gf_loader__cfg_fail("device",
+                               "must be GF_DEVICE_AUTO, GF_DEVICE_CPU or a "
+                               "device index");
   if ((rc = gf_xform_check(&c->transform)) < 0)
     return gf_fail_context(rc, NULL, GF_NO_INDEX, "loader config: transform");
   return 0;
 }
 
-void decode_opts_of(const gf_loader_config *c, gf_decode_opts *d) {
+void gf_loader__decode_opts_of(const gf_loader_config *c, gf_decode_opts *d) {
   gf_decode_opts def = GF_DECODE_OPTS_INIT;
   *d = def;
   d->channels = c->channels;
@@ -261,7 +266,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
                         gf_loader_sizes *z) {
   int rc;
   gf_decode_opts dopts;
-  decode_opts_of(c, &dopts);
+  gf_loader__decode_opts_of(c, &dopts);
   /* A folder's headers are read with the loader's threads (autotune's CPU
    * budget when the config leaves them to it). */
   uint32_t scan_threads = c->threads;
@@ -338,7 +343,8 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
     per = z->stride; /* a sample's own pixels, at most stride bytes */
   if (!gf_mul_u64(per, gf_out_dtype_size(t->out_dtype), &per) ||
       !gf_mul_u64(per, c->batch_size, &z->out_cap))
-    return cfg_fail("transform", "gives a batch output beyond 2^64 bytes");
+    return gf_loader__cfg_fail("transform",
+                               "gives a batch output beyond 2^64 bytes");
   return 0;
 }
 
@@ -372,13 +378,14 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
     z->loco = false;
   uint64_t B = c->batch_size;
   if (!gf_mul_u64(B, z->stride, &z->slot_bytes))
-    return cfg_fail("max_sample_bytes", "gives a batch beyond 2^64 bytes");
+    return gf_loader__cfg_fail("max_sample_bytes",
+                               "gives a batch beyond 2^64 bytes");
   z->slot_out_bytes = !gpu && !z->identity ? z->out_cap : 0;
   /* GPU mode with a cache pinned as it fills: each slot keeps a gather
    * list. */
   bool direct = gpu && c->cache_bytes &&
                 c->cache_direct == GF_CACHE_DIRECT_AUTO;
-  jpeg_gpu_plan(c, gpu, z);
+  gf_loader__jpeg_gpu_plan(c, gpu, z);
   z->slot_table_bytes =
       table_bytes(B, direct, z->jpeg_gpu_mode != 0, z->loco);
   autotune(c, z, gpu);
@@ -386,8 +393,9 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   z->chunk = chunk_for(c, z, z->threads);
   z->read_buffer_bytes = read_buffer_bytes(c, z, z->threads);
   if (z->read_buffer_bytes == UINT64_MAX)
-    return cfg_fail("max_sample_bytes", "gives a read buffer beyond 2^64 "
-                                        "bytes");
+    return gf_loader__cfg_fail("max_sample_bytes",
+                               "gives a read buffer beyond 2^64 "
+                               "bytes");
   if (gpu) {
     gf_stage_config sc;
     memset(&sc, 0, sizeof sc);
@@ -404,8 +412,9 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
     uint64_t need;
     if (!gf_mul_u64(z->device_slot_bytes, z->slots, &need) ||
         need + z->device_loco_bytes < need)
-      return cfg_fail("max_sample_bytes", "gives device slots beyond 2^64 "
-                                          "bytes");
+      return gf_loader__cfg_fail("max_sample_bytes",
+                                 "gives device slots beyond 2^64 "
+                                 "bytes");
     need += z->device_loco_bytes;
     z->device_pool_bytes =
         c->device_pool_bytes > need ? c->device_pool_bytes : need;
@@ -462,7 +471,7 @@ int gf_loader_plan_get(const gf_loader_config *cfg, gf_memory_plan *p,
   gf_loader_config c;
   gf_source *src = NULL;
   gf_loader_sizes z;
-  int rc = resolve_config(cfg, &c);
+  int rc = gf_loader__resolve_config(cfg, &c);
   if (rc == 0)
     rc = gf_source_open(c.source, c.labels_file, &src);
   /* GPU mode unless the config asks for the host: the plan is what a

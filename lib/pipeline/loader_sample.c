@@ -62,7 +62,7 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
   int rc = gf_decode(codec, buf, (size_t)len, check ? &dims : NULL,
                      &l->dopts, dst, (size_t)l->stride, shape);
   if (rc == 0 && codec == GF_CODEC_JPEG)
-    jpeg_count(l, 1, shape, shape->height, shape->width);
+    gf_loader__jpeg_count(l, 1, shape, shape->height, shape->width);
   return rc;
 }
 
@@ -99,7 +99,7 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
       (codec = gf_source_file_codec(l->src, smp->index, buf, (size_t)len)) < 0)
     return codec;
   if (gpu && codec == GF_CODEC_JPEG && !in_place &&
-      jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
+      gf_loader__jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
     *gpu = (uint32_t)len; /* jpeg_gpu_take: below 4 GiB */
     return 0;
   }
@@ -126,7 +126,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
     /* A JPEG as its window; 1: its header is not one sized here, so it is
      * decoded whole (libjpeg then gives its verdict). */
     rc = codec == GF_CODEC_JPEG && l->jpeg_window
-             ? jpeg_decode_window(l, smp, epoch, buf, len, dst, shape, region)
+             ? gf_loader__jpeg_decode_window(l, smp, epoch, buf, len, dst,
+                                             shape, region)
              : 1;
     if (rc == 1 && (codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG))
       rc = decode_file(l, smp, codec, buf, len, dst, shape);
@@ -245,9 +246,9 @@ static int too_large(const gf_loader *l, uint64_t idx, uint64_t len) {
 
 /* Loads one sample on the calling thread with plain preads (the consumer's
  * repair path, rare). */
-int load_sync(gf_loader *l, uint64_t epoch, uint64_t idx, uint8_t *dst,
-              gf_shape *shape, uint8_t *filtered, gf_xform_region *region,
-              int64_t *label) {
+int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
+                         uint8_t *dst, gf_shape *shape, uint8_t *filtered,
+                         gf_xform_region *region, int64_t *label) {
   gf_src_sample smp;
   region->denom = 0;
   int rc = gf_source_sample(l->src, idx, &smp);
@@ -341,7 +342,7 @@ static bool gpu_position(const gf_loader *l, uint32_t j) {
                                          (uint64_t)j * p / 100);
 }
 
-int decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
+int gf_loader__decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
   uint64_t len = s->gpu_len[j], idx = s->indices[j];
   uint8_t *dst = s->data + (uint64_t)j * l->stride;
   s->gpu_len[j] = 0;
@@ -369,7 +370,7 @@ int decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
 }
 
 /* Processes positions [j0, j0 + n) of slot s. */
-void run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
+void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   gf_loader *l = w->l;
   pending pend[64];
   gf_read_req reqs[64];

@@ -4,8 +4,8 @@
 
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer
  * expects. Under mu, after cancel_all. */
-void restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
-                       uint64_t k) {
+void gf_loader__restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
+                           uint64_t k) {
   l->d_epoch = epoch;
   l->d_pos = pos;
   l->d_k = k;
@@ -18,18 +18,18 @@ void restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
  * position `start` (0: a full epoch; sampler.h section 4). Under mu. */
 static void seek(gf_loader *l, uint64_t epoch, uint64_t start, uint64_t pos,
                  uint64_t k) {
-  cancel_all(l);
+  gf_loader__cancel_all(l);
   /* Paused now: no worker dispatches from the sampler until restart_at. */
   gf_sampler_set_resume(&l->sampler, epoch, start);
   l->c_epoch = epoch;
   l->c_pos = pos;
   l->c_k = k;
-  restart_at(l, epoch, pos, k);
+  gf_loader__restart_at(l, epoch, pos, k);
 }
 
 int gf_loader_set_epoch(gf_loader *l, uint64_t epoch) {
   if (!l)
-    return cfg_fail("set_epoch", "needs a loader");
+    return gf_loader__cfg_fail("set_epoch", "needs a loader");
   pthread_mutex_lock(&l->mu);
   /* Already there (the usual call right after GF_EEPOCHEND): keep what the
    * workers prefetched; a resumed epoch is not its beginning. */
@@ -50,7 +50,7 @@ static uint64_t fingerprint(gf_loader *l) {
 
 int gf_loader_state_export(gf_loader *l, gf_loader_state *st) {
   if (!l || !st)
-    return cfg_fail("state_export", "needs a loader and a state");
+    return gf_loader__cfg_fail("state_export", "needs a loader and a state");
   uint64_t fp = fingerprint(l);
   /* Under the lock: workers move the sampler's epoch while dispatching. */
   pthread_mutex_lock(&l->mu);
@@ -62,7 +62,7 @@ int gf_loader_state_export(gf_loader *l, gf_loader_state *st) {
 
 int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
   if (!l || !st)
-    return cfg_fail("state_import", "needs a loader and a state");
+    return gf_loader__cfg_fail("state_import", "needs a loader and a state");
   uint64_t fp = fingerprint(l);
   pthread_mutex_lock(&l->mu);
   gf_sampler s = l->sampler;
@@ -72,7 +72,7 @@ int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
   if (rc < 0)
     return rc;
   pthread_mutex_lock(&l->mu);
-  if (lent_count(l)) {
+  if (gf_loader__lent_count(l)) {
     pthread_mutex_unlock(&l->mu);
     return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release every batch before importing a state");

@@ -15,7 +15,7 @@ gf_device_pool *gf_loader_device_pool(gf_loader *l) {
 
 int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   if (!l || !st)
-    return cfg_fail("stats", "needs a loader and a stats struct");
+    return gf_loader__cfg_fail("stats", "needs a loader and a stats struct");
   int rc = gf_check_struct_size(st->struct_size, sizeof *st, "gf_loader_stats");
   if (rc < 0)
     return rc;
@@ -84,15 +84,15 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
 
 int gf_loader_trace_write(gf_loader *l, const char *path) {
   if (!l || !path)
-    return cfg_fail("trace_write", "needs a loader and a path");
+    return gf_loader__cfg_fail("trace_write", "needs a loader and a path");
   if (!l->trace)
-    return cfg_fail("trace_events",
-                    "is 0: the loader records no trace (set it at create)");
+    return gf_loader__cfg_fail(
+        "trace_events", "is 0: the loader records no trace (set it at create)");
   /* Batches the caller still holds: their GPU spans, if done by now. */
   pthread_mutex_lock(&l->mu);
   for (uint32_t i = 0; i < l->nslots; i++)
     if (l->slots[i].state == SLOT_LENT)
-      take_gpu_span(l, &l->slots[i], false);
+      gf_loader__take_gpu_span(l, &l->slots[i], false);
   pthread_mutex_unlock(&l->mu);
   return gf_trace_write(l->trace, path);
 }
