@@ -26,6 +26,20 @@ _C._set_error_factory(_errors._make)
 __version__ = _C.version
 Batch = _C.Batch
 
+
+def __getattr__(name):
+    """`gpufeed.torch` after a plain `import gpufeed` (PEP 562): the adapter
+    is the one module that imports torch, so it is imported on first use,
+    not by `import gpufeed`."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"torch"})
+
 __all__ = ["Loader", "Batch", "Transform", "RandomResizedCrop",
            "ResizeCenterCrop", "Resize", "CenterCrop", "RandomCrop", "Convert",
            "IMAGENET_MEAN", "IMAGENET_STD", "Error", "CorruptSampleError",
