@@ -9,7 +9,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$root/quickstart}
 bash "$root/cmake/install-deps.sh"
-cmake -S "$root" -B "$root/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The CUDA kernels only where a GPU will run them (and then for that GPU
+# alone, cmake/GpufeedCudaArch.cmake): without one the bench runs in host
+# mode, and the build takes seconds instead of minutes.
+cuda=OFF
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  cuda=ON
+fi
+echo "== 0. building gpufeed (CUDA: $cuda) in build-release/"
+cmake -S "$root" -B "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DGPUFEED_CUDA=$cuda >/dev/null
 cmake --build "$root/build-release" -j"$(nproc)" --target gpufeed_cli
 gf=$root/build-release/gpufeed
 mkdir -p "$work"
