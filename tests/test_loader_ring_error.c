@@ -175,6 +175,12 @@ static bool run(const fixture *f, const kase *k) {
   atomic_store(&refused, 0);
   /* The third wait of the load fails: a chunk of the first batches. */
   CHECK_OK(gf_fault_arm(GF_FAULT_READER_WAIT, 3, -EIO, 0));
+  /* Create makes one ring a worker; only a fresh one meets the refusal.
+   * Armed before create: the workers read (and may meet the ring error)
+   * before create returns. */
+  if (k->no_renew)
+    CHECK_OK(gf_fault_arm(GF_FAULT_URING_SETUP, k->threads + 1, -EPERM,
+                          GF_FAULT_STICKY));
   gf_loader *l = NULL;
   int rc = gf_loader_create(&cfg, &l);
   if (rc < 0 && k->backend == GF_IO_URING) {
@@ -187,9 +193,6 @@ static bool run(const fixture *f, const kase *k) {
   CHECK_OK(rc);
   if (!l)
     return true;
-  /* The workers' readers exist: only a fresh one meets this. */
-  if (k->no_renew)
-    CHECK_OK(gf_fault_arm(GF_FAULT_URING_SETUP, 1, -EPERM, GF_FAULT_STICKY));
   uint32_t *cnt = calloc(f->n, sizeof *cnt);
 
   int errors = epoch(f, k, l, cnt, 0);
