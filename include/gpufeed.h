@@ -324,7 +324,10 @@ typedef enum gf_partition {
 typedef enum gf_error_policy {
   GF_ON_ERROR_FAIL = 0, /* next() returns the error (default) */
   GF_ON_ERROR_SKIP = 1, /* the sample is skipped, the batch filled from the
-                           following samples, and stats count it */
+                           following samples, and stats count it (a sample
+                           whose read was lost with a failed reader, an
+                           io_uring ring's own error, is not bad by itself:
+                           it is read again in its place instead) */
 } gf_error_policy;
 
 typedef enum gf_io_backend {

@@ -13,6 +13,9 @@
 /* Bit s set: site s is armed. GF_FAULT_ENV_PENDING_ set: GPUFEED_FAULT has
  * not been read yet, so the first check of any site takes the slow path. */
 atomic_uint gf_fault_mask_ = GF_FAULT_ENV_PENDING_;
+/* One mask bit a site, below the pending bit. */
+_Static_assert(GF_FAULT_SITE_COUNT_ < 31,
+               "gf_fault_mask_ has no bit left for another site");
 
 typedef struct fault_state {
   atomic_ullong calls;
@@ -44,6 +47,7 @@ static const char *const site_names[GF_FAULT_SITE_COUNT_] = {
     [GF_FAULT_URING_REGISTER] = "uring_register",
     [GF_FAULT_NVJPEG_BATCH] = "nvjpeg_batch",
     [GF_FAULT_NVJPEG_IMAGE] = "nvjpeg_image",
+    [GF_FAULT_READER_WAIT] = "reader_wait",
 };
 
 /* Sites whose calls move a byte count, where GF_FAULT_SHORT makes sense. */

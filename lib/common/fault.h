@@ -53,6 +53,10 @@ typedef enum gf_fault_site {
                                    image nvJPEG does not take (status
                                    GF_EUNSUPPORTED: its caller decodes it
                                    on the CPU) */
+  GF_FAULT_READER_WAIT,         /* one gf_reader_wait call failing as a
+                                   whole, as when the io_uring ring itself
+                                   errs (both backends): the reads still
+                                   outstanding are left where they are */
   GF_FAULT_SITE_COUNT_
 } gf_fault_site;
 

@@ -26,7 +26,8 @@
  *
  * Every read passes through the fault layer (common/fault.h): uring_setup
  * at ring creation, uring_cqe on each completion's result, pread on each
- * pread call of the fallback. */
+ * pread call of the fallback, and reader_wait on each gf_reader_wait call
+ * of either backend (the call fails as a whole, as a ring error does). */
 #ifndef GF_IO_H
 #define GF_IO_H
 
@@ -131,8 +132,12 @@ int gf_reader_submit(gf_reader *r, const gf_read_req *reqs, unsigned n);
 /* Returns up to `max` completed reads in out[], blocking until at least
  * `min` are there, or fewer when fewer are outstanding (so it never blocks
  * forever; min 0 polls). Returns the count (>= 0), or -EINVAL (out NULL,
- * max 0, min > max), or a ring error as -errno. Completions come in any
- * order; match them by user_data. */
+ * max 0, min > max), or a ring error as -errno (io_uring; the pread pool
+ * has none but the reader_wait fault site's). After a ring error every
+ * read not yet returned has an unknown outcome and may still be writing
+ * its buffer: destroy the reader (which waits for them) before reusing
+ * those buffers or closing their fds, and use a new reader. Completions
+ * come in any order; match them by user_data. */
 int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max, unsigned min);
 
 /* Reads accepted and not yet returned by gf_reader_wait(). */

@@ -4,6 +4,8 @@
 #include "io/io.h"
 #include "io/backend.h"
 
+#include "common/fault.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +357,15 @@ int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max,
                    "gf_reader_wait: expected a reader, an output array, "
                    "max > 0 and min <= max (max %u, min %u)",
                    max, min);
+  /* The reader_wait site: this call fails as a whole, before it takes
+   * anything, as a ring's own error does; the reads outstanding stay in
+   * the kernel, the ring's queue or the pool until destroy, which is what
+   * a caller must then do (io.h). */
+  int err = gf_fault_check(GF_FAULT_READER_WAIT);
+  if (err)
+    return gf_fail(err, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "waiting for %s completions: %s (%s)", gf_reader_backend(r),
+                   gf_strerror(err), gf_err_name(err));
   unsigned n = drain_done(r, out, max);
   if (r->backend == GF_IO_PREAD) {
     /* Everything outstanding now is in the pool. */

@@ -37,6 +37,24 @@ static void repair(gf_loader *l, slot *s) {
   uint64_t pos = s->end_pos;
   uint32_t out = 0;
   for (uint32_t j = 0; j < s->count; j++) {
+    if (s->status[j] == SAMPLE_LOST) {
+      /* Lost with a worker's reader, not bad by itself: read again in its
+       * own place (plain preads, no reader), so a ring error costs no
+       * sample and the order stays the epoch's. Failing again, it is
+       * skipped as any bad sample. */
+      if (s->dsrc_dev)
+        s->dsrc_dev[j] = 0;
+      if (s->gpu_len)
+        s->gpu_len[j] = 0;
+      test_hook(l, "repair: load");
+      s->status[j] = gf_loader__load_sync(
+          l, s->epoch, s->indices[j], s->data + (uint64_t)j * l->stride,
+          &s->shapes[j], &s->filtered[j], &s->regions[j], &s->labels[j]);
+      if (s->status[j] != 0) {
+        s->err_pos = j;
+        s->err = *gf_last_error();
+      }
+    }
     while (s->status[j] != 0) {
       pthread_mutex_lock(&l->stat_mu);
       gf_strlcpy(l->last_skip_reason,

@@ -414,13 +414,14 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     rc = -ENOMEM;
     goto fail;
   }
-  gf_reader_opts ro = GF_READER_OPTS_INIT;
-  ro.backend = (int32_t)l->cfg.io_backend;
-  ro.queue_depth = l->chunk;
-  ro.max_pending = l->chunk;
-  ro.pread_threads = 2;
-  ro.direct = l->direct_fds != NULL;
-  ro.direct_align = l->direct_align;
+  gf_reader_opts *ro = &l->reader_opts;
+  *ro = (gf_reader_opts)GF_READER_OPTS_INIT;
+  ro->backend = (int32_t)l->cfg.io_backend;
+  ro->queue_depth = l->chunk;
+  ro->max_pending = l->chunk;
+  ro->pread_threads = 2;
+  ro->direct = l->direct_fds != NULL;
+  ro->direct_align = l->direct_align;
   for (uint32_t i = 0; i < l->nworkers; i++) {
     worker *w = &l->workers[i];
     w->l = l;
@@ -444,7 +445,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     w->rbuf_len = (size_t)len;
     l->allocs.read_buffers++;
     l->allocs.read_buffer_bytes += len;
-    if ((rc = gf_reader_create(&ro, &w->reader)) < 0)
+    if ((rc = gf_reader_create(ro, &w->reader)) < 0)
       goto fail;
   }
   gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),

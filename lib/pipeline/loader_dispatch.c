@@ -40,7 +40,7 @@ static void dispatch(gf_loader *l, slot *s) {
   s->count = count;
   for (uint32_t j = 0; j < count; j++) {
     s->indices[j] = gf_sampler_get(&l->sampler, s->first_pos + j);
-    s->status[j] = 1; /* not done */
+    s->status[j] = SAMPLE_PENDING;
   }
   s->claimed = 0;
   s->busy = 0;
@@ -99,13 +99,21 @@ bool gf_loader__slot_failed(const slot *s) {
   return false;
 }
 
+/* Registers the worker's read buffer with its reader: fixed buffers save
+ * pinning its pages on every read; a kernel that refuses (RLIMIT_MEMLOCK)
+ * only costs that saving. */
+static void register_read_buffer(worker *w) {
+  struct iovec iov = {w->rbuf, w->rbuf_len};
+  if (iov.iov_len <= (1ull << 30) && gf_reader_register(w->reader, &iov, 1) < 0)
+    gf_log(GF_LOG_INFO, "read buffers not registered: %s",
+           gf_last_error()->message);
+}
+
 /* The worker's read buffer, before its first read: create only reserved
  * its address space; its pages are made here, on the worker's own thread
  * (the workers do it in parallel, not one after another inside create),
  * as transparent huge pages where the kernel allows (fewer pages to fault
- * and to pin), and it is registered with the reader: fixed buffers save
- * pinning its pages on every read; a kernel that refuses (RLIMIT_MEMLOCK)
- * only costs that saving. */
+ * and to pin), and it is registered with the reader. */
 static void prepare_read_buffer(worker *w) {
   gf_loader *l = w->l;
   uint64_t t0 = now_ns();
@@ -113,15 +121,38 @@ static void prepare_read_buffer(worker *w) {
   if (w->rbuf_len >= (2u << 20))
     (void)madvise(w->rbuf, w->rbuf_len, MADV_HUGEPAGE); /* advice only */
 #endif
-  struct iovec iov = {w->rbuf, w->rbuf_len};
-  if (iov.iov_len <= (1ull << 30) &&
-      gf_reader_register(w->reader, &iov, 1) < 0)
-    gf_log(GF_LOG_INFO, "read buffers not registered: %s",
-           gf_last_error()->message);
+  register_read_buffer(w);
   gf_log(GF_LOG_DEBUG, "worker %u: read buffer of %zu bytes ready in %.1f ms",
          (unsigned)(w - l->workers), w->rbuf_len,
          (double)(now_ns() - t0) / 1e6);
   hook(l, "read buffer");
+}
+
+/* A fresh reader for a worker whose reader failed as a whole (run_chunk
+ * destroyed it): io.h wants the failed one gone, and a fresh one is the
+ * only way to read again. Made like create's, on the worker's thread,
+ * before its next chunk. When it cannot be made, reader_err keeps why:
+ * that chunk's reads fail with it (an error the policy handles, never a
+ * stopped worker), and the next chunk tries again. */
+static void renew_reader(worker *w) {
+  gf_loader *l = w->l;
+  unsigned id = (unsigned)(w - l->workers);
+  if (gf_reader_create(&l->reader_opts, &w->reader) < 0) {
+    /* Logged once a run of failures, not once a chunk. */
+    if (!w->reader_err.code)
+      gf_log(GF_LOG_WARN,
+             "worker %u: no fresh reader to replace the one that failed "
+             "(its reads fail until one is made): %s",
+             id, gf_last_error()->message);
+    w->reader_err = *gf_last_error();
+    hook(l, "reader refused");
+    return;
+  }
+  w->reader_err.code = 0;
+  register_read_buffer(w);
+  gf_log(GF_LOG_INFO, "worker %u: a fresh %s reader replaces the failed one",
+         id, gf_reader_backend(w->reader));
+  hook(l, "reader replaced");
 }
 
 /* The poller: one idle worker at a time waits for work with a timeout
@@ -190,6 +221,8 @@ void *gf_loader__worker_main(void *arg) {
     }
     poll_ns = GF_POLL_MIN_NS;
     pthread_mutex_unlock(&l->mu);
+    if (GF_UNLIKELY(!w->reader))
+      renew_reader(w);
     gf_loader__run_chunk(w, s, j0, n);
     last_work = now_ns();
     pthread_mutex_lock(&l->mu);

@@ -89,6 +89,17 @@ enum {
   SLOT_RELEASING
 };
 
+/* A sample's status in its slot (slot.status) besides 0 (done) and a
+ * negative error: */
+enum {
+  SAMPLE_PENDING = 1, /* dispatched, not done yet */
+  /* Failed with the worker's reader, not by itself: the reader failed as a
+   * whole (a ring error) before the sample's read came back, or there was
+   * no reader to read with. Its error is recorded as any failure's (the
+   * fail policy returns it); the skip policy's repair reads the sample
+   * again before giving its place away, so a ring error loses no sample. */
+  SAMPLE_LOST = 2
+};
 
 typedef struct slot {
   gf_batch batch; /* the view lent to the caller; first member */
@@ -97,7 +108,7 @@ typedef struct slot {
   uint64_t *offsets;
   int64_t *labels;
   uint64_t *indices;
-  int32_t *status; /* per sample: 0 or the error */
+  int32_t *status;          /* per sample: 0, the error, or SAMPLE_* */
   uint8_t *filtered;        /* per sample: bytes still gradient-filtered */
   gf_xform_region *regions; /* per sample: the part of its image decoded
                                (a JPEG window; denom 0: the whole image) */
@@ -153,7 +164,11 @@ typedef struct worker {
   uint32_t tid; /* trace track */
   pthread_t thread;
   bool started;
+  /* NULL after it failed as a whole (its reads waited for, their fds
+   * closed): the worker makes a fresh one before its next chunk, and while
+   * that fails, reader_err says why and its chunks' reads fail with it. */
   gf_reader *reader;
+  gf_error_info reader_err;
   uint8_t *rbuf; /* chunk * stored_cap bytes, for reads that decode */
   size_t rbuf_len; /* its length, whole pages; its pages are made and it
                       is registered with the reader by the worker itself,
@@ -193,6 +208,7 @@ struct gf_loader {
   slot *slots;
   uint32_t nworkers;
   worker *workers;
+  gf_reader_opts reader_opts; /* each worker's reader's, a fresh one's too */
 
   pthread_mutex_t mu;
   pthread_cond_t work_cv;  /* workers: a slot to fill or to dispatch */
@@ -365,11 +381,13 @@ int gf_loader__jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp,
                              gf_shape *shape);
 
 /* loader_dispatch.c */
-/* Tests only: when set, called on a worker's thread at two of its events
+/* Tests only: when set, called on a worker's thread at its events
  * (outside mu): "read buffer" once its read buffer's pages are made and
  * the registration was tried (before its first read), "ready" when a
  * filled slot was finalised (submitted, in GPU mode) and before it is made
- * READY. NULL in every program but those tests. */
+ * READY, "reader replaced" when it made a fresh reader after its reader
+ * failed as a whole, "reader refused" when making one failed. NULL in
+ * every program but those tests. */
 extern void (*gf_loader__event_hook)(gf_loader *l, const char *event);
 bool gf_loader__slot_failed(const slot *s);
 /* A worker thread's loop: claims chunks, runs them, finalises full slots. */

@@ -314,6 +314,7 @@ typedef struct pending {
   uint8_t *buf;     /* where the read lands */
   uint64_t skew;    /* direct: sample start within buf */
   bool in_place;
+  bool returned; /* the reader gave back its read */
 } pending;
 
 static void record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
@@ -369,6 +370,53 @@ int gf_loader__decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
   return rc;
 }
 
+/* Fails position p->j of s as lost with the worker's reader (SAMPLE_LOST),
+ * `why` (the reader's error) saying how, and closes its file. */
+static void lose(gf_loader *l, slot *s, pending *p, const gf_error_info *why,
+                 const char *how) {
+  if (p->fd_owned >= 0) {
+    close(p->fd_owned);
+    p->fd_owned = -1;
+  }
+  char name[1100];
+  gf_source_name(l->src, p->smp.index, name, sizeof name);
+  gf_fail(why->code, name, p->smp.index, GF_NO_INDEX,
+          "reading %llu bytes at offset %llu: %s (%s)",
+          (unsigned long long)p->smp.length, (unsigned long long)p->smp.offset,
+          how, why->message);
+  record_failure(l, s, p->j, why->code, p->smp.index);
+  s->status[p->j] = SAMPLE_LOST;
+}
+
+/* The worker's reader failed as a whole (its wait or its submit, with
+ * reads accepted: a ring error, `rc`): the reads it has not given back
+ * may still be in the kernel or in a pread call, writing into the read
+ * buffer or the slot and using their fds, and it must not be used again
+ * (io.h). Destroying it waits for them; only then are their files closed
+ * (a number closed earlier could be reused by another open while a read
+ * still names it) and their positions failed. The worker makes a fresh
+ * reader before its next chunk (worker_main). */
+static void reader_failed(worker *w, slot *s, pending *pend, uint32_t nreq,
+                          int rc) {
+  gf_loader *l = w->l;
+  gf_error_info why = *gf_last_error();
+  if (why.code != rc) {
+    why.code = rc;
+    snprintf(why.message, sizeof why.message, "%s", gf_strerror(rc));
+  }
+  gf_log(GF_LOG_WARN,
+         "worker %u: its reader failed as a whole (%s): the reads it had "
+         "not given back (%u) fail, and a fresh reader replaces it",
+         (unsigned)(w - l->workers), why.message,
+         gf_reader_inflight(w->reader));
+  gf_reader_destroy(w->reader);
+  w->reader = NULL;
+  for (uint32_t i = 0; i < nreq; i++)
+    if (!pend[i].returned)
+      lose(l, s, &pend[i], &why,
+           "lost with the reader, which failed as a whole");
+}
+
 /* Processes positions [j0, j0 + n) of slot s. */
 void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   gf_loader *l = w->l;
@@ -403,6 +451,7 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
     p->j = j;
     p->fd_owned = -1;
     p->skew = 0;
+    p->returned = false;
     int fd = p->smp.fd;
     if (fd < 0) {
       rc = gf_source_open_file(l->src, idx, &fd, &p->smp.length);
@@ -439,9 +488,24 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   }
   if (nreq == 0)
     return;
+  if (GF_UNLIKELY(!w->reader)) {
+    /* Its reader failed and no fresh one could be made (worker_main):
+     * these samples are not bad, there is nothing to read them with. */
+    for (uint32_t i = 0; i < nreq; i++)
+      lose(l, s, &pend[i], &w->reader_err,
+           "no reader to read with: its worker's reader failed and a fresh "
+           "one could not be made");
+    return;
+  }
   uint64_t t0 = now_ns(), t_sub = t0;
   range_push(l, "read");
   int rc = gf_reader_submit(w->reader, reqs, nreq);
+  if (rc < 0 && gf_reader_inflight(w->reader)) {
+    /* Accepted, then the ring's submit failed: a ring error. */
+    range_pop(l);
+    reader_failed(w, s, pend, nreq, rc);
+    return;
+  }
   if (rc < 0) {
     range_pop(l);
     for (uint32_t i = 0; i < nreq; i++) {
@@ -457,10 +521,14 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   while (left) {
     int got = gf_reader_wait(w->reader, done, left, 1);
     if (got <= 0) {
-      /* A ring error: the reads still out cannot be trusted. */
+      /* A ring error (or a reader that lost count of its reads, which is
+       * no better): the reads still out cannot be trusted. */
+      if (got == 0)
+        got = gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                      "gf_reader_wait gave back none of %u reads", left);
       range_pop(l);
-      gf_log(GF_LOG_ERROR, "reader wait failed: %s", gf_strerror(got));
-      break;
+      reader_failed(w, s, pend, nreq, got);
+      return;
     }
     uint64_t t_got = now_ns();
     add(&l->st_read.busy_ns, t_got - t0);
@@ -472,6 +540,7 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
     }
     for (int g = 0; g < got; g++) {
       pending *p = &pend[done[g].user_data];
+      p->returned = true;
       left--;
       int64_t res = done[g].result;
       if (p->fd_owned >= 0) {
