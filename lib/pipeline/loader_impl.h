@@ -365,12 +365,15 @@ int gf_loader__jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp,
                              gf_shape *shape);
 
 /* loader_dispatch.c */
-/* Tests only: when set, called on a worker's thread at two of its events
- * (outside mu): "read buffer" once its read buffer's pages are made and
- * the registration was tried (before its first read), "ready" when a
- * filled slot was finalised (submitted, in GPU mode) and before it is made
- * READY. NULL in every program but those tests. */
+#ifdef GPUFEED_TESTING
+/* Test builds only (common/fault.h says which those are): when set, called
+ * on a worker's thread at two of its events (outside mu): "read buffer"
+ * once its read buffer's pages are made and the registration was tried
+ * (before its first read), "ready" when a filled slot was finalised
+ * (submitted, in GPU mode) and before it is made READY. NULL in every
+ * program but those tests. */
 extern void (*gf_loader__event_hook)(gf_loader *l, const char *event);
+#endif
 bool gf_loader__slot_failed(const slot *s);
 /* A worker thread's loop: claims chunks, runs them, finalises full slots. */
 void *gf_loader__worker_main(void *arg);
@@ -398,10 +401,12 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c);
 void gf_loader__decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 
 /* loader_consumer.c */
-/* Tests only: when set, called on the consumer's thread where the skip
- * policy's repair loads a sample and where it finalises the repaired
+#ifdef GPUFEED_TESTING
+/* Test builds only: when set, called on the consumer's thread where the
+ * skip policy's repair loads a sample and where it finalises the repaired
  * batch (both outside mu). NULL in every program but that test. */
 extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
+#endif
 
 /* loader_state.c */
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer
