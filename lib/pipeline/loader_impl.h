@@ -203,8 +203,8 @@ struct gf_loader {
    * without waking anyone then. */
   bool poller;
   bool paused; /* no dispatch while the cursors are being moved */
-  /* Workers run under SCHED_BATCH (GPUFEED_WORKER_SCHED, default batch):
-   * a thread of the caller that wakes (the consumer taking its batch, a
+  /* Workers run under SCHED_BATCH (cfg.worker_sched, default batch): a
+   * thread of the caller that wakes (the consumer taking its batch, a
    * training loop launching kernels) preempts a decoding worker at once
    * instead of waiting for its time slice. */
   bool worker_batch;
