@@ -555,8 +555,7 @@ typedef enum gf_cache_direct {
  * reservations the memory plan prints beside the device pool (which
  * keeps exactly its bytes). gf_loader_stats says which backend decodes,
  * or why none does, and counts the samples decoded on each side.
- * GPUFEED_NVJPEG=off in the environment turns it off as
- * GF_GPU_DECODE_OFF does. */
+ * GF_GPU_DECODE_OFF keeps every JPEG sample on the CPU. */
 typedef enum gf_gpu_decode {
   /* The JPEG engines only (A100, H100, H200 and later), and only for a
    * built dataset (`gpufeed build --codec jpeg`: every file decoded by
