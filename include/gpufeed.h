@@ -335,7 +335,8 @@ typedef enum gf_io_backend {
 /* The environment variable GPUFEED_IO=uring|pread|auto overrides GF_IO_AUTO;
  * GPUFEED_LOG=error|warn|info|debug sets what is logged to stderr (default
  * warn). An unknown value of either makes gf_loader_create fail with
- * -EINVAL naming the variable. */
+ * -EINVAL naming the variable. Both are process-wide; docs/ENVIRONMENT.md
+ * lists every variable gpufeed reads. */
 
 /* What the GPU stage (or, in host mode, its CPU reference) makes of a
  * batch's uint8 HWC samples: an optional crop/pad to a fixed size (center,

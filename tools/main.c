@@ -28,7 +28,7 @@ static const char main_usage[] =
     "Exit status: 0 success, 1 failure, 2 usage error (also an unknown\n"
     "GPUFEED_LOG value), 130 interrupted.\n"
     "Environment: GPUFEED_LOG=error|warn|info|debug (default warn),\n"
-    "GPUFEED_IO=auto|uring|pread.\n";
+    "GPUFEED_IO=auto|uring|pread (docs/ENVIRONMENT.md lists them all).\n";
 
 static const char synth_usage[] =
     "Usage: gpufeed synth OUT --count N [OPTIONS]\n"
