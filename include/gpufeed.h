@@ -338,7 +338,8 @@ typedef enum gf_io_backend {
 /* The environment variable GPUFEED_IO=uring|pread|auto overrides GF_IO_AUTO;
  * GPUFEED_LOG=error|warn|info|debug sets what is logged to stderr (default
  * warn). An unknown value of either makes gf_loader_create fail with
- * -EINVAL naming the variable. */
+ * -EINVAL naming the variable. Both are process-wide; docs/ENVIRONMENT.md
+ * lists every variable gpufeed reads. */
 
 /* What the GPU stage (or, in host mode, its CPU reference) makes of a
  * batch's uint8 HWC samples: an optional crop/pad to a fixed size (center,
@@ -488,7 +489,11 @@ typedef struct gf_loader_config {
   uint32_t gpu_decode_percent; /* of the JPEG samples the GPU would take,
                              the share it gets, 1-100, by position in the
                              batch (0: 100) */
-  uint64_t reserved[6];   /* must be zero */
+  uint32_t worker_sched;  /* gf_worker_sched: the decode workers'
+                             scheduling policy (default
+                             GF_WORKER_SCHED_BATCH); see below */
+  uint32_t reserved0;     /* must be zero */
+  uint64_t reserved[5];   /* must be zero */
 } gf_loader_config;
 /* JPEG samples (a folder's .jpg/.jpeg files, a dataset's jpeg records)
  * under a transform with a fixed output size (height/width set) are
@@ -554,8 +559,7 @@ typedef enum gf_cache_direct {
  * reservations the memory plan prints beside the device pool (which
  * keeps exactly its bytes). gf_loader_stats says which backend decodes,
  * or why none does, and counts the samples decoded on each side.
- * GPUFEED_NVJPEG=off in the environment turns it off as
- * GF_GPU_DECODE_OFF does. */
+ * GF_GPU_DECODE_OFF keeps every JPEG sample on the CPU. */
 typedef enum gf_gpu_decode {
   /* The JPEG engines only (A100, H100, H200 and later), and only for a
    * built dataset (`gpufeed build --codec jpeg`: every file decoded by
@@ -575,12 +579,24 @@ typedef enum gf_gpu_decode {
    * reserved whichever backend opens). */
   GF_GPU_DECODE_ALL = 2,
 } gf_gpu_decode;
+/* How the loader's decode workers are scheduled. Either way they deliver
+ * the same samples with the same values; only who gets a core first
+ * changes. */
+typedef enum gf_worker_sched {
+  /* SCHED_BATCH (the default): a thread of the caller that wakes (the
+   * consumer taking its batch, a training loop launching kernels) preempts
+   * a decoding worker at once instead of waiting for its time slice. A
+   * system that refuses the policy (a seccomp profile) leaves the workers
+   * as any thread. */
+  GF_WORKER_SCHED_BATCH = 0,
+  GF_WORKER_SCHED_NORMAL = 1, /* as any thread of the process */
+} gf_worker_sched;
 #define GF_DEVICE_AUTO (-2)
 #define GF_DEVICE_CPU (-1)
 #define GF_LOADER_CONFIG_INIT \
   {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
    0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, 0, 0,   \
-   0, 0, {0}}
+   0, 0, 0, 0, {0}}
 
 /* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
  * and have shape shapes[i] (HWC); when `uniform` is set every sample has

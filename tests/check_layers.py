@@ -4,7 +4,7 @@
 Usage: check_layers.py SOURCE_DIR [OBJECTS]
 
 OBJECTS: the library's object files, separated by ';' (as CMake's
-$<TARGET_OBJECTS:gpufeed_obj> gives them).
+$<TARGET_OBJECTS:...> of gpufeed_obj and gpufeed_kernels give them).
 
 The layers, lowest first (also written in lib/CMakeLists.txt):
 

@@ -22,6 +22,8 @@ gpufeed_add_script_test(cli_create_phases SCRIPT cli_create_phases.sh TIMEOUT 60
 gpufeed_add_script_test(cli_json SCRIPT cli_json.sh TIMEOUT 60 LABELS cli)
 gpufeed_add_script_test(cli_umask SCRIPT cli_umask.sh TIMEOUT 60 LABELS cli)
 gpufeed_add_script_test(cli_bench_small SCRIPT cli_bench_small.sh TIMEOUT 60 LABELS cli)
+# bench --worker-sched: the workers' policy seen in /proc while it runs.
+gpufeed_add_script_test(cli_worker_sched SCRIPT cli_worker_sched.sh TIMEOUT 120 LABELS cli)
 gpufeed_add_script_test(cli_build_sources SCRIPT cli_build_sources.sh TIMEOUT 120 LABELS cli)
 # `synth --sizes` and inspect's size histogram.
 gpufeed_add_script_test(cli_sizes SCRIPT cli_sizes.sh TIMEOUT 60 LABELS cli)

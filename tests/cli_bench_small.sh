@@ -23,6 +23,6 @@ for src in "$T/ds" "$T/png"; do
 done
 # Other errors get no such hint, on a source smaller than a batch too.
 gf 1 bench "$T/nope" --device cpu --quiet && hasnt err "partial batch"
-GPUFEED_WORKER_SCHED=bogus gf 1 bench "$T/ds" --device cpu --quiet &&
-  has err "GPUFEED_WORKER_SCHED=bogus" && hasnt err "partial batch"
+gf 2 bench "$T/ds" --device cpu --worker-sched bogus --quiet &&
+  has err "--worker-sched" && hasnt err "partial batch"
 finish

@@ -3,5 +3,5 @@
 # (from nm of the built object files) no two object files call each other.
 add_test(NAME check_layers
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_layers.sh ${CMAKE_SOURCE_DIR}
-          "$<TARGET_OBJECTS:gpufeed_obj>")
+          "${GPUFEED_OBJECTS}")
 gpufeed_test_props(check_layers 120 layers)

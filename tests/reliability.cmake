@@ -4,7 +4,10 @@
 gpufeed_add_test(test_fault_sweep_build
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fault_sweep_build.c
   TIMEOUT 900 LABELS fault cli)
-add_dependencies(test_fault_sweep_build gpufeed_cli)
+# The CLI of the test build: the shipped one ignores GPUFEED_FAULT.
+add_dependencies(test_fault_sweep_build gpufeed_cli_testing)
+set_property(TEST test_fault_sweep_build PROPERTY ENVIRONMENT_MODIFICATION
+             "GPUFEED=set:$<TARGET_FILE:gpufeed_cli_testing>")
 gpufeed_add_test(test_fault_sweep_load
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fault_sweep_load.c
   TIMEOUT 900 LABELS fault loader)

@@ -28,11 +28,12 @@
  * - under the fail policy each corrupt file fails next() naming the file;
  * - the loader's device pool's peak stays within its reservation (the
  *   same as the CPU loader's), nvJPEG's peaks within its budgets;
- * - gpu_decode off, and GPUFEED_NVJPEG=off, decode nothing on the GPU and
- *   say why in the stats.
+ * - gpu_decode off decodes nothing on the GPU and says why in the stats;
+ *   GPUFEED_NVJPEG=off in the environment, which once turned nvJPEG off
+ *   for every loader, changes nothing (only the config decides).
  * Before it looks for a device: gpu_decode's checks, and the plan's nvJPEG
  * rows (from the config alone) for each gpu_decode, channels 4, the
- * identity transform, host mode and GPUFEED_NVJPEG=off. What nvJPEG makes
+ * identity transform and host mode. What nvJPEG makes
  * of the file cut short and closed (damage inside the entropy-coded data,
  * which the JPEG engines may decode without a word) is printed, not
  * checked: gpufeed.h says so (gf_gpu_decode). */
@@ -447,9 +448,6 @@ static void host_checks(void) {
     gf_loader_destroy(l);
   }
   cfg.device = 0;
-  setenv("GPUFEED_NVJPEG", "off", 1);
-  plan_rows(&cfg, 0, 0);
-  unsetenv("GPUFEED_NVJPEG");
   memset(&cfg.transform, 0, sizeof cfg.transform); /* the identity */
   plan_rows(&cfg, 0, 0);
 }
@@ -507,22 +505,32 @@ int main(void) {
   compare(3, GF_RESIZE_RANDOM_RESIZED_CROP, INJECT_ALL, 3);
   probe_cut_eoi();
 
-  /* Turned off: nothing on the GPU, and why. */
+  /* Turned off by the config: nothing on the GPU, and why. The
+   * environment has no say: GPUFEED_NVJPEG=off, once read, is ignored. */
   setenv("GPUFEED_NVJPEG", "off", 1);
-  gf_loader *l = NULL;
-  CHECK_OK(gf_loader_create(&cfg, &l));
-  if (l) {
+  for (int off = 1; off >= 0; off--) {
+    cfg.gpu_decode = off ? GF_GPU_DECODE_OFF : GF_GPU_DECODE_ALL;
+    gf_loader *l = NULL;
+    CHECK_OK(gf_loader_create(&cfg, &l));
+    if (!l)
+      continue;
     gf_loader_stats st = stats_of(l);
-    CHECK(st.jpeg_gpu_backend[0] == '\0' &&
-          strstr(st.jpeg_gpu_why, "GPUFEED_NVJPEG") != NULL);
+    if (off)
+      CHECK(st.jpeg_gpu_backend[0] == '\0' &&
+            strstr(st.jpeg_gpu_why, "gpu_decode off") != NULL);
+    else
+      CHECK(st.jpeg_gpu_backend[0] != '\0');
     gf_batch *b;
     CHECK_OK(gf_loader_next(l, &b));
     if (b) {
-      CHECK(b->data != NULL);
+      CHECK(!off || b->data != NULL);
       gf_loader_release(l, b);
     }
     st = stats_of(l);
-    CHECK(st.jpeg_gpu_decoded == 0 && st.jpeg_cpu_decoded > 0);
+    if (off)
+      CHECK(st.jpeg_gpu_decoded == 0 && st.jpeg_cpu_decoded > 0);
+    else
+      CHECK(st.jpeg_gpu_decoded > 0);
     gf_loader_destroy(l);
   }
   unsetenv("GPUFEED_NVJPEG");

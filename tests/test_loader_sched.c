@@ -1,10 +1,13 @@
-/* The workers' scheduling policy (GPUFEED_WORKER_SCHED): by default each
- * worker runs under SCHED_BATCH, so that a waking thread of the caller
- * (the consumer, a training loop) preempts a decoding worker at once;
- * "normal" leaves them SCHED_OTHER; any other value fails create with
- * -EINVAL naming the variable. Each case loads an epoch, every sample
- * exactly once with its pixels. The policy is read on each worker's own
- * thread (the internal "read buffer" hook, after the policy is set). */
+/* The workers' scheduling policy (gf_loader_config.worker_sched): by
+ * default each worker runs under SCHED_BATCH, so that a waking thread of
+ * the caller (the consumer, a training loop) preempts a decoding worker at
+ * once; GF_WORKER_SCHED_NORMAL leaves them SCHED_OTHER; any other value
+ * fails create with -EINVAL naming the field. GPUFEED_WORKER_SCHED, which
+ * set it for the whole process before the field existed, is not read any
+ * more: set to the other policy, it changes nothing. Each case loads an
+ * epoch, every sample exactly once with its pixels. The policy is read on
+ * each worker's own thread (the internal "read buffer" hook, after the
+ * policy is set). */
 #include "loader_fixture.h"
 
 #include "pipeline/loader_impl.h"
@@ -51,10 +54,15 @@ int main(void) {
     return gf_test_finish();
   gf_loader__event_hook = hook;
   static const struct {
-    const char *env; /* NULL: unset */
+    uint32_t sched;  /* cfg.worker_sched */
+    const char *env; /* GPUFEED_WORKER_SCHED (ignored); NULL: unset */
     int want_batch;  /* workers under SCHED_BATCH; -1: create fails */
-  } cases[] = {{NULL, THREADS}, {"", THREADS}, {"batch", THREADS},
-               {"normal", 0},   {"idle", -1},  {"BATCH", -1}};
+  } cases[] = {{GF_WORKER_SCHED_BATCH, NULL, THREADS},
+               {GF_WORKER_SCHED_NORMAL, NULL, 0},
+               {GF_WORKER_SCHED_BATCH, "normal", THREADS},
+               {GF_WORKER_SCHED_NORMAL, "batch", 0},
+               {2, NULL, -1},
+               {UINT32_MAX, NULL, -1}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     if (cases[c].env)
       setenv("GPUFEED_WORKER_SCHED", cases[c].env, 1);
@@ -66,14 +74,15 @@ int main(void) {
     cfg.threads = THREADS;
     cfg.channels = 3;
     cfg.device = GF_DEVICE_CPU;
+    cfg.worker_sched = cases[c].sched;
     atomic_store(&workers, 0);
     atomic_store(&batch, 0);
     gf_loader *l = NULL;
     int rc = gf_loader_create(&cfg, &l);
     if (cases[c].want_batch < 0) {
       CHECK_ERR(rc, -EINVAL);
-      CHECK(strstr(gf_last_error()->message, "GPUFEED_WORKER_SCHED") != NULL);
-      printf("GPUFEED_WORKER_SCHED=%s: refused: %s\n", cases[c].env,
+      CHECK(strstr(gf_last_error()->message, "worker_sched") != NULL);
+      printf("worker_sched %u: refused: %s\n", (unsigned)cases[c].sched,
              gf_last_error()->message);
       gf_loader_destroy(l);
       continue;
@@ -83,9 +92,10 @@ int main(void) {
       continue;
     epoch(&f, l);
     gf_loader_destroy(l); /* joins the workers: every one has reported */
-    printf("GPUFEED_WORKER_SCHED=%s: %d of %d workers SCHED_BATCH\n",
-           cases[c].env ? cases[c].env : "(unset)", atomic_load(&batch),
-           atomic_load(&workers));
+    printf("worker_sched %u, GPUFEED_WORKER_SCHED=%s: %d of %d workers "
+           "SCHED_BATCH\n",
+           (unsigned)cases[c].sched, cases[c].env ? cases[c].env : "(unset)",
+           atomic_load(&batch), atomic_load(&workers));
     CHECK(atomic_load(&workers) == THREADS);
     CHECK(atomic_load(&batch) == cases[c].want_batch);
   }

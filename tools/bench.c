@@ -215,6 +215,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.jpeg_scale = o->jpeg_scale_off ? GF_JPEG_SCALE_OFF : GF_JPEG_SCALE_AUTO;
   cfg.gpu_decode = o->gpu_decode;
   cfg.gpu_decode_percent = o->gpu_decode_percent;
+  cfg.worker_sched = o->worker_sched;
 
   if (o->plan) {
     char plan[8192];
@@ -459,8 +460,9 @@ int gfc_bench(const gfc_bench_opts *o) {
     json_str(xf);
     printf(",\"autotune\":");
     json_str(st.tuning);
-    printf(",\"prefetch\":%llu,\"io_in_flight\":%u",
-           (unsigned long long)st.slots, st.io_in_flight);
+    printf(",\"prefetch\":%llu,\"io_in_flight\":%u,\"worker_sched\":\"%s\"",
+           (unsigned long long)st.slots, st.io_in_flight,
+           o->worker_sched == GF_WORKER_SCHED_NORMAL ? "normal" : "batch");
     printf(",\"jpeg\":{\"scale\":\"%s\",\"decoded\":[%llu,%llu,%llu,%llu],"
            "\"pixels_decoded\":%llu,\"pixels_full\":%llu,"
            "\"pixel_fraction\":%.4f}",

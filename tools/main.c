@@ -28,7 +28,7 @@ static const char main_usage[] =
     "Exit status: 0 success, 1 failure, 2 usage error (also an unknown\n"
     "GPUFEED_LOG value), 130 interrupted.\n"
     "Environment: GPUFEED_LOG=error|warn|info|debug (default warn),\n"
-    "GPUFEED_IO=auto|uring|pread.\n";
+    "GPUFEED_IO=auto|uring|pread (docs/ENVIRONMENT.md lists them all).\n";
 
 static const char synth_usage[] =
     "Usage: gpufeed synth OUT --count N [OPTIONS]\n"
@@ -213,6 +213,9 @@ static const char bench_usage[] =
     "                   folder's too and on the SMs elsewhere, off never\n"
     "  --gpu-decode-percent P  of those, the share (1-100) of a batch's\n"
     "                   positions that go to the GPU (default 100)\n"
+    "  --worker-sched S batch (default) or normal: the decode workers run\n"
+    "                   under SCHED_BATCH, so that the consumer's thread\n"
+    "                   gets a core at once when it wakes, or as any thread\n"
     "  --step-ms X      simulate a training step of X ms a batch (a kernel\n"
     "                   on the consumer's stream on a GPU, a sleep in host\n"
     "                   mode); the stall is then the share of wall time not\n"
@@ -774,6 +777,10 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
     } else if (opt(a, "--gpu-decode-percent", &v)) {
       o->gpu_decode_percent =
           (uint32_t)parse_u64(a, "--gpu-decode-percent", v, 1, 100);
+    } else if (opt(a, "--worker-sched", &v)) {
+      static const char *const ws[] = {"batch", "normal"};
+      o->worker_sched =
+          (uint32_t)pick(a, "--worker-sched", v, ws, 2, "batch or normal");
     } else if (opt(a, "--json", NULL)) {
       o->json = true;
     } else if (opt(a, "--quiet", NULL)) {

@@ -1,5 +1,5 @@
-/* Test-only fault injection (see fault.h) and the system call wrappers that
- * pass through it. */
+/* Test-only fault injection (see fault.h; compiled only with GPUFEED_TESTING)
+ * and the system call wrappers that pass through it (in every build). */
 #include "common/fault.h"
 
 #include <fcntl.h>
@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#ifdef GPUFEED_TESTING
 
 /* Bit s set: site s is armed. GF_FAULT_ENV_PENDING_ set: GPUFEED_FAULT has
  * not been read yet, so the first check of any site takes the slow path. */
@@ -308,6 +310,8 @@ int gf_fault_parse(const char *spec) {
   ensure_env();
   return parse_spec(spec);
 }
+
+#endif /* GPUFEED_TESTING */
 
 /* ---- system call wrappers ------------------------------------------------ */
 

@@ -2,13 +2,21 @@
  * call site fail with a chosen error (or come back short), so tests can
  * drive every error path that real disks and kernels produce only rarely.
  *
- * It is always compiled in. Disarmed, a check costs one relaxed atomic load
- * and a predictable branch, so production code calls it unconditionally.
- * Nothing arms a site unless a test calls gf_fault_arm()/gf_fault_parse()
- * or the GPUFEED_FAULT environment variable is set.
+ * It exists only in test builds: the sources compiled with GPUFEED_TESTING
+ * defined (lib/CMakeLists.txt's gpufeed_testing library, which the tests and
+ * their CLI link). What ships (libgpufeed.so and .a, the gpufeed CLI, the
+ * Python extension) is compiled without it: there gf_fault_check() and
+ * gf_fault_check_len() are the constant 0, the gf_sys_* wrappers call
+ * straight through, and nothing below reads GPUFEED_FAULT, so no setting of
+ * a user's environment can make the library fail on purpose.
  *
- * GPUFEED_FAULT is read once, at the first use of this layer, and holds
- * comma-separated entries SITE:N:WHAT[:sticky], e.g.
+ * In a test build a disarmed check costs one relaxed atomic load and a
+ * predictable branch. Nothing arms a site unless a test calls
+ * gf_fault_arm()/gf_fault_parse() or the GPUFEED_FAULT environment
+ * variable is set.
+ *
+ * GPUFEED_FAULT (test builds) is read once, at the first use of this layer,
+ * and holds comma-separated entries SITE:N:WHAT[:sticky], e.g.
  *     GPUFEED_FAULT=write:3:ENOSPC,uring_setup:1:EPERM,pread:2:short
  * SITE is a name from gf_fault_site_name(), N the 1-based call to hit (0:
  * only count calls), WHAT an errno name (EIO, ENOSPC, EAGAIN, EINTR, EPERM,
@@ -59,6 +67,8 @@ typedef enum gf_fault_site {
                                    outstanding are left where they are */
   GF_FAULT_SITE_COUNT_
 } gf_fault_site;
+
+#ifdef GPUFEED_TESTING
 
 /* Flags for gf_fault_arm(). */
 #define GF_FAULT_STICKY 1u /* fail call N and every call after it */
@@ -119,10 +129,31 @@ static inline int gf_fault_check_len(gf_fault_site site, size_t *len) {
   return gf_fault_hit_(site, len);
 }
 
-/* System call wrappers that pass through the fault sites. Each makes ONE
- * call (no loop, no EINTR retry) and returns its result, or -errno on
- * failure (errno is also set), so callers can switch over them one by one.
- * An injected fault returns the injected error without making the call. */
+#else /* !GPUFEED_TESTING: what ships */
+
+/* No site is ever armed: each check is the constant 0, and the compiler
+ * drops the injected-error branch after it. always_inline: an unoptimised
+ * (Debug) build keeps no local copy named gf_fault_*, so the symbol table
+ * of what ships holds none (tests/check_shipped.sh looks). */
+__attribute__((always_inline)) static inline int
+gf_fault_check(gf_fault_site site) {
+  (void)site;
+  return 0;
+}
+__attribute__((always_inline)) static inline int
+gf_fault_check_len(gf_fault_site site, size_t *len) {
+  (void)site;
+  (void)len;
+  return 0;
+}
+
+#endif /* GPUFEED_TESTING */
+
+/* System call wrappers that pass through the fault sites (in every build;
+ * only a test build has faults to inject). Each makes ONE call (no loop, no
+ * EINTR retry) and returns its result, or -errno on failure (errno is also
+ * set), so callers can switch over them one by one. An injected fault
+ * returns the injected error without making the call. */
 int gf_sys_open(const char *path, int flags, mode_t mode);
 ssize_t gf_sys_read(int fd, void *buf, size_t len);
 ssize_t gf_sys_pread(int fd, void *buf, size_t len, off_t off);

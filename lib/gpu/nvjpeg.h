@@ -114,15 +114,14 @@ void gf_nvjpeg_plan(const gf_nvjpeg_config *cfg, uint64_t *device_bytes,
 
 /* Opens a decoder: loads nvJPEG, creates its handle on cfg->device with
  * the allocator hooks over the two budgets, reserved here. *out is the
- * caller's, closed with gf_nvjpeg_close. Set GPUFEED_NVJPEG=off in the
- * environment to refuse every open (the CPU then decodes everything).
+ * caller's, closed with gf_nvjpeg_close. The loader opens none when its
+ * config says gpu_decode off.
  *
  * Returns 0, or a code with the reason both in gf_last_error() and in
  * why[0..cap) (why may be NULL), one sentence fit for gf_loader_stats:
- *   GF_EUNSUPPORTED  no decoder here: turned off by GPUFEED_NVJPEG, the
- *                    library not found (dlerror's text), a function
- *                    missing from it, or the hardware backend asked for on
- *                    a GPU without JPEG engines;
+ *   GF_EUNSUPPORTED  no decoder here: the library not found (dlerror's
+ *                    text), a function missing from it, or the hardware
+ *                    backend asked for on a GPU without JPEG engines;
  *   GF_ENODEVICE     built without CUDA, or no such device;
  *   GF_EDEVOOM       a budget could not be reserved;
  *   GF_ECUDA         nvJPEG or CUDA failed otherwise (status named);

@@ -250,11 +250,6 @@ static int load(const gf_nvjpeg_config *cfg, nvj_lib *f) {
   return 0;
 }
 
-static bool nvjpeg_off(void) {
-  const char *v = getenv("GPUFEED_NVJPEG");
-  return v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0);
-}
-
 static int check_config(const gf_nvjpeg_config *cfg) {
   const char *bad = NULL;
   if (!cfg)
@@ -477,13 +472,6 @@ int gf_nvjpeg_open(const gf_nvjpeg_config *cfg, gf_nvjpeg **out, char *why,
   *out = NULL;
   if ((rc = check_config(cfg)) < 0)
     goto fail;
-  if (nvjpeg_off()) {
-    rc = gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "nvJPEG is turned off by GPUFEED_NVJPEG=%s: JPEG is decoded "
-                 "on the CPU",
-                 getenv("GPUFEED_NVJPEG"));
-    goto fail;
-  }
   h = calloc(1, sizeof *h);
   if (!h) {
     rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,

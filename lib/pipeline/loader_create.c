@@ -228,18 +228,6 @@ static void unpin_cb(void *ctx, void *addr, size_t len) {
   gf_gpu_unpin(l->device, addr);
 }
 
-/* GPUFEED_WORKER_SCHED: batch (unset or empty: batch) or normal. */
-static int worker_sched_env(bool *batch) {
-  const char *v = getenv("GPUFEED_WORKER_SCHED");
-  *batch = !v || !*v || !strcmp(v, "batch");
-  if (*batch || !strcmp(v, "normal"))
-    return 0;
-  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "GPUFEED_WORKER_SCHED=%.100s: expected batch or normal (or "
-                 "unset: batch)",
-                 v);
-}
-
 int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
     return gf_loader__cfg_fail("out", "is NULL");
@@ -248,9 +236,6 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
    * mistyped is an error, not silently the default. */
   int rc = gf_log_env_check();
   if (rc < 0)
-    return rc;
-  bool worker_batch;
-  if ((rc = worker_sched_env(&worker_batch)) < 0)
     return rc;
   uint64_t t_create = now_ns();
   gf_loader *l = calloc(1, sizeof *l);
@@ -261,7 +246,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     free(l);
     return rc;
   }
-  l->worker_batch = worker_batch;
+  l->worker_batch = l->cfg.worker_sched == GF_WORKER_SCHED_BATCH;
   pthread_mutex_init(&l->mu, NULL);
   pthread_mutex_init(&l->stat_mu, NULL);
   pthread_cond_init(&l->work_cv, NULL);

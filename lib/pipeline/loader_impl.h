@@ -219,8 +219,8 @@ struct gf_loader {
    * without waking anyone then. */
   bool poller;
   bool paused; /* no dispatch while the cursors are being moved */
-  /* Workers run under SCHED_BATCH (GPUFEED_WORKER_SCHED, default batch):
-   * a thread of the caller that wakes (the consumer taking its batch, a
+  /* Workers run under SCHED_BATCH (cfg.worker_sched, default batch): a
+   * thread of the caller that wakes (the consumer taking its batch, a
    * training loop launching kernels) preempts a decoding worker at once
    * instead of waiting for its time slice. */
   bool worker_batch;
@@ -381,14 +381,16 @@ int gf_loader__jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp,
                              gf_shape *shape);
 
 /* loader_dispatch.c */
-/* Tests only: when set, called on a worker's thread at its events
- * (outside mu): "read buffer" once its read buffer's pages are made and
- * the registration was tried (before its first read), "ready" when a
- * filled slot was finalised (submitted, in GPU mode) and before it is made
- * READY, "reader replaced" when it made a fresh reader after its reader
- * failed as a whole, "reader refused" when making one failed. NULL in
- * every program but those tests. */
+#ifdef GPUFEED_TESTING
+/* Test builds only (common/fault.h says which those are): when set, called
+ * on a worker's thread at its events (outside mu): "read buffer" once its
+ * read buffer's pages are made and the registration was tried (before its
+ * first read), "ready" when a filled slot was finalised (submitted, in GPU
+ * mode) and before it is made READY, "reader replaced" when it made a
+ * fresh reader after its reader failed as a whole, "reader refused" when
+ * making one failed. NULL in every program but those tests. */
 extern void (*gf_loader__event_hook)(gf_loader *l, const char *event);
+#endif
 bool gf_loader__slot_failed(const slot *s);
 /* A worker thread's loop: claims chunks, runs them, finalises full slots. */
 void *gf_loader__worker_main(void *arg);
@@ -416,10 +418,12 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c);
 void gf_loader__decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 
 /* loader_consumer.c */
-/* Tests only: when set, called on the consumer's thread where the skip
- * policy's repair loads a sample and where it finalises the repaired
+#ifdef GPUFEED_TESTING
+/* Test builds only: when set, called on the consumer's thread where the
+ * skip policy's repair loads a sample and where it finalises the repaired
  * batch (both outside mu). NULL in every program but that test. */
 extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
+#endif
 
 /* loader_state.c */
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer

@@ -16,7 +16,7 @@
 #include "pipeline/source_shapes.h"
 
 #include <stdio.h>
-#include <stdlib.h> /* getenv: GPUFEED_NVJPEG */
+#include <stdlib.h>
 
 bool gf_loader__jpeg_windows(const gf_loader_config *c) {
   /* A fixed output size: the transform cuts a window. With the DCT scaling
@@ -92,12 +92,6 @@ int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
 /* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
 #define JPEG_ENGINES_BUDGET (16ull << 20)
 
-/* GPUFEED_NVJPEG=off (or 0), as gf_nvjpeg_open reads it. */
-static bool nvjpeg_env_off(void) {
-  const char *v = getenv("GPUFEED_NVJPEG");
-  return v && (strcmp(v, "off") == 0 || strcmp(v, "0") == 0);
-}
-
 void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
                               gf_loader_sizes *z) {
   z->jpeg_gpu_mode = 0;
@@ -107,9 +101,6 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
     why = "host mode: JPEG is decoded on the CPU";
   else if (c->gpu_decode == GF_GPU_DECODE_OFF)
     why = "gpu_decode off: JPEG is decoded on the CPU";
-  else if (nvjpeg_env_off())
-    why = "nvJPEG is turned off by GPUFEED_NVJPEG: JPEG is decoded on the "
-          "CPU";
   else if (!z->jpeg_samples)
     why = "the source has no JPEG samples";
   else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->folder_source)

@@ -27,6 +27,8 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     return rc;
   memcpy(c, in, in->struct_size);
   c->struct_size = sizeof *c;
+  if (c->reserved0)
+    return gf_loader__cfg_fail("reserved0", "must be zero");
   for (size_t i = 0; i < sizeof c->reserved / sizeof c->reserved[0]; i++)
     if (c->reserved[i])
       return gf_loader__cfg_fail("reserved", "fields must be zero");
@@ -74,6 +76,10 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
                                "off, 2 all)");
   if (c->gpu_decode_percent > 100)
     return gf_loader__cfg_fail("gpu_decode_percent", "is above 100");
+  if (c->worker_sched > GF_WORKER_SCHED_NORMAL)
+    return gf_loader__cfg_fail("worker_sched",
+                               "is not a gf_worker_sched value (0 batch, 1 "
+                               "normal)");
   if (c->staging_slots > 64)
     return gf_loader__cfg_fail("staging_slots", "is above 64");
   if (c->device < GF_DEVICE_AUTO)

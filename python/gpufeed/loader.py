@@ -16,6 +16,7 @@ _PARTITIONS = {"pad": 0, "drop": 1}
 _ON_ERROR = {"fail": 0, "skip": 1}
 _IO = {"auto": 0, "uring": 1, "io_uring": 1, "pread": 2}
 _GPU_DECODE = {"auto": 0, "off": 1, "all": 2}
+_WORKER_SCHED = {"batch": 0, "normal": 1}
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -93,7 +94,10 @@ class Loader:
     at a reduced DCT scale where they allow, True by default; False:
     full scale, the same bytes as a full decode; ``gpu_decode``: "auto",
     "off" or "all", which JPEG samples nvJPEG decodes on the GPU, with
-    ``gpu_decode_percent`` the share of them, 1-100, 0 for all). Iterating
+    ``gpu_decode_percent`` the share of them, 1-100, 0 for all;
+    ``worker_sched``: "batch", the decode workers under SCHED_BATCH so that
+    the training loop's threads get a core at once when they wake, or
+    "normal"). Iterating
     yields ``(images, labels)`` torch tensors
     (on the device, ready on torch's current stream; CPU tensors in host
     mode); ``batches()`` yields gpufeed.Batch objects without torch."""
@@ -106,7 +110,8 @@ class Loader:
                  io_queue_depth=0, io_direct=False, block_size=0,
                  max_sample_bytes=0, limits=None, staging_slots=0,
                  device_pool_bytes=0, trace_events=0, cache_direct=True,
-                 jpeg_scale=True, gpu_decode="auto", gpu_decode_percent=0):
+                 jpeg_scale=True, gpu_decode="auto", gpu_decode_percent=0,
+                 worker_sched="batch"):
         self._core = None
         source = os.fspath(source)
         if not isinstance(source, str):
@@ -158,6 +163,8 @@ class Loader:
             "gpu_decode": _choice(_GPU_DECODE, gpu_decode, "gpu_decode"),
             "gpu_decode_percent": _uint(gpu_decode_percent,
                                         "gpu_decode_percent"),
+            "worker_sched": _choice(_WORKER_SCHED, worker_sched,
+                                    "worker_sched"),
         }
         if labels_file is not None:
             cfg["labels_file"] = os.fsdecode(os.fspath(labels_file))

@@ -89,6 +89,7 @@ def test_not_a_png_is_named(tmp_path):
     ({"seed": -1}, "seed"),
     ({"limits": {"max_widht": 3}}, "max_widht"),
     ({"channels": 2.5}, "channels"),
+    ({"worker_sched": "idle"}, "worker_sched"),
 ])
 def test_bad_arguments(folder, kwargs, word):
     kwargs = dict(kwargs)

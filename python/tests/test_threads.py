@@ -1,11 +1,15 @@
 """Threads: a consumer thread iterates while the main thread frees the
 tensors it hands over (the views' deleters run on another thread than
-the consumer), and several threads take turns on one loader."""
+the consumer), several threads take turns on one loader, and the decode
+workers' scheduling policy follows worker_sched."""
 
+import os
 import queue
 import threading
+import time
 
 import gpufeed
+import pytest
 
 from conftest import COUNT
 
@@ -74,3 +78,39 @@ def test_threads_take_turns(folder):
     assert loader.held_batches == 0
     s = loader.stats()
     assert s["batches"] == len(got)
+
+
+def _new_thread_policies(before):
+    """The scheduling policies of this process's threads not in before."""
+    out = []
+    for t in os.listdir("/proc/self/task"):
+        if int(t) in before:
+            continue
+        try:
+            out.append(os.sched_getscheduler(int(t)))
+        except OSError:
+            pass  # the thread ended meanwhile
+    return out
+
+
+@pytest.mark.parametrize("sched", ["batch", "normal"])
+def test_worker_sched(folder, sched):
+    before = {int(t) for t in os.listdir("/proc/self/task")}
+    loader = gpufeed.Loader(folder, 5, device="cpu", num_workers=2,
+                            worker_sched=sched)
+    assert sum(b.count for b in loader.batches()) == COUNT
+    # Each worker sets its policy as it starts; on a busy machine one may
+    # start only after another has loaded the whole (small) epoch, so wait
+    # for both. (io_uring's own worker threads may inherit the policy: at
+    # least 2.) Under "normal" a worker that did not start yet would pass
+    # anyway, but the one that loaded the epoch has started.
+    deadline = time.monotonic() + 10
+    while True:
+        pol = _new_thread_policies(before)
+        n = sum(p == os.SCHED_BATCH for p in pol)
+        if sched != "batch" or n >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    loader.close()
+    assert len(pol) >= 2
+    assert n >= 2 if sched == "batch" else n == 0
