@@ -192,7 +192,7 @@ static void block_device(int fd, char *buf, size_t cap) {
 
 typedef struct file_ent {
   char *path;
-  int fd;
+  gf_object *obj; /* opened with O_DIRECT (the reader's requests name it) */
   uint64_t size;
 } file_ent;
 
@@ -206,8 +206,7 @@ typedef struct file_set {
 
 static void files_close(file_set *fs) {
   for (unsigned i = 0; i < fs->n; i++) {
-    if (fs->f[i].fd >= 0)
-      close(fs->f[i].fd);
+    gf_object_close(fs->f[i].obj);
     free(fs->f[i].path);
   }
   free(fs->f);
@@ -251,9 +250,10 @@ static int open_direct(const char *path, file_ent *e, file_set *set) {
     block_device(fd, set->device, sizeof set->device);
   }
   close(fd);
-  fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+  gf_object *obj = NULL;
+  fd = gf_object_open_path(path, GF_OBJ_DIRECT, &obj) == 0 ? obj->fd : -1;
   if (fd < 0) {
-    int err = errno;
+    int err = -gf_last_error()->code;
     fprintf(stderr,
             "disk_probe: O_DIRECT is not possible: open(%s, O_DIRECT): %s%s\n",
             path, strerror(err),
@@ -263,7 +263,7 @@ static int open_direct(const char *path, file_ent *e, file_set *set) {
   }
   void *blk = NULL;
   if (posix_memalign(&blk, ALIGN, ALIGN)) {
-    close(fd);
+    gf_object_close(obj);
     return 1;
   }
   ssize_t n = pread(fd, blk, ALIGN, 0);
@@ -275,10 +275,10 @@ static int open_direct(const char *path, file_ent *e, file_set *set) {
             "of %s: %s%s\n",
             ALIGN, path, strerror(err),
             err == EINVAL ? " (this filesystem refuses O_DIRECT reads)" : "");
-    close(fd);
+    gf_object_close(obj);
     return err == EINVAL ? EXIT_NO_DIRECT : 1;
   }
-  e->fd = fd;
+  e->obj = obj;
   e->size = (uint64_t)st.st_size;
   return 0;
 }
@@ -290,7 +290,7 @@ static int add_file(file_set *set, const char *path) {
   set->f = f;
   file_ent *e = &set->f[set->n];
   e->path = strdup(path);
-  e->fd = -1;
+  e->obj = NULL;
   if (!e->path)
     return 1;
   int rc = open_direct(path, e, set);
@@ -366,7 +366,7 @@ static void next_read(const file_set *set, cursor *c, uint64_t rs,
   }
   uint64_t left = set->f[c->file].size - c->off;
   uint64_t len = left < rs ? (left + ALIGN - 1) / ALIGN * ALIGN : rs;
-  q->fd = set->f[c->file].fd;
+  q->obj = set->f[c->file].obj;
   q->flags = GF_READ_EOF_OK;
   q->offset = c->off;
   q->length = len;

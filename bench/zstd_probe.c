@@ -162,7 +162,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   gf_source *src = NULL;
-  if (gf_source_open(path, NULL, &src) < 0 || !gf_source_is_dataset(src)) {
+  if (gf_source_open(path, NULL, &src) < 0 ||
+      !(gf_source_caps(src) & GF_SOURCE_RECORDS)) {
     fprintf(stderr, "zstd_probe: %s: %s\n", path,
             src ? "not a built dataset" : gf_last_error()->message);
     gf_source_close(src);
@@ -187,8 +188,7 @@ int main(int argc, char **argv) {
     recs[i].want = (size_t)gf_shape_bytes(&s.stored);
     recs[i].src = malloc(s.length ? s.length : 1);
     if (!recs[i].src ||
-        pread(s.fd, recs[i].src, s.length, (off_t)s.offset) !=
-            (ssize_t)s.length) {
+        gf_object_read(s.obj, recs[i].src, s.offset, s.length) != 0) {
       fprintf(stderr, "zstd_probe: %s: reading sample %u failed\n", path, i);
       status = 1;
       break;

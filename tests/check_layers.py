@@ -9,7 +9,10 @@ $<TARGET_OBJECTS:...> of gpufeed_obj and gpufeed_kernels give them).
 The layers, lowest first (also written in lib/CMakeLists.txt):
 
     common                 errors, logging, limits, CRC32C, scratch
-    format  decode  io     peers: each uses only common
+    decode  io             peers: each uses only common (io: storages and
+                           the reader)
+    format                 the dataset format and folder listings, read
+                           through io's storages
     xform                  the transform contract and its CPU reference
                            (which uses decode's gradient unfilter)
     kernels                the CUDA kernels: only the xform contract
@@ -45,7 +48,7 @@ import sys
 # Folder -> the folders its files may include or call (itself included).
 ALLOWED = {
     "common": {"common"},
-    "format": {"common", "format"},
+    "format": {"common", "io", "format"},
     "decode": {"common", "decode"},
     "io": {"common", "io"},
     "xform": {"common", "decode", "xform"},

@@ -104,7 +104,7 @@ static void verify(const char *dir, uint32_t align, sample *ss, int n,
   uint32_t nsh = gf_dataset_num_shards(ds);
   CHECK(nsh > 3); /* 300 samples of ~1.5 KB in 16 KB shards */
   CHECK(gf_dataset_shard_path(ds, nsh) == NULL);
-  CHECK(gf_dataset_shard_fd(ds, nsh) == -1);
+  CHECK(gf_dataset_shard_object(ds, nsh) == NULL);
   CHECK(gf_dataset_shard_size(ds, nsh) == 0);
   uint64_t data_start = align > 64 ? align : 64;
   for (uint32_t s = 0; s < nsh; s++) {
@@ -113,7 +113,8 @@ static void verify(const char *dir, uint32_t align, sample *ss, int n,
     snprintf(want, sizeof want, "/shard-%06u.gfs", s);
     CHECK(p && strstr(p, want) != NULL);
     CHECK(p && file_size(p) == gf_dataset_shard_size(ds, s));
-    CHECK(gf_dataset_shard_fd(ds, s) >= 0);
+    CHECK(gf_dataset_shard_object(ds, s) &&
+          gf_dataset_shard_object(ds, s)->fd >= 0);
     CHECK(gf_dataset_shard_size(ds, s) % align == 0);
   }
   uint8_t *buf = malloc(30000);

@@ -37,7 +37,7 @@ static void *reader(void *arg) {
       const char *name = gf_dataset_class_name(g_ds, (uint32_t)(i % 2));
       if (!name || strcmp(name, i % 2 ? "b" : "a") != 0)
         atomic_fetch_add(&g_bad, 1);
-      if (gf_dataset_shard_fd(g_ds, info.shard) < 0 ||
+      if (!gf_dataset_shard_object(g_ds, info.shard) ||
           gf_dataset_shard_size(g_ds, info.shard) == 0 ||
           !gf_dataset_shard_path(g_ds, info.shard))
         atomic_fetch_add(&g_bad, 1);

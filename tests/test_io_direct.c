@@ -17,6 +17,7 @@
 #define MAX_BLOCKS 16
 
 static uint8_t *file_data;
+static gf_object *dobj;
 static int dfd = -1;
 static uint8_t *bufs; /* READS x MAX_BLOCKS x ALIGN, aligned */
 
@@ -69,7 +70,7 @@ static int aligned_reads(gf_reader *r, uint64_t seed) {
   for (unsigned i = 0; i < READS; i++) {
     uint64_t nb = 1 + gf_test_rand(&seed) % MAX_BLOCKS;
     uint64_t first = gf_test_rand(&seed) % (blocks_in_file - nb + 1);
-    q[i] = (gf_read_req){dfd,
+    q[i] = (gf_read_req){dobj,
                          0,
                          first * ALIGN,
                          nb * ALIGN,
@@ -95,9 +96,9 @@ static void check_backend(int backend, gf_fault_site site) {
   /* Misaligned buffer, offset or length: refused at submit, nothing
    * queued. */
   gf_read_req bad[3] = {
-      {dfd, 0, 0, ALIGN, bufs + 512, 0},
-      {dfd, 0, 100, ALIGN, bufs, 1},
-      {dfd, 0, 0, ALIGN + 1, bufs, 2},
+      {dobj, 0, 0, ALIGN, bufs + 512, 0},
+      {dobj, 0, 100, ALIGN, bufs, 1},
+      {dobj, 0, 0, ALIGN + 1, bufs, 2},
   };
   for (int i = 0; i < 3; i++) {
     CHECK_ERR(gf_reader_submit(r, &bad[i], 1), -EINVAL);
@@ -109,9 +110,9 @@ static void check_backend(int backend, gf_fault_site site) {
   uint64_t last = FILE_SIZE / ALIGN * ALIGN;
   uint64_t tail = FILE_SIZE - last;
   gf_read_req q[3] = {
-      {dfd, GF_READ_EOF_OK, last, ALIGN, bufs, 0},
-      {dfd, 0, last, ALIGN, bufs + 4 * ALIGN, 1},
-      {dfd, GF_READ_EOF_OK, last - 2 * ALIGN, 4 * ALIGN, bufs + 8 * ALIGN, 2},
+      {dobj, GF_READ_EOF_OK, last, ALIGN, bufs, 0},
+      {dobj, 0, last, ALIGN, bufs + 4 * ALIGN, 1},
+      {dobj, GF_READ_EOF_OK, last - 2 * ALIGN, 4 * ALIGN, bufs + 8 * ALIGN, 2},
   };
   gf_read_done d[3];
   memset(bufs, 0, 12 * ALIGN);
@@ -166,9 +167,10 @@ int main(void) {
     fprintf(stderr, "cannot write %s\n", path);
     return 1;
   }
-  dfd = open(path, O_RDONLY | O_DIRECT);
+  if (gf_object_open_path(path, GF_OBJ_DIRECT, &dobj) == 0)
+    dfd = dobj->fd;
   if (dfd < 0) {
-    int e = errno;
+    int e = -gf_last_error()->code;
     free(file_data);
     if (e == EINVAL || e == EOPNOTSUPP)
       gf_test_skip(false, "the filesystem of %s refuses O_DIRECT (%s)", dir,
@@ -182,13 +184,13 @@ int main(void) {
   if (pread(dfd, bufs, ALIGN, 0) < 0 && errno == EINVAL) {
     free(bufs);
     free(file_data);
-    close(dfd);
+    gf_object_close(dobj);
     gf_test_skip(false, "O_DIRECT reads fail with EINVAL on %s", dir);
   }
   unsetenv("GPUFEED_IO");
   check_backend(GF_IO_URING, GF_FAULT_URING_CQE);
   check_backend(GF_IO_PREAD, GF_FAULT_PREAD);
-  close(dfd);
+  gf_object_close(dobj);
   free(bufs);
   free(file_data);
   return gf_test_finish();

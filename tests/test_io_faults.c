@@ -17,7 +17,7 @@
 #define MAX_LEN 20000
 
 static uint8_t *file_data;
-static int file_fd = -1;
+static gf_object *file_obj;
 
 static void make_file(const char *dir) {
   char path[4200];
@@ -27,7 +27,7 @@ static void make_file(const char *dir) {
   for (size_t i = 0; i < FILE_SIZE; i++)
     file_data[i] = (uint8_t)gf_test_rand(&seed);
   if (gf_test_write_file(path, file_data, FILE_SIZE) != 0 ||
-      (file_fd = open(path, O_RDONLY)) < 0) {
+      gf_object_open_path(path, 0, &file_obj) != 0) {
     fprintf(stderr, "cannot write %s\n", path);
     exit(1);
   }
@@ -60,7 +60,7 @@ static void check_setup_fallback(void) {
       CHECK(strstr(why, "RLIMIT_MEMLOCK") != NULL);
     /* ... and reads work. */
     uint8_t buf[3000];
-    gf_read_req q = {file_fd, 0, 4321, sizeof buf, buf, 5};
+    gf_read_req q = {file_obj, 0, 4321, sizeof buf, buf, 5};
     CHECK_OK(gf_reader_submit(r, &q, 1));
     gf_read_done d;
     CHECK(gf_reader_wait(r, &d, 1, 1) == 1);
@@ -115,7 +115,7 @@ static void run_reads(gf_reader *r, run *out) {
     uint64_t len = 2 + gf_test_rand(&seed) % (MAX_LEN - 1);
     uint64_t off = gf_test_rand(&seed) % (FILE_SIZE - len + 1);
     out->req[i] =
-        (gf_read_req){file_fd, 0, off, len, arena + (size_t)i * MAX_LEN, i};
+        (gf_read_req){file_obj, 0, off, len, arena + (size_t)i * MAX_LEN, i};
     out->res[i] = 1; /* not seen */
   }
   out->completions = 0;
@@ -323,6 +323,6 @@ int main(int argc, char **argv) {
   }
   free(arena);
   free(file_data);
-  close(file_fd);
+  gf_object_close(file_obj);
   return gf_test_finish();
 }

@@ -14,7 +14,7 @@
 #define REGION ((size_t)256 << 10)
 
 static uint8_t *file_data;
-static int fd = -1;
+static gf_object *fobj;
 
 /* Reads n extents given by (offset, length, buf) and checks them. Returns
  * the number of correct reads. */
@@ -22,7 +22,7 @@ static int read_check(gf_reader *r, const uint64_t *off, const uint64_t *len,
                       uint8_t *const *buf, unsigned n) {
   gf_read_req q[16];
   for (unsigned i = 0; i < n; i++) {
-    q[i] = (gf_read_req){fd, 0, off[i], len[i], buf[i], i};
+    q[i] = (gf_read_req){fobj, 0, off[i], len[i], buf[i], i};
     memset(buf[i], 0, len[i]);
   }
   CHECK_OK(gf_reader_submit(r, q, n));
@@ -91,7 +91,7 @@ static void check_uring(void) {
 
   /* Rules: once, and not while reads are outstanding. */
   CHECK_ERR(gf_reader_register(r, iov, 1), -EBUSY);
-  gf_read_req q = {fd, 0, 0, 100, mem, 1};
+  gf_read_req q = {fobj, 0, 0, 100, mem, 1};
   CHECK_OK(gf_reader_submit(r, &q, 1));
   CHECK_ERR(gf_reader_unregister(r), -EBUSY);
   gf_read_done d;
@@ -159,14 +159,14 @@ int main(void) {
   for (size_t i = 0; i < FILE_SIZE; i++)
     file_data[i] = (uint8_t)gf_test_rand(&seed);
   if (gf_test_write_file(path, file_data, FILE_SIZE) != 0 ||
-      (fd = open(path, O_RDONLY)) < 0) {
+      gf_object_open_path(path, 0, &fobj) != 0) {
     fprintf(stderr, "cannot write %s\n", path);
     return 1;
   }
   unsetenv("GPUFEED_IO");
   check_uring();
   check_args_and_pread();
-  close(fd);
+  gf_object_close(fobj);
   free(file_data);
   return gf_test_finish();
 }

@@ -18,7 +18,7 @@ typedef struct file_fixture {
   char path[4200];
   uint8_t *data;
   size_t size;
-  int fd;
+  gf_object *obj;
 } file_fixture;
 
 static file_fixture F;
@@ -36,9 +36,8 @@ static void make_file(const char *dir) {
     fprintf(stderr, "cannot write %s\n", F.path);
     exit(1);
   }
-  F.fd = open(F.path, O_RDONLY);
-  if (F.fd < 0) {
-    perror(F.path);
+  if (gf_object_open_path(F.path, 0, &F.obj) != 0) {
+    fprintf(stderr, "%s\n", gf_last_error()->message);
     exit(1);
   }
 }
@@ -124,7 +123,7 @@ static int random_reads(gf_reader *r, unsigned max_pending, unsigned count,
       q->offset = gf_test_rand(&seed) % (F.size - q->length + 1);
       q->buf = malloc(q->length);
       q->busy = true;
-      reqs[i] = (gf_read_req){F.fd,      0,      q->offset,
+      reqs[i] = (gf_read_req){F.obj,     0,      q->offset,
                               q->length, q->buf, 1000 + issued + i};
     }
     if (k) {
@@ -176,7 +175,7 @@ static void check_more_than_depth(const mode *m) {
   gf_read_req reqs[N + 1];
   for (unsigned i = 0; i < N + 1; i++)
     reqs[i] = (gf_read_req){
-        F.fd, 0, (uint64_t)i * 7919, LEN, buf + (size_t)(i % N) * LEN, i};
+        F.obj, 0, (uint64_t)i * 7919, LEN, buf + (size_t)(i % N) * LEN, i};
   /* All 100 are accepted at once though only 4 fit in the ring; the ring
    * is filled with one submit call. */
   CHECK_OK(gf_reader_submit(r, reqs, N));
@@ -223,19 +222,23 @@ static void check_eof_and_errors(const mode *m) {
   uint8_t b[8][200];
   memset(b, 0xAA, sizeof b);
   uint64_t end = F.size;
+  /* Objects whose descriptors the kernel refuses: each read fails alone. */
+  static gf_object no_fd = {.fd = -1, .display = (char *)"no descriptor"};
+  static gf_object closed_fd = {.fd = 1000000,
+                                .display = (char *)"a closed descriptor"};
   gf_read_req reqs[] = {
       /* the last 10 bytes of the file asked as 100 */
-      {F.fd, 0, end - 10, 100, b[0], 0},
+      {F.obj, 0, end - 10, 100, b[0], 0},
       /* the same with GF_READ_EOF_OK: the 10 bytes */
-      {F.fd, GF_READ_EOF_OK, end - 10, 100, b[1], 1},
+      {F.obj, GF_READ_EOF_OK, end - 10, 100, b[1], 1},
       /* wholly past the end */
-      {F.fd, 0, end + 5000, 50, b[2], 2},
+      {F.obj, 0, end + 5000, 50, b[2], 2},
       /* fine reads among bad ones */
-      {F.fd, 0, 12345, 200, b[3], 3},
-      {-1, 0, 0, 100, b[4], 4},
-      {1000000, 0, 0, 100, b[5], 5},
-      {F.fd, 0, 0, 0, b[6], 6}, /* zero bytes: done at once */
-      {F.fd, 0, end - 200, 200, b[7], 7},
+      {F.obj, 0, 12345, 200, b[3], 3},
+      {&no_fd, 0, 0, 100, b[4], 4},
+      {&closed_fd, 0, 0, 100, b[5], 5},
+      {F.obj, 0, 0, 0, b[6], 6}, /* zero bytes: done at once */
+      {F.obj, 0, end - 200, 200, b[7], 7},
   };
   unsigned n = sizeof reqs / sizeof reqs[0];
   CHECK_OK(gf_reader_submit(r, reqs, n));
@@ -290,15 +293,15 @@ static void check_eof_and_errors(const mode *m) {
   CHECK(st.completed == n && st.failed == 4);
 
   /* Argument checks: all or nothing, with context. */
-  gf_read_req bad[2] = {{F.fd, 0, 0, 10, b[0], 0}, {F.fd, 0, 0, 10, NULL, 1}};
+  gf_read_req bad[2] = {{F.obj, 0, 0, 10, b[0], 0}, {F.obj, 0, 0, 10, NULL, 1}};
   CHECK_ERR(gf_reader_submit(r, bad, 2), -EINVAL);
   CHECK(strstr(gf_last_error()->message, "NULL") != NULL);
   CHECK(gf_reader_inflight(r) == 0);
-  bad[1] = (gf_read_req){F.fd, 0, UINT64_MAX - 5, 10, b[0], 1};
+  bad[1] = (gf_read_req){F.obj, 0, UINT64_MAX - 5, 10, b[0], 1};
   CHECK_ERR(gf_reader_submit(r, bad, 2), -EINVAL);
-  bad[1] = (gf_read_req){F.fd, 0, (uint64_t)INT64_MAX, 1, b[0], 1};
+  bad[1] = (gf_read_req){F.obj, 0, (uint64_t)INT64_MAX, 1, b[0], 1};
   CHECK_ERR(gf_reader_submit(r, bad, 2), -EINVAL);
-  bad[1] = (gf_read_req){F.fd, 0x10, 0, 1, b[0], 1};
+  bad[1] = (gf_read_req){F.obj, 0x10, 0, 1, b[0], 1};
   CHECK_ERR(gf_reader_submit(r, bad, 2), -EINVAL);
   CHECK(gf_reader_inflight(r) == 0);
   CHECK_OK(gf_reader_submit(r, bad, 0));
@@ -316,7 +319,7 @@ static void check_eof_and_errors(const mode *m) {
   gf_read_req many[MANY];
   for (unsigned i = 0; i < MANY; i++)
     many[i] = (gf_read_req){
-        F.fd, 0, (uint64_t)i * 4096, MANY_LEN, big + (size_t)i * MANY_LEN, i};
+        F.obj, 0, (uint64_t)i * 4096, MANY_LEN, big + (size_t)i * MANY_LEN, i};
   CHECK_OK(gf_reader_submit(r, many, MANY));
   gf_reader_destroy(r);
   free(big);
@@ -330,7 +333,7 @@ static void check_whole_file(const mode *m) {
   if (!r)
     return;
   uint8_t *buf = malloc(F.size);
-  gf_read_req q = {F.fd, 0, 0, F.size, buf, 77};
+  gf_read_req q = {F.obj, 0, 0, F.size, buf, 77};
   CHECK_OK(gf_reader_submit(r, &q, 1));
   gf_read_done d;
   CHECK(gf_reader_wait(r, &d, 1, 1) == 1);
@@ -470,7 +473,7 @@ int main(void) {
     pthread_join(t[i], NULL);
     CHECK(a[i].failures == 0);
   }
-  close(F.fd);
+  gf_object_close(F.obj);
   free(F.data);
   return gf_test_finish();
 }

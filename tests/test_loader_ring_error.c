@@ -80,12 +80,12 @@ static void reader_alone(const char *file, int backend) {
            gf_last_error()->message);
     return;
   }
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
-  CHECK(fd >= 0);
+  gf_object *obj = NULL;
+  CHECK_OK(gf_object_open_path(file, 0, &obj));
   static uint8_t buf[4][64];
   gf_read_req q[4];
   for (unsigned i = 0; i < 4; i++)
-    q[i] = (gf_read_req){.fd = fd,
+    q[i] = (gf_read_req){.obj = obj,
                          .offset = 0,
                          .length = sizeof buf[i],
                          .buf = buf[i],
@@ -101,7 +101,7 @@ static void reader_alone(const char *file, int backend) {
   CHECK(gf_fault_fired(GF_FAULT_READER_WAIT) == 1);
   gf_fault_disarm_all();
   gf_reader_destroy(r);
-  close(fd);
+  gf_object_close(obj);
   CHECK(fd_count() == fd0);
 }
 

@@ -1,30 +1,32 @@
 /* The dataset reader (docs/FORMAT.md, "What the reader checks, and when"):
- * the index is mapped read-only and checked in O(1) of the sample count at
- * open; each record is checked when used; stored bytes are checked against
- * their CRC32C on every read. After open nothing in the handle changes, so
- * every accessor may run on any thread at once. */
-#include "common/fault.h" /* gf_sys_*: system calls tests can fail */
+ * the index is mapped read-only (or, from a storage without descriptors,
+ * read into memory) and checked in O(1) of the sample count at open; each
+ * record is checked when used; stored bytes are checked against their
+ * CRC32C on every read. Files are opened and read through the storage the
+ * dataset lies in (io/storage.h). After open nothing in the handle
+ * changes, so every accessor may run on any thread at once. */
 #include "format/format.h"
+#include "io/storage.h"
 
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 typedef struct gf_shard {
-  char *path;
-  int fd;
+  gf_object *obj; /* its display name is the shard's path in messages */
+  const char *path;
   uint64_t size;
 } gf_shard;
 
 struct gf_dataset {
+  gf_storage *st;
+  bool own_st;
   char *index_path;
   const uint8_t *map; /* the whole index file, read-only */
   size_t map_len;
+  bool mapped; /* map is an mmap (else malloc'd) */
   uint64_t count;
   uint32_t nshards;
   uint32_t nclasses;
@@ -38,37 +40,10 @@ struct gf_dataset {
   gf_shard *shards;
 };
 
-/* Reads up to len bytes at off (interrupted calls retried, short reads
- * continued). Returns the bytes read (less than len only at end of file)
- * or -errno. */
-static int64_t pread_full(int fd, void *buf, size_t len, uint64_t off) {
-  return gf_sys_pread_full(fd, buf, len, (off_t)off);
-}
-
-/* Opens a file that must be a regular one without ever blocking: a FIFO
- * put in a dataset's place would hang a plain open(). O_NONBLOCK is dropped
- * again once the file is known to be regular, because io_uring would
- * otherwise answer -EAGAIN instead of waiting for the disk. */
-static int open_regular(const char *path, struct stat *st) {
-  int fd = gf_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);
-  if (fd < 0)
-    return fd;
-  if (fstat(fd, st) != 0) {
-    int e = errno;
-    close(fd);
-    return -e;
-  }
-  if (!S_ISREG(st->st_mode)) {
-    close(fd);
-    return -EINVAL;
-  }
-  int fl = fcntl(fd, F_GETFL);
-  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-    int e = errno;
-    close(fd);
-    return -e;
-  }
-  return fd;
+/* The storage's words for the error it just recorded (its message), for
+ * a message of ours that gives the context. */
+static void storage_why(char *buf, size_t cap) {
+  gf_strlcpy(buf, gf_last_error()->message, cap);
 }
 
 static const char *open_hint(int err) {
@@ -251,27 +226,24 @@ static int parse_classes(gf_dataset *ds, const uint8_t *tab, uint64_t size,
   return 0;
 }
 
-static int open_shard(gf_dataset *ds, const char *dir, size_t dlen, uint32_t i,
-                      uint64_t want_size) {
+static int open_shard(gf_dataset *ds, uint32_t i, uint64_t want_size) {
   gf_shard *s = &ds->shards[i];
   char name[32];
   snprintf(name, sizeof name, GF_SHARD_FMT, i);
-  size_t plen = dlen + 1 + strlen(name) + 1;
-  s->path = malloc(plen);
-  if (!s->path)
-    return gf_fail(-ENOMEM, dir, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
-  snprintf(s->path, plen, "%.*s/%s", (int)dlen, dir, name);
-  struct stat st;
-  int fd = open_regular(s->path, &st);
-  if (fd == -EINVAL)
-    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, GF_NO_INDEX,
-                   "shard %u is not a regular file", i);
-  if (fd < 0)
-    return gf_fail(fd, s->path, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot open shard %u of %u: %s%s", i, ds->nshards,
-                   gf_strerror(fd), open_hint(fd));
-  s->fd = fd;
-  uint64_t size = (uint64_t)st.st_size;
+  int rc = gf_object_open(ds->st, name, 0, &s->obj);
+  if (rc < 0) {
+    char why[512], path[1024];
+    storage_why(why, sizeof why);
+    gf_storage_name_display(ds->st, name, path, sizeof path);
+    if (rc == -EINVAL || rc == -EISDIR)
+      return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, GF_NO_INDEX,
+                     "shard %u is not a regular file", i);
+    return gf_fail(rc, path, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot open shard %u of %u: %s%s", i, ds->nshards, why,
+                   open_hint(rc));
+  }
+  s->path = s->obj->display;
+  uint64_t size = s->obj->size;
   if (size < want_size)
     return gf_fail(GF_ETRUNCATED, s->path, GF_NO_INDEX, size,
                    "shard %u is %llu bytes long; the index says %llu", i,
@@ -282,10 +254,13 @@ static int open_shard(gf_dataset *ds, const char *dir, size_t dlen, uint32_t i,
                    (unsigned long long)size, (unsigned long long)want_size);
   s->size = size;
   uint8_t h[GF_SHARD_HEADER_SIZE];
-  int64_t n = pread_full(s->fd, h, sizeof h, 0);
-  if (n < 0)
+  int64_t n = gf_object_read_upto(s->obj, h, 0, sizeof h);
+  if (n < 0) {
+    char why[512];
+    storage_why(why, sizeof why);
     return gf_fail((int)n, s->path, GF_NO_INDEX, 0,
-                   "reading the shard header: %s", gf_strerror((int)n));
+                   "reading the shard header: %s", why);
+  }
   if (n < (int64_t)sizeof h)
     return gf_fail(GF_ETRUNCATED, s->path, GF_NO_INDEX, (uint64_t)n,
                    "shard %u ended while reading its header", i);
@@ -326,67 +301,118 @@ static int open_shard(gf_dataset *ds, const char *dir, size_t dlen, uint32_t i,
   return 0;
 }
 
+/* Maps (or, from a storage without descriptors, reads into memory) the
+ * first fsize bytes of the index. */
+static int load_index(gf_dataset *ds, gf_object *o, uint64_t fsize) {
+  const char *path = ds->index_path;
+  if (fsize > SIZE_MAX)
+    return gf_fail(-EFBIG, path, GF_NO_INDEX, GF_NO_INDEX,
+                   "an index of %llu bytes does not fit the address space",
+                   (unsigned long long)fsize);
+  if (o->fd >= 0) {
+    void *map = mmap(NULL, (size_t)fsize, PROT_READ, MAP_SHARED, o->fd, 0);
+    if (map == MAP_FAILED) {
+      int e = errno;
+      return gf_fail(-e, path, GF_NO_INDEX, GF_NO_INDEX,
+                     "mmap of %llu bytes: %s", (unsigned long long)fsize,
+                     strerror(e));
+    }
+    ds->map = map;
+    ds->mapped = true;
+  } else {
+    uint8_t *buf = malloc((size_t)fsize);
+    if (!buf)
+      return gf_fail(-ENOMEM, path, GF_NO_INDEX, GF_NO_INDEX,
+                     "out of memory for the %llu-byte index",
+                     (unsigned long long)fsize);
+    int rc = gf_object_read(o, buf, 0, fsize);
+    if (rc < 0) {
+      free(buf);
+      char why[512];
+      storage_why(why, sizeof why);
+      return gf_fail(rc, path, GF_NO_INDEX, GF_NO_INDEX,
+                     "reading the %llu-byte index: %s",
+                     (unsigned long long)fsize, why);
+    }
+    ds->map = buf;
+  }
+  ds->map_len = (size_t)fsize;
+  return 0;
+}
+
 int gf_dataset_open(const char *dir, gf_dataset **out) {
   if (!dir || !out)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_dataset_open: dir and out are required");
   *out = NULL;
+  gf_storage *st;
+  int rc = gf_storage_open(dir, &st);
+  if (rc < 0)
+    return rc;
+  rc = gf_dataset_open_in(st, true, out);
+  return rc;
+}
+
+int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
+  *out = NULL;
   gf_dataset *ds = calloc(1, sizeof *ds);
-  size_t plen = strlen(dir) + sizeof(GF_INDEX_NAME) + 1;
-  if (!ds || !(ds->index_path = malloc(plen))) {
-    free(ds);
-    return gf_fail(-ENOMEM, dir, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  if (!ds) {
+    if (own)
+      gf_storage_close(st);
+    return gf_fail(-ENOMEM, gf_storage_display(st), GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory");
   }
-  size_t dlen = strlen(dir);
-  while (dlen > 1 && dir[dlen - 1] == '/')
-    dlen--; /* "ds/" names its files "ds/index.gfi", not "ds//index.gfi" */
-  snprintf(ds->index_path, plen, "%.*s/%s", (int)dlen, dir, GF_INDEX_NAME);
+  ds->st = st;
+  ds->own_st = own;
+  char ipath[4200];
+  gf_storage_name_display(st, GF_INDEX_NAME, ipath, sizeof ipath);
+  if (!(ds->index_path = strdup(ipath))) {
+    gf_dataset_close(ds);
+    return gf_fail(-ENOMEM, ipath, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  }
   const char *path = ds->index_path;
   int rc = 0;
-  struct stat st;
-  int fd = open_regular(path, &st);
-  if (fd < 0) {
-    rc = fd == -EINVAL
+  gf_object *io;
+  rc = gf_object_open(st, GF_INDEX_NAME, 0, &io);
+  if (rc < 0) {
+    char why[512];
+    storage_why(why, sizeof why);
+    rc = rc == -EINVAL || rc == -EISDIR
              ? gf_fail(GF_EFORMAT, path, GF_NO_INDEX, GF_NO_INDEX,
                        "the dataset index is not a regular file")
-             : gf_fail(fd, path, GF_NO_INDEX, GF_NO_INDEX,
-                       "cannot open the dataset index: %s%s", gf_strerror(fd),
-                       fd == -ENOENT ? " (not a gpufeed dataset folder?)" : "");
+             : gf_fail(rc, path, GF_NO_INDEX, GF_NO_INDEX,
+                       "cannot open the dataset index: %s%s", why,
+                       rc == -ENOENT ? " (not a gpufeed dataset folder?)" : "");
     goto fail;
   }
   uint8_t h[GF_INDEX_HEADER_SIZE];
-  int64_t got = pread_full(fd, h, sizeof h, 0);
+  int64_t got = gf_object_read_upto(io, h, 0, sizeof h);
   if (got < 0) {
-    rc = gf_fail((int)got, path, GF_NO_INDEX, 0, "reading the header: %s",
-                 gf_strerror((int)got));
-    goto fail_fd;
+    char why[512];
+    storage_why(why, sizeof why);
+    rc = gf_fail((int)got, path, GF_NO_INDEX, 0, "reading the header: %s", why);
+    goto fail_obj;
   }
-  uint64_t fsize = 0;
+  uint64_t fsize = 0, osize = io->size;
   if ((rc = check_header(h, (size_t)got, path)) < 0 ||
       (rc = check_fields(ds, h, path, &fsize)) < 0)
-    goto fail_fd;
-  if ((uint64_t)st.st_size < fsize) {
-    rc = gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, (uint64_t)st.st_size,
+    goto fail_obj;
+  if (osize < fsize) {
+    rc = gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, osize,
                  "the index is %llu bytes long; its header says %llu",
-                 (unsigned long long)st.st_size, (unsigned long long)fsize);
-    goto fail_fd;
+                 (unsigned long long)osize, (unsigned long long)fsize);
+    goto fail_obj;
   }
-  if ((uint64_t)st.st_size > fsize) {
+  if (osize > fsize) {
     rc = gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, fsize,
                  "the index is %llu bytes long; its header says %llu",
-                 (unsigned long long)st.st_size, (unsigned long long)fsize);
-    goto fail_fd;
+                 (unsigned long long)osize, (unsigned long long)fsize);
+    goto fail_obj;
   }
-  void *map = mmap(NULL, (size_t)fsize, PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    int e = errno;
-    rc = gf_fail(-e, path, GF_NO_INDEX, GF_NO_INDEX, "mmap of %llu bytes: %s",
-                 (unsigned long long)fsize, strerror(e));
-    goto fail_fd;
-  }
-  close(fd);
-  ds->map = map;
-  ds->map_len = (size_t)fsize;
+  rc = load_index(ds, io, fsize);
+  gf_object_close(io);
+  if (rc < 0)
+    goto fail;
 
   uint64_t sh_off = gf_le64(h + GF_IH_SHARDS_OFF);
   uint64_t cl_off = gf_le64(h + GF_IH_CLASSES_OFF);
@@ -410,8 +436,6 @@ int gf_dataset_open(const char *dir, gf_dataset **out) {
                    "out of memory for %u shards", ds->nshards);
       goto fail;
     }
-    for (uint32_t i = 0; i < ds->nshards; i++)
-      ds->shards[i].fd = -1;
   }
   for (uint32_t i = 0; i < ds->nshards; i++) {
     uint64_t size = gf_le64(ds->map + sh_off + (uint64_t)i * 8);
@@ -424,14 +448,14 @@ int gf_dataset_open(const char *dir, gf_dataset **out) {
                    (unsigned long long)ds->data_start, ds->alignment);
       goto fail;
     }
-    if ((rc = open_shard(ds, dir, dlen, i, size)) < 0)
+    if ((rc = open_shard(ds, i, size)) < 0)
       goto fail;
   }
   *out = ds;
   return 0;
 
-fail_fd:
-  close(fd);
+fail_obj:
+  gf_object_close(io);
 fail:
   gf_dataset_close(ds);
   return rc;
@@ -441,17 +465,18 @@ void gf_dataset_close(gf_dataset *ds) {
   if (!ds)
     return;
   if (ds->shards) {
-    for (uint32_t i = 0; i < ds->nshards; i++) {
-      if (ds->shards[i].fd >= 0)
-        close(ds->shards[i].fd);
-      free(ds->shards[i].path);
-    }
+    for (uint32_t i = 0; i < ds->nshards; i++)
+      gf_object_close(ds->shards[i].obj);
     free(ds->shards);
   }
-  if (ds->map)
+  if (ds->map && ds->mapped)
     munmap((void *)ds->map, ds->map_len);
+  else
+    free((void *)ds->map);
   free(ds->class_names);
   free(ds->index_path);
+  if (ds->own_st)
+    gf_storage_close(ds->st);
   free(ds);
 }
 
@@ -471,9 +496,10 @@ const char *gf_dataset_shard_path(const gf_dataset *ds, uint32_t i) {
 uint32_t gf_dataset_alignment(const gf_dataset *ds) {
   return ds ? ds->alignment : 0;
 }
-int gf_dataset_shard_fd(const gf_dataset *ds, uint32_t i) {
-  return ds && i < ds->nshards ? ds->shards[i].fd : -1;
+gf_object *gf_dataset_shard_object(const gf_dataset *ds, uint32_t i) {
+  return ds && i < ds->nshards ? ds->shards[i].obj : NULL;
 }
+gf_storage *gf_dataset_storage(const gf_dataset *ds) { return ds->st; }
 uint64_t gf_dataset_shard_size(const gf_dataset *ds, uint32_t i) {
   return ds && i < ds->nshards ? ds->shards[i].size : 0;
 }
@@ -575,10 +601,13 @@ int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
     return gf_fail(-ENOBUFS, s->path, idx, info.offset,
                    "a buffer of %zu bytes cannot hold the %llu stored bytes",
                    cap, (unsigned long long)info.length);
-  int64_t n = pread_full(s->fd, buf, (size_t)info.length, info.offset);
-  if (n < 0)
+  int64_t n = gf_object_read_upto(s->obj, buf, info.offset, info.length);
+  if (n < 0) {
+    char why[512];
+    storage_why(why, sizeof why);
     return gf_fail((int)n, s->path, idx, info.offset, "reading %llu bytes: %s",
-                   (unsigned long long)info.length, gf_strerror((int)n));
+                   (unsigned long long)info.length, why);
+  }
   if ((uint64_t)n < info.length)
     return gf_fail(GF_ETRUNCATED, s->path, idx, info.offset + (uint64_t)n,
                    "the shard ended after %lld of the sample's %llu bytes "

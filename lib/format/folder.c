@@ -1,19 +1,16 @@
 /* Source folder listing (format.h, gf_folder_scan): the ImageFolder
  * convention or a flat folder with a labels file. The listing's order is a
- * pure function of the names (never of readdir's order), and nothing it
- * returns lies outside the root: a labels file (which may come from
- * anywhere) cannot make a build read /etc/shadow. */
+ * pure function of the names (never of the storage's order), and nothing
+ * it returns lies outside the root: a labels file (which may come from
+ * anywhere) cannot make a build read /etc/shadow. Folders are listed and
+ * files looked at through the storage they lie in (io/storage.h). */
 #include "format/format.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h> /* strcasecmp */
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define MAX_LINE 8192u /* bytes of one labels-file line */
 #define MAX_DEPTH 64   /* folder nesting under a class folder */
@@ -21,9 +18,8 @@
 typedef struct scan {
   gf_folder *f;
   uint64_t cap;
-  const char *root; /* as given, without trailing slashes */
-  char *real_root;  /* realpath of root */
-  size_t real_len;
+  gf_storage *st;
+  const char *root; /* the storage's root, for messages */
   gf_folder_opts opts;
   uint64_t root_images; /* image files directly in an ImageFolder root */
   uint64_t *lines;      /* labels file: the line of each entry */
@@ -96,40 +92,41 @@ static int add_entry(scan *s, const char *path, int64_t label) {
 /* 0 when the file root/rel resolves (through any symlinks) to a regular
  * file inside the root; else GF_EBADSOURCE recorded against where_path,
  * the message led by `where` ("line N: ") and the file's path, or, with
- * `where` NULL, where_path being the file itself. */
+ * `where` NULL, where_path being the file itself. A storage without links
+ * holds nothing outside its root: the entry must be a file. */
 static int check_inside(scan *s, const char *rel, const char *where_path,
                         const char *where) {
-  char full[PATH_MAX * 2];
-  if ((size_t)snprintf(full, sizeof full, "%s/%s", s->root, rel) >= sizeof full)
-    return gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
-                   "%spath %s too long", where ? where : "", rel);
-  char *real = realpath(full, NULL);
-  if (!real) {
-    int e = errno;
+  char full[PATH_MAX * 2], real[PATH_MAX];
+  gf_storage_name_display(s->st, rel, full, sizeof full);
+  gf_stat st;
+  bool inside = true;
+  int rc;
+  if (gf_storage_caps(s->st) & GF_STORAGE_LINKS)
+    rc = gf_storage_resolve(s->st, rel, &st, &inside, real, sizeof real);
+  else
+    rc = gf_storage_stat(s->st, rel, true, &st);
+  if (rc < 0) {
+    char why[512];
+    gf_strlcpy(why, gf_last_error()->message, sizeof why);
     return gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
                    "%s%s: %s", where ? where : "", where ? full : "it",
-                   e == ENOENT ? "no such file (or a broken symbolic link)"
-                               : strerror(e));
+                   rc == -ENOENT ? "no such file (or a broken symbolic link)"
+                                 : why);
   }
-  bool inside = strncmp(real, s->real_root, s->real_len) == 0 &&
-                (real[s->real_len] == '/' || s->real_len == 1);
-  int rc = 0;
-  struct stat st;
   /* The message names the file unless the error's path already does. */
   const char *shown = where ? full : "it";
   if (!where)
     where = "";
   if (!inside && !s->opts.follow_symlinks)
-    rc = gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
-                 "%s%s resolves to %s, outside the source folder %s "
-                 "(a symbolic link leading out is refused unless "
-                 "--follow-symlinks)",
-                 where, shown, real, s->real_root);
-  else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
-    rc = gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
-                 "%s%s is not a regular file", where, shown);
-  free(real);
-  return rc;
+    return gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s%s resolves to %s, outside the source folder %s "
+                   "(a symbolic link leading out is refused unless "
+                   "--follow-symlinks)",
+                   where, shown, real, s->root);
+  if (st.type != GF_ENTRY_FILE)
+    return gf_fail(GF_EBADSOURCE, where_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "%s%s is not a regular file", where, shown);
+  return 0;
 }
 
 /* The codec an image file's name promises (format.h, gf_folder_entry):
@@ -186,160 +183,158 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Entry type without following symlinks; d_type when the file system
- * gives it. */
-static int entry_type(int dfd, const struct dirent *e, mode_t *mode) {
-  switch (e->d_type) {
-  case DT_REG:
-    *mode = S_IFREG;
-    return 0;
-  case DT_DIR:
-    *mode = S_IFDIR;
-    return 0;
-  case DT_LNK:
-    *mode = S_IFLNK;
-    return 0;
-  default:
-    break;
+/* One folder's entries, copied out of the storage's listing so that the
+ * walk below can recurse while it holds them. */
+typedef struct dir_list {
+  char **names;
+  gf_entry_type *types;
+  uint64_t n, cap;
+} dir_list;
+
+static int list_one(void *ctx, const gf_dirent *e) {
+  dir_list *d = ctx;
+  if (e->name[0] == '.')
+    return 0; /* hidden, and . and .. */
+  uint64_t n = d->n, cap = d->cap;
+  if (push_str(&d->names, &n, &cap, e->name))
+    return -ENOMEM;
+  if (cap != d->cap) {
+    gf_entry_type *t = realloc(d->types, (size_t)cap * sizeof *t);
+    if (!t) {
+      free(d->names[n - 1]);
+      return -ENOMEM;
+    }
+    d->types = t;
   }
-  struct stat st;
-  if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return -errno;
-  *mode = st.st_mode & S_IFMT;
+  d->types[d->n] = e->type;
+  d->n = n;
+  d->cap = cap;
   return 0;
 }
 
-/* Lists the image files (.png, .jpg, .jpeg) under rel (a folder relative
- * to root, open as dfd; takes ownership of dfd). */
-static int walk(scan *s, int dfd, char *rel, size_t rel_len, int depth,
-                int64_t label) {
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    int e = errno;
-    close(dfd);
-    return gf_fail(-e, s->root, GF_NO_INDEX, GF_NO_INDEX, "listing %s: %s", rel,
-                   strerror(e));
+static void dir_list_free(dir_list *d) {
+  for (uint64_t i = 0; i < d->n; i++)
+    free(d->names[i]);
+  free(d->names);
+  free(d->types);
+}
+
+/* Lists folder rel (relative to the root; "" the root) into *d. */
+static int list_dir(scan *s, const char *rel, dir_list *d, const char *what) {
+  memset(d, 0, sizeof *d);
+  int rc = gf_storage_list(s->st, rel, list_one, d);
+  if (rc == -ENOMEM && !gf_last_error()->code)
+    rc = gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
+                 "out of memory listing %s", what);
+  else if (rc < 0) {
+    char why[512];
+    gf_strlcpy(why, gf_last_error()->message, sizeof why);
+    rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "%s %s: %s",
+                 rel[0] ? "listing" : "cannot open the source folder:",
+                 rel[0] ? rel : "", why);
   }
-  int rc = 0;
-  struct dirent *e;
-  while (rc == 0 && (e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue; /* hidden, and . and .. */
-    size_t nlen = strlen(e->d_name);
+  if (rc < 0)
+    dir_list_free(d);
+  return rc;
+}
+
+/* Whether rel, a link, leads to a folder. */
+static bool link_to_dir(scan *s, const char *rel) {
+  gf_stat st;
+  return gf_storage_stat(s->st, rel, true, &st) == 0 && st.type == GF_ENTRY_DIR;
+}
+
+/* Lists the image files (.png, .jpg, .jpeg) under rel (a folder relative
+ * to root). */
+static int walk(scan *s, char *rel, size_t rel_len, int depth, int64_t label) {
+  dir_list d;
+  int rc = list_dir(s, rel, &d, "files");
+  if (rc < 0)
+    return rc;
+  for (uint64_t i = 0; rc == 0 && i < d.n; i++) {
+    const char *name = d.names[i];
+    size_t nlen = strlen(name);
     if (rel_len + 1 + nlen >= PATH_MAX) {
       rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
-                   "path %s/%s is longer than %d bytes", rel, e->d_name,
-                   PATH_MAX);
+                   "path %s/%s is longer than %d bytes", rel, name, PATH_MAX);
       break;
     }
     rel[rel_len] = '/';
-    memcpy(rel + rel_len + 1, e->d_name, nlen + 1);
+    memcpy(rel + rel_len + 1, name, nlen + 1);
     size_t sub_len = rel_len + 1 + nlen;
-    mode_t mode = 0;
-    if ((rc = entry_type(dirfd(d), e, &mode)) < 0) {
-      rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "stat %s: %s", rel,
-                   gf_strerror(rc));
-    } else if (mode == S_IFDIR) {
-      if (depth >= MAX_DEPTH) {
+    gf_entry_type type = d.types[i];
+    if (type == GF_ENTRY_DIR) {
+      if (depth >= MAX_DEPTH)
         rc =
             gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
                     "%s: folders nested deeper than %d levels", rel, MAX_DEPTH);
-      } else {
-        int sub = openat(dirfd(d), e->d_name,
-                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub < 0) {
-          int err = errno;
-          rc = gf_fail(-err, s->root, GF_NO_INDEX, GF_NO_INDEX,
-                       "opening %s: %s", rel, strerror(err));
-        } else {
-          rc = walk(s, sub, rel, sub_len, depth + 1, label);
-        }
-      }
-    } else if (mode == S_IFLNK) {
+      else
+        rc = walk(s, rel, sub_len, depth + 1, label);
+    } else if (type == GF_ENTRY_LINK) {
       /* Links to files are followed when they stay inside the root; links
        * to folders never (a listing must not loop). */
-      struct stat st;
       char full[PATH_MAX * 2];
-      snprintf(full, sizeof full, "%s/%s", s->root, rel);
-      if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
+      gf_storage_name_display(s->st, rel, full, sizeof full);
+      if (link_to_dir(s, rel))
         rc = gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX, GF_NO_INDEX,
                      "symbolic link to a folder: not followed (copy or "
                      "bind-mount the folder instead)");
-      else if (is_image_name(e->d_name) &&
+      else if (is_image_name(name) &&
                (rc = check_inside(s, rel, full, NULL)) == 0)
         rc = add_entry(s, rel, label);
       rc = skip_or_fail(s, rc);
-    } else if (is_image_name(e->d_name)) {
-      if (mode == S_IFREG) {
+    } else if (is_image_name(name)) {
+      if (type == GF_ENTRY_FILE) {
         rc = add_entry(s, rel, label);
       } else {
         char full[PATH_MAX * 2];
-        snprintf(full, sizeof full, "%s/%s", s->root, rel);
+        gf_storage_name_display(s->st, rel, full, sizeof full);
         rc = skip_or_fail(s, gf_fail(GF_EBADSOURCE, full, GF_NO_INDEX,
                                      GF_NO_INDEX, "not a regular file"));
       }
     }
     rel[rel_len] = '\0';
   }
-  closedir(d);
+  dir_list_free(&d);
   return rc;
 }
 
 static int scan_image_folder(scan *s) {
   gf_folder *f = s->f;
-  int dfd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) {
-    int e = errno;
-    return gf_fail(-e, s->root, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot open the source folder: %s", strerror(e));
-  }
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    int e = errno;
-    close(dfd);
-    return gf_fail(-e, s->root, GF_NO_INDEX, GF_NO_INDEX, "listing: %s",
-                   strerror(e));
-  }
-  int rc = 0;
+  dir_list d;
+  int rc = list_dir(s, "", &d, "classes");
+  if (rc < 0)
+    return rc;
   uint64_t cap = 0;
-  struct dirent *e;
-  while (rc == 0 && (e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue;
-    mode_t mode = 0;
-    if ((rc = entry_type(dfd, e, &mode)) < 0) {
-      rc = gf_fail(rc, s->root, GF_NO_INDEX, GF_NO_INDEX, "stat %s: %s",
-                   e->d_name, gf_strerror(rc));
-      break;
-    }
-    if (mode == S_IFLNK) {
-      struct stat st;
-      if (fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
+  for (uint64_t i = 0; rc == 0 && i < d.n; i++) {
+    const char *name = d.names[i];
+    gf_entry_type type = d.types[i];
+    if (type == GF_ENTRY_LINK) {
+      if (link_to_dir(s, name))
         rc = skip_or_fail(
             s, gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
                        "class folder %s is a symbolic link: not followed "
                        "(copy or bind-mount the folder instead)",
-                       e->d_name));
-      else if (is_image_name(e->d_name))
+                       name));
+      else if (is_image_name(name))
         s->root_images++;
       continue;
     }
-    if (mode != S_IFDIR) {
+    if (type != GF_ENTRY_DIR) {
       /* Files beside the class folders belong to no class (counted for
        * the message of a flat folder given without a labels file). */
-      if (is_image_name(e->d_name))
+      if (is_image_name(name))
         s->root_images++;
       continue;
     }
     /* A gpufeed dataset (a build's OUT inside its SRC) is no class. */
-    char idx[NAME_MAX + sizeof GF_INDEX_NAME + 2];
-    struct stat ist;
-    snprintf(idx, sizeof idx, "%s/%s", e->d_name, GF_INDEX_NAME);
-    if (fstatat(dfd, idx, &ist, AT_SYMLINK_NOFOLLOW) == 0) {
+    char idx[PATH_MAX];
+    gf_stat ist;
+    snprintf(idx, sizeof idx, "%s/%s", name, GF_INDEX_NAME);
+    if (gf_storage_stat(s->st, idx, false, &ist) == 0) {
       /* Grows at each one: rare, and few. */
       uint64_t n = f->not_class_count, cap_n = n;
-      if (push_str(&f->not_classes, &n, &cap_n, e->d_name) ||
-          n > UINT32_MAX) {
+      if (push_str(&f->not_classes, &n, &cap_n, name) || n > UINT32_MAX) {
         rc = gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
                      "out of memory listing classes");
         break;
@@ -347,6 +342,7 @@ static int scan_image_folder(scan *s) {
       f->not_class_count = (uint32_t)n;
       continue;
     }
+    gf_error_clear(); /* the stat's "no such file" is no error */
     if (f->class_count == UINT32_MAX) {
       rc = gf_fail(GF_EBADSOURCE, s->root, GF_NO_INDEX, GF_NO_INDEX,
                    "too many class folders");
@@ -363,42 +359,30 @@ static int scan_image_folder(scan *s) {
       f->classes = c;
       cap = n;
     }
-    if (!(f->classes[f->class_count] = strdup(e->d_name))) {
+    if (!(f->classes[f->class_count] = strdup(name))) {
       rc = gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
                    "out of memory listing classes");
       break;
     }
     f->class_count++;
   }
-  if (rc < 0) {
-    closedir(d);
+  dir_list_free(&d);
+  if (rc < 0)
     return rc;
-  }
   if (f->class_count)
     qsort(f->classes, f->class_count, sizeof *f->classes, cmp_str);
   char *rel = malloc(PATH_MAX);
-  if (!rel) {
-    closedir(d);
+  if (!rel)
     return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
-  }
   for (uint32_t c = 0; rc == 0 && c < f->class_count; c++) {
-    int sub = openat(dfd, f->classes[c],
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0) {
-      int err = errno;
-      rc = gf_fail(-err, s->root, GF_NO_INDEX, GF_NO_INDEX,
-                   "opening class folder %s: %s", f->classes[c], strerror(err));
-      break;
-    }
     snprintf(rel, PATH_MAX, "%s", f->classes[c]);
     uint64_t first = f->count;
-    rc = walk(s, sub, rel, strlen(rel), 1, (int64_t)c);
+    rc = walk(s, rel, strlen(rel), 1, (int64_t)c);
     if (rc == 0 && f->count - first > 1)
       qsort(f->entries + first, (size_t)(f->count - first), sizeof *f->entries,
             cmp_entry);
   }
   free(rel);
-  closedir(d);
   return rc;
 }
 
@@ -510,24 +494,55 @@ static int check_duplicates(scan *s, const char *labels) {
   return rc;
 }
 
-static int scan_labels(scan *s, const char *labels) {
-  FILE *fp = fopen(labels, "re");
-  if (!fp) {
-    int e = errno;
-    return gf_fail(-e, labels, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot open the labels file: %s", strerror(e));
+/* A labels file read through its storage a buffer at a time. */
+typedef struct text_in {
+  gf_object *o;
+  uint8_t buf[65536];
+  uint64_t off; /* of buf[0] in the file */
+  size_t len, pos;
+  int err; /* a read failed (with context) */
+} text_in;
+
+/* The next byte, or EOF at the end or after an error (t->err). */
+static int text_getc(text_in *t) {
+  if (t->pos == t->len) {
+    if (t->err)
+      return EOF;
+    t->off += t->len;
+    t->pos = t->len = 0;
+    int64_t n = gf_object_read_upto(t->o, t->buf, t->off, sizeof t->buf);
+    if (n <= 0) {
+      t->err = n < 0 ? (int)n : 0;
+      return EOF;
+    }
+    t->len = (size_t)n;
   }
-  struct stat lst;
-  if (fstat(fileno(fp), &lst) == 0 && S_ISDIR(lst.st_mode)) {
-    fclose(fp);
+  return t->buf[t->pos++];
+}
+
+static int scan_labels(scan *s, const char *labels) {
+  text_in *in = calloc(1, sizeof *in);
+  if (!in)
+    return gf_fail(-ENOMEM, labels, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  int orc = gf_object_open_path(labels, 0, &in->o);
+  if (orc == -EISDIR) {
+    free(in);
     return gf_fail(-EISDIR, labels, GF_NO_INDEX, GF_NO_INDEX,
                    "the labels argument is a folder; expected a labels file "
                    "(lines 'relative/path.png LABEL')");
   }
+  if (orc < 0) {
+    char why[512];
+    gf_strlcpy(why, gf_last_error()->message, sizeof why);
+    free(in);
+    return gf_fail(orc, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot open the labels file: %s", why);
+  }
   uint64_t lines_cap = 0;
   char *line = malloc(MAX_LINE + 1);
   if (!line) {
-    fclose(fp);
+    gf_object_close(in->o);
+    free(in);
     return gf_fail(-ENOMEM, labels, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
   }
   int rc = 0;
@@ -537,7 +552,7 @@ static int scan_labels(scan *s, const char *labels) {
     size_t n = 0;
     bool too_long = false, has_nul = false;
     int c;
-    while ((c = getc_unlocked(fp)) != EOF && c != '\n') {
+    while ((c = text_getc(in)) != EOF && c != '\n') {
       if (c == 0)
         has_nul = true;
       if (n < MAX_LINE)
@@ -545,12 +560,15 @@ static int scan_labels(scan *s, const char *labels) {
       else
         too_long = true;
     }
-    if (c == EOF && n == 0 && !too_long) {
-      if (ferror(fp))
-        rc = gf_fail(-EIO, labels, GF_NO_INDEX, GF_NO_INDEX,
-                     "reading the labels file failed");
+    if (in->err) {
+      char why[512];
+      gf_strlcpy(why, gf_last_error()->message, sizeof why);
+      rc = gf_fail(in->err, labels, GF_NO_INDEX, GF_NO_INDEX,
+                   "reading the labels file failed: %s", why);
       break;
     }
+    if (c == EOF && n == 0 && !too_long)
+      break;
     lineno++;
     snprintf(where, sizeof where, "line %llu: ", (unsigned long long)lineno);
     if (too_long) {
@@ -631,7 +649,8 @@ static int scan_labels(scan *s, const char *labels) {
       break;
   }
   free(line);
-  fclose(fp);
+  gf_object_close(in->o);
+  free(in);
   if (rc == 0)
     rc = check_duplicates(s, labels);
   return rc;
@@ -647,31 +666,39 @@ int gf_folder_scan_with(const char *root, const char *labels_file,
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_folder_scan: root and out are required");
   *out = NULL;
-  struct stat st;
-  if (stat(root, &st) != 0) {
-    int e = errno;
-    return gf_fail(-e, root, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot use the source folder: %s", strerror(e));
+  gf_storage *st;
+  int rc = gf_storage_open(root, &st);
+  if (rc < 0)
+    return rc;
+  rc = gf_folder_scan_in(st, labels_file, opts, out);
+  gf_storage_close(st);
+  return rc;
+}
+
+int gf_folder_scan_in(gf_storage *st, const char *labels_file,
+                      const gf_folder_opts *opts, gf_folder **out) {
+  *out = NULL;
+  const char *root = gf_storage_display(st);
+  gf_stat rst;
+  if (gf_storage_stat(st, "", true, &rst) != 0) {
+    int e = gf_last_error()->code;
+    char why[512];
+    gf_strlcpy(why, gf_last_error()->message, sizeof why);
+    return gf_fail(e, root, GF_NO_INDEX, GF_NO_INDEX,
+                   "cannot use the source folder: %s", why);
   }
-  if (!S_ISDIR(st.st_mode))
+  if (rst.type != GF_ENTRY_DIR)
     return gf_fail(-ENOTDIR, root, GF_NO_INDEX, GF_NO_INDEX,
                    "the source is not a folder");
   gf_folder *f = calloc(1, sizeof *f);
-  scan s = {.f = f};
+  scan s = {.f = f, .st = st};
   if (opts)
     s.opts = *opts;
-  if (!f || !(f->root = strdup(root)) ||
-      !(s.real_root = realpath(root, NULL))) {
-    int e = f && f->root ? errno : ENOMEM;
+  if (!f || !(f->root = strdup(root))) {
     gf_folder_free(f);
-    return gf_fail(-e, root, GF_NO_INDEX, GF_NO_INDEX,
-                   "cannot resolve the source folder: %s", strerror(e));
+    return gf_fail(-ENOMEM, root, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
   }
-  size_t n = strlen(f->root);
-  while (n > 1 && f->root[n - 1] == '/')
-    f->root[--n] = '\0';
   s.root = f->root;
-  s.real_len = strlen(s.real_root);
   int rc = labels_file ? scan_labels(&s, labels_file) : scan_image_folder(&s);
   if (rc == 0 && f->count == 0) {
     if (labels_file)
@@ -693,7 +720,6 @@ int gf_folder_scan_with(const char *root, const char *labels_file,
                    "%s/<class>/<file>.png or .jpg, or a labels file)",
                    root, root);
   }
-  free(s.real_root);
   free(s.lines);
   if (rc < 0) {
     gf_folder_free(f);

@@ -7,6 +7,7 @@
 #define GF_FORMAT_H
 
 #include "common/common.h"
+#include "io/storage.h"
 
 #define GF_INDEX_NAME "index.gfi"
 #define GF_SHARD_FMT "shard-%06u.gfs"
@@ -260,11 +261,22 @@ int gf_folder_scan(const char *root, const char *labels_file, gf_folder **out);
 /* The same with options (NULL: all zero). */
 int gf_folder_scan_with(const char *root, const char *labels_file,
                         const gf_folder_opts *opts, gf_folder **out);
+/* The same for the folder at the root of storage st (which must outlive
+ * nothing of *out: the listing holds names only). labels_file is a path or
+ * URL of its own. */
+int gf_folder_scan_in(gf_storage *st, const char *labels_file,
+                      const gf_folder_opts *opts, gf_folder **out);
 void gf_folder_free(gf_folder *f);
 
-/* The open file descriptor of shard i (O_RDONLY, owned by the dataset), or
- * -1 when i is out of range. For the loader's readers. */
-int gf_dataset_shard_fd(const gf_dataset *ds, uint32_t i);
+/* Opens the dataset at the root of storage `st` (gf_dataset_open opens the
+ * storage of a path or URL and calls this). With own, the dataset closes
+ * st (also when the open fails); else st must outlive it. */
+int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out);
+/* The storage the dataset lies in (owned by the dataset or its caller). */
+gf_storage *gf_dataset_storage(const gf_dataset *ds);
+/* Shard i's object, open for reading and owned by the dataset, or NULL
+ * when i is out of range. For the loader's readers. */
+gf_object *gf_dataset_shard_object(const gf_dataset *ds, uint32_t i);
 /* Calls fn for every record with its codec, shape and stored length, read
  * straight from the mapped index without the per-record checks (O(n) but
  * only a pass over memory: the loader sizes its buffers with it at

@@ -1,5 +1,6 @@
-/* The loader's reader: many reads at once, each by (fd, offset, length),
- * straight into the caller's buffers. It uses io_uring when the kernel
+/* The loader's reader: many reads at once, each by (object, offset,
+ * length) of a storage's object (io/storage.h), straight into the caller's
+ * buffers. It uses io_uring when the kernel
  * allows it and otherwise a small pread thread pool, with the same
  * semantics for both:
  *
@@ -32,6 +33,7 @@
 #define GF_IO_H
 
 #include "common/common.h"
+#include "io/storage.h"
 
 #include <sys/uio.h> /* struct iovec */
 
@@ -45,7 +47,9 @@
 #define GF_READ_EOF_OK 1u
 
 typedef struct gf_read_req {
-  int fd;             /* open for reading (with O_DIRECT when opts.direct) */
+  const gf_object *obj; /* a GF_STORAGE_FD storage's object (opened with
+                           GF_OBJ_DIRECT when opts.direct); it must stay
+                           open until the read is returned */
   uint32_t flags;     /* GF_READ_* */
   uint64_t offset;    /* file offset */
   uint64_t length;    /* bytes to read into buf (0 completes at once) */

@@ -32,7 +32,7 @@ static void run_slot(gf_io_slot *s) {
     uint32_t len;
     gf_io_slot_next(s, &off, &buf, &len);
     s->ops++;
-    ssize_t n = gf_sys_pread(s->req.fd, buf, len, (off_t)off);
+    ssize_t n = gf_sys_pread(s->req.obj->fd, buf, len, (off_t)off);
     if (gf_io_slot_step(s, n, len))
       return;
     if (n == -EAGAIN)

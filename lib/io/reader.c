@@ -220,24 +220,27 @@ void gf_reader_destroy(gf_reader *r) {
 
 static int check_req(const gf_reader *r, const gf_read_req *q, unsigned i) {
   uint64_t end;
+  if (!q->obj)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, q->offset,
+                   "read request %u: no object", i);
   if (!q->buf && q->length)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, q->offset,
-                   "read request %u (fd %d): buffer is NULL", i, q->fd);
+                   "read request %u (%s): buffer is NULL", i, q->obj->display);
   if (!gf_add_u64(q->offset, q->length, &end) || end > (uint64_t)INT64_MAX)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, q->offset,
-                   "read request %u (fd %d): offset + length %llu passes "
+                   "read request %u (%s): offset + length %llu passes "
                    "the largest file offset",
-                   i, q->fd, (unsigned long long)q->length);
+                   i, q->obj->display, (unsigned long long)q->length);
   if (q->flags & ~GF_READ_EOF_OK)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, q->offset,
-                   "read request %u (fd %d): unknown flags 0x%x", i, q->fd,
-                   q->flags);
+                   "read request %u (%s): unknown flags 0x%x", i,
+                   q->obj->display, q->flags);
   uint32_t a = r->direct_align;
   if (a && (((uintptr_t)q->buf | q->offset | q->length) & (a - 1)))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, q->offset,
-                   "read request %u (fd %d): direct I/O needs buffer %p, "
+                   "read request %u (%s): direct I/O needs buffer %p, "
                    "offset %llu and length %llu aligned to %u bytes",
-                   i, q->fd, q->buf, (unsigned long long)q->offset,
+                   i, q->obj->display, q->buf, (unsigned long long)q->offset,
                    (unsigned long long)q->length, a);
   return 0;
 }

@@ -131,10 +131,10 @@ bool gf_io_uring_prep(gf_io_uring *u, uint32_t id, gf_io_slot *s) {
   gf_io_slot_next(s, &off, &buf, &len);
   int region = region_of(u, buf, len);
   if (region >= 0) {
-    io_uring_prep_read_fixed(sqe, s->req.fd, buf, len, off, region);
+    io_uring_prep_read_fixed(sqe, s->req.obj->fd, buf, len, off, region);
     s->fixed_ops++;
   } else {
-    io_uring_prep_read(sqe, s->req.fd, buf, len, off);
+    io_uring_prep_read(sqe, s->req.obj->fd, buf, len, off);
   }
   io_uring_sqe_set_data64(sqe, id);
   s->ops++;

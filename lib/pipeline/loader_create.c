@@ -173,37 +173,44 @@ static void free_slot(gf_loader *l, slot *s) {
   free(s->jpos);
 }
 
-/* O_DIRECT: a second set of shard descriptors opened with O_DIRECT; reads
- * are widened to the alignment and land in the aligned read buffers. A
- * filesystem that refuses O_DIRECT (tmpfs) keeps buffered reads, said in
- * the log. */
+static void close_direct(gf_loader *l) {
+  for (uint32_t i = 0; i < l->ndirect_objs; i++)
+    gf_object_close(l->direct_objs[i]);
+  free(l->direct_objs);
+  l->direct_objs = NULL;
+  l->ndirect_objs = 0;
+}
+
+/* O_DIRECT: the source's objects opened a second time with O_DIRECT;
+ * reads are widened to the alignment and land in the aligned read
+ * buffers. A filesystem that refuses O_DIRECT (tmpfs) keeps buffered
+ * reads, said in the log. */
 static int open_direct(gf_loader *l) {
   uint32_t align = gf_source_alignment(l->src);
+  uint32_t n = gf_source_objects(l->src);
+  gf_storage *st = gf_source_storage(l->src);
   const char *why = NULL;
-  if (!gf_source_is_dataset(l->src))
-    why = "the source is a PNG folder";
+  if (!(gf_storage_caps(st) & GF_STORAGE_FD))
+    why = "the source is not on a local file system";
+  else if (!n)
+    why = "the source's samples are files of their own (an image folder)";
   else if (align < 512)
     why = "the dataset was built without --align 4096";
   if (why) {
     gf_log(GF_LOG_WARN, "io_direct ignored: %s", why);
     return 0;
   }
-  l->nshards = gf_source_num_shards(l->src);
-  l->direct_fds = malloc(l->nshards * sizeof *l->direct_fds);
-  if (!l->direct_fds)
+  l->direct_objs = calloc(n, sizeof *l->direct_objs);
+  if (!l->direct_objs)
     return -ENOMEM;
-  for (uint32_t i = 0; i < l->nshards; i++)
-    l->direct_fds[i] = -1;
-  for (uint32_t i = 0; i < l->nshards; i++) {
-    const char *path = gf_source_shard_path(l->src, i);
-    l->direct_fds[i] = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (l->direct_fds[i] < 0) {
-      int e = errno;
-      gf_log(GF_LOG_WARN, "io_direct ignored: %s: %s", path, strerror(e));
-      for (uint32_t k = 0; k < i; k++)
-        close(l->direct_fds[k]);
-      free(l->direct_fds);
-      l->direct_fds = NULL;
+  l->ndirect_objs = n;
+  for (uint32_t i = 0; i < n; i++) {
+    char name[64];
+    const char *nm = gf_source_object_name(l->src, i, name, sizeof name);
+    if (!nm || gf_object_open(st, nm, GF_OBJ_DIRECT, &l->direct_objs[i]) < 0) {
+      gf_log(GF_LOG_WARN, "io_direct ignored: %s", gf_last_error()->message);
+      gf_error_clear();
+      close_direct(l);
       return 0;
     }
   }
@@ -405,7 +412,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   ro->queue_depth = l->chunk;
   ro->max_pending = l->chunk;
   ro->pread_threads = 2;
-  ro->direct = l->direct_fds != NULL;
+  ro->direct = l->direct_objs != NULL;
   ro->direct_align = l->direct_align;
   for (uint32_t i = 0; i < l->nworkers; i++) {
     worker *w = &l->workers[i];
@@ -495,12 +502,7 @@ void gf_loader_destroy(gf_loader *l) {
   free(l->slots);
   /* After the workers: the stage owns the staging memory they wrote. */
   gf_stage_destroy(l->stage);
-  if (l->direct_fds) {
-    for (uint32_t i = 0; i < l->nshards; i++)
-      if (l->direct_fds[i] >= 0)
-        close(l->direct_fds[i]);
-    free(l->direct_fds);
-  }
+  close_direct(l);
   gf_trace_destroy(l->trace);
   gf_cache_destroy(l->cache);
   gf_source_close(l->src);

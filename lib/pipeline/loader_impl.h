@@ -195,8 +195,9 @@ struct gf_loader {
   uint64_t stored_cap; /* bytes a read buffer entry */
   uint32_t chunk;
   uint32_t direct_align; /* 0: buffered reads */
-  int *direct_fds;       /* per shard, O_DIRECT; NULL when not direct */
-  uint32_t nshards;
+  gf_object **direct_objs; /* the source's objects opened with O_DIRECT
+                              (NULL when not direct) */
+  uint32_t ndirect_objs;
 
   gf_stage *stage;      /* NULL: host mode */
   int32_t device;       /* the GPU in use, or GF_DEVICE_CPU */
@@ -323,8 +324,8 @@ static inline void range_pop(const gf_loader *l) {
  * meets no short name of ours and grep, nm and gdb agree. */
 
 /* loader_sample.c */
-/* Loads one sample of `epoch` on the calling thread with plain preads (the
- * consumer's repair path, rare). */
+/* Loads one sample of `epoch` on the calling thread with one read through
+ * its storage (the consumer's repair path, rare). */
 int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered,
                          gf_xform_region *region, int64_t *label);

@@ -49,7 +49,7 @@ static int full_size(const gf_loader *l, const gf_src_sample *smp,
       gf_jpeg_header_scan(buf, (size_t)len, 0, &pos, &f) != 0 ||
       gf_jpeg_frame_shape(&f, &l->dopts, &out, &native) != 0)
     return 1;
-  if (gf_source_is_dataset(l->src) && smp->stored.height &&
+  if (smp->stored.height &&
       (smp->stored.height != f.height || smp->stored.width != f.width))
     return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "JPEG is %ux%u, its record says %ux%u", f.width, f.height,
@@ -103,7 +103,7 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
     why = "gpu_decode off: JPEG is decoded on the CPU";
   else if (!z->jpeg_samples)
     why = "the source has no JPEG samples";
-  else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->folder_source)
+  else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->unchecked)
     why = "gpu_decode auto decodes a folder's JPEG files on the CPU: the "
           "JPEG engines do not see damage inside the image data (a file cut "
           "short and closed with an end marker decodes as garbage), libjpeg "
@@ -330,7 +330,7 @@ int gf_loader__jpeg_gpu_take(gf_loader *l, const gf_src_sample *smp,
       (f.components == 3 && (pos + 19 > len || stored_rgb(buf, pos))) ||
       !headers_ok(buf, len))
     return 0;
-  if (gf_source_is_dataset(l->src) && smp->stored.height &&
+  if (smp->stored.height &&
       (smp->stored.height != f.height || smp->stored.width != f.width))
     return 0; /* the CPU path says what disagrees */
   gf_error_info saved = *gf_last_error();

@@ -289,18 +289,19 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   z->max_decoded = max_dec;
   z->jpeg_samples = ex.jpeg;
   z->loco = ex.loco > 0; /* GPU mode only (gf_loader_size) */
-  z->raw_only = gf_source_is_dataset(src) && ex.raw > 0 &&
-                ex.raw == gf_source_count(src);
-  z->folder_source = !gf_source_is_dataset(src);
+  const uint32_t caps = gf_source_caps(src);
+  const bool records = caps & GF_SOURCE_RECORDS;
+  z->raw_only = records && ex.raw > 0 && ex.raw == gf_source_count(src);
+  z->unchecked = !(caps & GF_SOURCE_CHECKSUMS);
   z->max_native = ex.max_native;
   z->max_index = ex.max_index;
-  z->headers_counted = gf_source_is_dataset(src) ? 0 : ex.counted;
+  z->headers_counted = records ? 0 : ex.counted;
   z->headers_uncounted = ex.uncounted;
-  if (!gf_source_is_dataset(src) && ex.max_index != GF_NO_INDEX)
+  if (!records && ex.max_index != GF_NO_INDEX)
     gf_source_name(src, ex.max_index, z->largest_name,
                    sizeof z->largest_name);
   z->stride = c->max_sample_bytes ? c->max_sample_bytes : max_dec;
-  if (z->stride < max_dec && gf_source_is_dataset(src))
+  if (z->stride < max_dec && records)
     return gf_fail(-EINVAL, c->source, GF_NO_INDEX, GF_NO_INDEX,
                    "max_sample_bytes %llu is below the largest sample (%llu "
                    "bytes decoded)",
@@ -316,7 +317,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   }
   /* A PNG file is smaller than its pixels but for tiny or noisy images;
    * the margin bounds the read buffer without a scan of every file. */
-  if (gf_source_is_dataset(src)) {
+  if (records) {
     z->stored_cap = max_stored ? max_stored
                                : z->stride + z->stride / 4 + 65536;
   } else {
@@ -330,7 +331,8 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
    * align - 1 bytes early and end up to align - 1 bytes late. Sized so
    * whether or not the filesystem then accepts O_DIRECT. */
   uint32_t align = gf_source_alignment(src);
-  if (c->io_direct && gf_source_is_dataset(src) && align >= 512) {
+  if (c->io_direct && records && align >= 512 &&
+      (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_FD)) {
     z->direct_align = align;
     z->stored_cap =
         (z->stored_cap + 2ull * align + align - 1) / align * align;

@@ -59,7 +59,8 @@ typedef struct gf_loader_sizes {
    * decoder's two reservations, made when it opens. */
   uint64_t jpeg_samples;      /* the source's JPEG samples (those whose
                                  header counted, for a folder) */
-  bool folder_source;         /* a folder, not a built dataset */
+  bool unchecked;             /* the source's samples carry no checksum
+                                 (an image folder) */
   uint32_t jpeg_gpu_mode;
   uint64_t jpeg_gpu_device_bytes, jpeg_gpu_pinned_bytes;
   char jpeg_gpu_why[256];

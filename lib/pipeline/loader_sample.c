@@ -58,7 +58,7 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
   /* A jpeg record's dimensions are checked against the file's (a png
    * record's are not, as before JPEG came). */
   gf_shape dims = {smp->stored.height, smp->stored.width, 0, 0};
-  bool check = gf_source_is_dataset(l->src) && codec == GF_CODEC_JPEG;
+  bool check = smp->stored.height && codec == GF_CODEC_JPEG;
   int rc = gf_decode(codec, buf, (size_t)len, check ? &dims : NULL,
                      &l->dopts, dst, (size_t)l->stride, shape);
   if (rc == 0 && codec == GF_CODEC_JPEG)
@@ -95,8 +95,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
     }
   }
   int codec = smp->codec;
-  if (!gf_source_is_dataset(l->src) &&
-      (codec = gf_source_file_codec(l->src, smp->index, buf, (size_t)len)) < 0)
+  if (smp->sniff &&
+      (codec = gf_source_file_codec(l->src, smp, buf, (size_t)len)) < 0)
     return codec;
   if (gpu && codec == GF_CODEC_JPEG && !in_place &&
       gf_loader__jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
@@ -136,7 +136,7 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                      (size_t)l->stride, shape);
   }
   range_pop(l);
-  if (rc == GF_ESHAPE && !gf_source_is_dataset(l->src)) {
+  if (rc == GF_ESHAPE && !(gf_source_caps(l->src) & GF_SOURCE_RECORDS)) {
     /* Create sized the slot from every file's header: a file that no
      * longer fits was rewritten since. */
     char name[1100];
@@ -209,7 +209,7 @@ static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
 
 /* Raw pixels that need no conversion can be read straight into the slot. */
 static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
-  if (smp->codec != GF_CODEC_RAW || l->direct_fds)
+  if (smp->codec != GF_CODEC_RAW || l->direct_objs)
     return false;
   gf_shape out = smp->stored;
   if (l->dopts.channels)
@@ -226,7 +226,7 @@ static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
 static int too_large(const gf_loader *l, uint64_t idx, uint64_t len) {
   char name[1100];
   gf_source_name(l->src, idx, name, sizeof name);
-  if (gf_source_is_dataset(l->src))
+  if (gf_source_caps(l->src) & GF_SOURCE_RECORDS)
     return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
                    "stored sample of %llu bytes exceeds the read buffer of "
                    "%llu bytes (raise max_sample_bytes)",
@@ -258,12 +258,12 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
   if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered, NULL,
                  NULL))
     return 0;
-  int fd = smp.fd;
-  bool own_fd = false;
-  if (fd < 0) {
-    if ((rc = gf_source_open_file(l->src, idx, &fd, &smp.length)) < 0)
+  gf_object *obj = smp.obj, *own = NULL;
+  if (!obj) {
+    if ((rc = gf_source_open_sample(l->src, idx, &own)) < 0)
       return rc;
-    own_fd = true;
+    obj = own;
+    smp.length = own->size;
   }
   char name[1100];
   gf_source_name(l->src, idx, name, sizeof name);
@@ -274,21 +274,13 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
     if (!buf) {
       rc = -ENOMEM;
     } else {
-      uint64_t got = 0;
-      rc = 0;
-      while (got < smp.length) {
-        ssize_t n = pread(fd, buf + got, smp.length - got,
-                          (off_t)(smp.offset + got));
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n <= 0) {
-          rc = gf_fail(n < 0 ? -errno : GF_ETRUNCATED, name, idx,
-                       smp.offset + got, "reading %llu bytes: %s",
-                       (unsigned long long)smp.length,
-                       n < 0 ? strerror(errno) : "end of file");
-          break;
-        }
-        got += (uint64_t)n;
+      rc = gf_object_read(obj, buf, smp.offset, smp.length);
+      if (rc < 0) {
+        char why[512];
+        gf_strlcpy(why, gf_last_error()->message, sizeof why);
+        rc = gf_fail(rc, name, idx, gf_last_error()->offset,
+                     "reading %llu bytes: %s", (unsigned long long)smp.length,
+                     why);
       }
       if (rc == 0) {
         add(&l->st_read.samples, 1);
@@ -300,8 +292,7 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
       free(buf);
     }
   }
-  if (own_fd)
-    close(fd);
+  gf_object_close(own);
   return rc;
 }
 
@@ -310,7 +301,7 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
 typedef struct pending {
   uint32_t j;       /* position in the slot */
   gf_src_sample smp;
-  int fd_owned;     /* folder file to close, or -1 */
+  gf_object *own;   /* a sample that is an object of its own, to close */
   uint8_t *buf;     /* where the read lands */
   uint64_t skew;    /* direct: sample start within buf */
   bool in_place;
@@ -374,10 +365,8 @@ int gf_loader__decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
  * `why` (the reader's error) saying how, and closes its file. */
 static void lose(gf_loader *l, slot *s, pending *p, const gf_error_info *why,
                  const char *how) {
-  if (p->fd_owned >= 0) {
-    close(p->fd_owned);
-    p->fd_owned = -1;
-  }
+  gf_object_close(p->own);
+  p->own = NULL;
   char name[1100];
   gf_source_name(l->src, p->smp.index, name, sizeof name);
   gf_fail(why->code, name, p->smp.index, GF_NO_INDEX,
@@ -449,24 +438,25 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       continue;
     }
     p->j = j;
-    p->fd_owned = -1;
+    p->own = NULL;
     p->skew = 0;
     p->returned = false;
-    int fd = p->smp.fd;
-    if (fd < 0) {
-      rc = gf_source_open_file(l->src, idx, &fd, &p->smp.length);
+    const gf_object *obj = p->smp.obj;
+    if (!obj) {
+      rc = gf_source_open_sample(l->src, idx, &p->own);
       if (rc < 0) {
         record_failure(l, s, j, rc, idx);
         continue;
       }
-      p->fd_owned = fd;
+      obj = p->own;
+      p->smp.length = p->own->size;
     }
     uint64_t off = p->smp.offset, len = p->smp.length;
     p->in_place = raw_in_place(l, &p->smp);
     p->buf = p->in_place ? dst : w->rbuf + (uint64_t)nreq * l->stored_cap;
     uint32_t flags = 0;
-    if (l->direct_fds && p->fd_owned < 0) {
-      fd = l->direct_fds[p->smp.shard];
+    if (l->direct_objs && !p->own) {
+      obj = l->direct_objs[p->smp.object];
       uint64_t a = l->direct_align;
       uint64_t start = off & ~(a - 1);
       p->skew = off - start;
@@ -476,13 +466,15 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
     }
     if (len > l->stored_cap && !p->in_place) {
       rc = too_large(l, idx, p->smp.length);
-      if (p->fd_owned >= 0)
-        close(p->fd_owned);
+      gf_object_close(p->own);
       record_failure(l, s, j, rc, idx);
       continue;
     }
-    reqs[nreq] = (gf_read_req){.fd = fd, .flags = flags, .offset = off,
-                               .length = len, .buf = p->buf,
+    reqs[nreq] = (gf_read_req){.obj = obj,
+                               .flags = flags,
+                               .offset = off,
+                               .length = len,
+                               .buf = p->buf,
                                .user_data = nreq};
     nreq++;
   }
@@ -509,8 +501,7 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   if (rc < 0) {
     range_pop(l);
     for (uint32_t i = 0; i < nreq; i++) {
-      if (pend[i].fd_owned >= 0)
-        close(pend[i].fd_owned);
+      gf_object_close(pend[i].own);
       gf_fail_context(rc, NULL, pend[i].smp.index, "submitting reads");
       record_failure(l, s, pend[i].j, rc, pend[i].smp.index);
     }
@@ -543,10 +534,8 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       p->returned = true;
       left--;
       int64_t res = done[g].result;
-      if (p->fd_owned >= 0) {
-        close(p->fd_owned);
-        p->fd_owned = -1;
-      }
+      gf_object_close(p->own);
+      p->own = NULL;
       uint8_t *dst = s->data + (uint64_t)p->j * l->stride;
       if (res >= 0 && (uint64_t)res < p->skew + p->smp.length)
         res = GF_ETRUNCATED;

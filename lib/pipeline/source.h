@@ -1,48 +1,110 @@
-/* The loader's sources behind one interface: a dataset made by `gpufeed
- * build` (records from its index, data from its shards) or a folder of PNG
- * and JPEG files opened directly (listed at open with the same label rule
- * as the builder; each sample is a whole file, its codec told by its first
- * bytes: gf_source_file_codec). */
+/* The loader's sources behind one table of operations (as libarchive's
+ * format readers): a dataset made by `gpufeed build` (records from its
+ * index, data from its shards: source_dataset.c) and a folder of PNG and
+ * JPEG files opened directly (listed at open with the same label rule as
+ * the builder; each sample is a whole file, its codec told by its first
+ * bytes: source_folder.c). Each lies in a storage (io/storage.h), local or
+ * remote. The loader asks a source what it can do (gf_source_caps, and what
+ * each sample's description carries), never which kind it is.
+ *
+ * Adding a source: one file filling one const gf_source_ops, and one line
+ * in source.c's table.
+ *
+ * Threads: after open, every call may be made from any thread at once. */
 #ifndef GF_PIPELINE_SOURCE_H
 #define GF_PIPELINE_SOURCE_H
 
 #include "common/common.h"
+#include "io/storage.h"
 
 typedef struct gf_source gf_source;
+
+/* What a source knows and gives (gf_source_caps). */
+enum {
+  /* A record a sample, known before any read: stored length, codec,
+   * shape (gf_source_max_sizes sizes the buffers from them). Without it
+   * the buffers are sized from the files' headers (source_shapes.h). */
+  GF_SOURCE_RECORDS = 1u << 0,
+  /* A checksum of each sample's stored bytes (gf_src_sample.crc): damage
+   * anywhere in a file is caught before decoding. */
+  GF_SOURCE_CHECKSUMS = 1u << 1,
+};
 
 /* Where one sample's stored bytes are and how to decode them. */
 typedef struct gf_src_sample {
   uint64_t index;
-  int fd;          /* dataset: the shard's fd (owned by the source);
-                      folder: -1 (open with gf_source_open_file) */
-  uint32_t shard;
-  uint64_t offset; /* dataset: in the shard; folder: 0 */
-  uint64_t length; /* dataset: stored bytes; folder: 0 until opened */
-  int codec;       /* dataset: the record's; folder: what the file name
-                      promises (GF_FOLDER_CODEC_UNKNOWN for a name of a
-                      labels file without a known extension): the bytes
-                      decide, gf_source_file_codec */
-  gf_shape stored; /* dataset: the record's shape; folder: zeros */
+  gf_object *obj;  /* the object holding its bytes, owned by the source
+                      (a dataset's shard); NULL: the sample is an object
+                      of its own, opened with gf_source_open_sample */
+  uint32_t object; /* obj's number (gf_source_object); 0 when obj is NULL */
+  uint64_t offset; /* in obj; 0 for an object of its own */
+  uint64_t length; /* stored bytes; 0 until opened for an object of its
+                      own */
+  int codec;       /* the record's; with sniff: what the file name promises
+                      (GF_FOLDER_CODEC_UNKNOWN for a name without a known
+                      extension) */
+  bool sniff;      /* the bytes decide the codec (gf_source_file_codec) */
+  gf_shape stored; /* the record's shape; zeros when not known */
   int64_t label;
-  uint32_t crc;    /* dataset: CRC32C of the stored bytes */
+  uint32_t crc; /* CRC32C of the stored bytes, when has_crc */
   uint32_t has_crc;
 } gf_src_sample;
 
-/* Opens `path`: a dataset when it holds an index, else an image folder
- * (ImageFolder, or flat with labels_file). Returns 0 or the error of the
- * dataset/folder open with context. */
+/* One kind of source. impl is the kind's own state. */
+typedef struct gf_source_ops {
+  const char *name; /* "dataset", "folder" */
+  uint32_t caps;    /* GF_SOURCE_* */
+  /* Whether the storage's root holds a source of this kind (1) or not
+   * (0), asked in source.c's order; the last kind takes what is left. */
+  int (*probe)(gf_storage *st, const char *labels_file);
+  int (*open)(gf_storage *st, const char *labels_file, void **impl);
+  void (*close)(void *impl);
+  uint64_t (*count)(const void *impl);
+  int (*sample)(const void *impl, uint64_t idx, gf_src_sample *out);
+  uint64_t (*fingerprint)(const void *impl);
+  void (*sample_name)(const void *impl, uint64_t idx, char *buf, size_t cap);
+  /* For samples that are objects of their own (obj NULL). */
+  int (*open_sample)(const void *impl, uint64_t idx, gf_object **out);
+  /* GF_SOURCE_RECORDS. */
+  int (*max_sizes)(const void *impl, const gf_decode_opts *opts,
+                   uint64_t *max_decoded, uint64_t *max_stored,
+                   uint64_t *max_native, uint32_t *max_channels,
+                   uint64_t *by_codec);
+  uint32_t (*class_count)(const void *impl);
+  const char *(*class_name)(const void *impl, uint32_t i);
+  int (*sample_path)(const void *impl, uint64_t idx, const char **name,
+                     size_t *len);
+  /* The objects the source holds open (gf_src_sample.obj), and the name of
+   * each in the storage, so a loader can open them again (O_DIRECT). */
+  uint32_t (*objects)(const void *impl);
+  const char *(*object_name)(const void *impl, uint32_t i, char *buf,
+                             size_t cap);
+  /* The alignment of every sample's extent in its object (1: none). */
+  uint32_t (*alignment)(const void *impl);
+} gf_source_ops;
+
+/* Opens the source at `path` (a folder path or a URL): the storage that
+ * serves it, then the first kind that claims it (a dataset when it holds
+ * an index and no labels file is given, else an image folder: ImageFolder,
+ * or flat with labels_file). Returns 0 or the storage's or the source's
+ * error with context. */
 int gf_source_open(const char *path, const char *labels_file,
                    gf_source **out);
 void gf_source_close(gf_source *s);
 
 uint64_t gf_source_count(const gf_source *s);
-bool gf_source_is_dataset(const gf_source *s);
-/* Dataset alignment of data extents (1 for a folder). */
+uint32_t gf_source_caps(const gf_source *s);
+/* "dataset" or "folder", for reports. */
+const char *gf_source_kind(const gf_source *s);
+/* The storage the source lies in (owned by the source). */
+gf_storage *gf_source_storage(const gf_source *s);
+/* The alignment of the samples' extents in their objects (1: none). */
 uint32_t gf_source_alignment(const gf_source *s);
-
-/* Dataset shards (0 and NULL for a folder). */
-uint32_t gf_source_num_shards(const gf_source *s);
-const char *gf_source_shard_path(const gf_source *s, uint32_t i);
+/* The objects the source holds open (a dataset's shards; 0 for a
+ * folder), and object i's name in the storage (into buf) or NULL. */
+uint32_t gf_source_objects(const gf_source *s);
+const char *gf_source_object_name(const gf_source *s, uint32_t i, char *buf,
+                                  size_t cap);
 
 /* Fills *out for sample idx (dataset: the record, validated). Returns 0,
  * -ERANGE or GF_ECORRUPT. Any thread. */
@@ -57,27 +119,28 @@ int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out);
 uint64_t gf_source_fingerprint(const gf_source *s);
 
 /* A name for errors about sample idx: the source file (folder) or the
- * shard path (dataset). Writes into buf. */
+ * shard's location (dataset). Writes into buf. */
 void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap);
 
-/* Folder source: opens sample idx's file (O_RDONLY|O_CLOEXEC) and returns
- * its fd and size. The caller closes the fd. Returns 0 or -errno with the
- * file named. */
-int gf_source_open_file(const gf_source *s, uint64_t idx, int *fd,
-                        uint64_t *size);
-/* Folder source: the codec of sample idx from its file's first `len`
- * bytes (`head`), checked against its name (format.h,
- * gf_folder_file_codec): GF_CODEC_PNG or GF_CODEC_JPEG, or GF_EDECODE with
- * the file named (neither, or not what its extension says). Any thread. */
-int gf_source_file_codec(const gf_source *s, uint64_t idx, const void *head,
-                         size_t len);
+/* A sample that is an object of its own (gf_src_sample.obj NULL): opens
+ * it (*out, the caller closes it; its size is the sample's length).
+ * Returns 0 or the storage's error with the file named. */
+int gf_source_open_sample(const gf_source *s, uint64_t idx, gf_object **out);
+/* A sample whose bytes decide its codec (smp->sniff): the codec from its
+ * first `len` bytes (`head`), checked against what its name promises
+ * (format.h, gf_folder_file_codec): GF_CODEC_PNG or GF_CODEC_JPEG, or
+ * GF_EDECODE with the file named (neither, or not what its extension
+ * says). Any thread. */
+int gf_source_file_codec(const gf_source *s, const gf_src_sample *smp,
+                         const void *head, size_t len);
 
-/* A built dataset's largest decoded size of any sample under opts, its
+/* GF_SOURCE_RECORDS: the largest decoded size of any sample under opts, its
  * largest stored size, its largest sample before any conversion (a png
- * record taken 16 bits wide: a bound), all from one scan of the index, the
- * most channels a decoded sample has (opts->channels when set), and its
- * records of each codec (by_codec[GF_CODEC_COUNT_], may be NULL). A folder
- * is sized from every file's header instead (source_shapes.h): -EINVAL. */
+ * record taken 16 bits wide: a bound), all from one scan of the records,
+ * the most channels a decoded sample has (opts->channels when set), and
+ * its records of each codec (by_codec[GF_CODEC_COUNT_], may be NULL).
+ * Without records the source is sized from every file's header instead
+ * (source_shapes.h): -EINVAL. */
 int gf_source_max_sizes(const gf_source *s, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint64_t *max_native, uint32_t *max_channels,
@@ -100,5 +163,9 @@ const char *gf_source_class_name(const gf_source *s, uint32_t i);
  * context). */
 int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,
                           size_t *len);
+
+/* The kinds (source.c's table). */
+extern const gf_source_ops gf_source_dataset;
+extern const gf_source_ops gf_source_folder;
 
 #endif

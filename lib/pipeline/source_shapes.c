@@ -170,10 +170,10 @@ typedef struct scan_thread {
 
 /* Whether a tRNS chunk comes before the image data, by the chunk headers
  * from offset `at` on; 1 (alpha, the larger) when it cannot be told. */
-static int trns_after(int fd, uint64_t at, uint64_t size) {
+static int trns_after(gf_object *o, uint64_t at, uint64_t size) {
   for (int i = 0; i < SCAN_MAX_CHUNKS && at + 8 <= size; i++) {
     uint8_t hd[8];
-    if (pread(fd, hd, 8, (off_t)at) != 8)
+    if (gf_object_read_upto(o, hd, at, 8) != 8)
       return 1;
     if (!memcmp(hd + 4, "IDAT", 4))
       return 0;
@@ -187,7 +187,7 @@ static int trns_after(int fd, uint64_t at, uint64_t size) {
 /* A JPEG's shape from its frame header: in the first `got` bytes (head),
  * else further on in the file (after a large EXIF APP1, say), a few bytes
  * a segment, at most SCAN_MAX_SEGMENTS reads. */
-static int jpeg_shape(int fd, uint8_t *head, size_t got, uint64_t size,
+static int jpeg_shape(gf_object *o, uint8_t *head, size_t got, uint64_t size,
                       const gf_decode_opts *opts, gf_shape *out,
                       gf_shape *native) {
   uint64_t pos = 2, base = 0; /* after the SOI */
@@ -200,7 +200,7 @@ static int jpeg_shape(int fd, uint8_t *head, size_t got, uint64_t size,
     if (rc < 0 || reads >= SCAN_MAX_SEGMENTS || pos >= size)
       return GF_EDECODE;
     /* Only the marker and the frame header's first bytes are needed. */
-    ssize_t n = pread(fd, head, 16, (off_t)pos);
+    int64_t n = gf_object_read_upto(o, head, pos, 16);
     if (n <= 0)
       return GF_EDECODE;
     base = pos;
@@ -211,28 +211,30 @@ static int jpeg_shape(int fd, uint8_t *head, size_t got, uint64_t size,
 /* One file: counts it in *pt when its header is a PNG or a JPEG within the
  * limits. */
 static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
-  int fd;
-  uint64_t size;
-  if (gf_source_open_file(j->src, idx, &fd, &size) < 0) {
+  gf_object *o;
+  gf_src_sample smp;
+  if (gf_source_sample(j->src, idx, &smp) < 0 ||
+      gf_source_open_sample(j->src, idx, &o) < 0) {
     pt->uncounted++;
     if (idx < pt->first_bad)
       pt->first_bad = idx;
     return;
   }
+  uint64_t size = o->size;
   uint8_t head[SCAN_HEAD];
-  ssize_t got = pread(fd, head, sizeof head, 0);
+  int64_t got = gf_object_read_upto(o, head, 0, sizeof head);
   gf_shape out, native;
   int rc = got < 0 ? GF_EDECODE
-                   : gf_source_file_codec(j->src, idx, head, (size_t)got);
+                   : gf_source_file_codec(j->src, &smp, head, (size_t)got);
   bool jpeg = rc == GF_CODEC_JPEG;
   if (rc == GF_CODEC_JPEG) {
-    rc = jpeg_shape(fd, head, (size_t)got, size, j->opts, &out, &native);
+    rc = jpeg_shape(o, head, (size_t)got, size, j->opts, &out, &native);
   } else if (rc == GF_CODEC_PNG) {
     int trns;
     uint64_t next;
     rc = gf_png_header_shape(head, (size_t)got, j->opts, &out, &native,
                              &trns, &next);
-    if (rc == 0 && trns < 0 && trns_after(fd, next, size) == 1 &&
+    if (rc == 0 && trns < 0 && trns_after(o, next, size) == 1 &&
         (native.channels == 1 || native.channels == 3) && head[25] != 4 &&
         head[25] != 6) {
       native.channels++;
@@ -240,7 +242,7 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
         out.channels++;
     }
   }
-  close(fd);
+  gf_object_close(o);
   if (rc < 0 || size > j->lim.max_bytes ||
       gf_limits_check(&j->lim, &out, NULL, GF_NO_INDEX) < 0) {
     pt->uncounted++;
@@ -303,15 +305,17 @@ static void merge(scan_part *a, const scan_part *b) {
  * reads the header after all. */
 static int recheck(const gf_source *src, const gf_decode_opts *opts,
                    uint64_t idx, gf_shape *shape, uint64_t *size) {
-  int fd;
-  int rc = gf_source_open_file(src, idx, &fd, size);
-  if (rc < 0)
+  gf_object *o;
+  gf_src_sample smp;
+  int rc = gf_source_sample(src, idx, &smp);
+  if (rc < 0 || (rc = gf_source_open_sample(src, idx, &o)) < 0)
     return rc;
+  *size = o->size;
   gf_limits lim = gf_limits_resolve(&opts->limits);
   char name[4200];
   gf_source_name(src, idx, name, sizeof name);
   if (*size > lim.max_bytes) {
-    close(fd);
+    gf_object_close(o);
     return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
                    "file of %llu bytes exceeds the limit of %llu bytes",
                    (unsigned long long)*size,
@@ -319,15 +323,15 @@ static int recheck(const gf_source *src, const gf_decode_opts *opts,
   }
   void *buf = malloc(*size ? *size : 1);
   if (!buf) {
-    close(fd);
+    gf_object_close(o);
     return -ENOMEM;
   }
-  ssize_t got = pread(fd, buf, *size, 0);
-  close(fd);
-  if (got != (ssize_t)*size)
-    rc = gf_fail(got < 0 ? -errno : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
+  int64_t got = gf_object_read_upto(o, buf, 0, *size);
+  gf_object_close(o);
+  if (got != (int64_t)*size)
+    rc = gf_fail(got < 0 ? (int)got : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
                  "cannot read the file");
-  else if ((rc = gf_source_file_codec(src, idx, buf, *size)) >= 0)
+  else if ((rc = gf_source_file_codec(src, &smp, buf, *size)) >= 0)
     rc = gf_decode_shape(rc, buf, *size, NULL, opts, shape);
   free(buf);
   return rc < 0 ? gf_fail_context(rc, name, idx, NULL) : 0;
@@ -419,7 +423,7 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
                           gf_source_extent *out) {
   memset(out, 0, sizeof *out);
   out->max_index = GF_NO_INDEX;
-  if (!gf_source_is_dataset(src))
+  if (!(gf_source_caps(src) & GF_SOURCE_RECORDS))
     return scan_folder(src, opts, threads, strict, out);
   uint64_t by_codec[GF_CODEC_COUNT_];
   int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,

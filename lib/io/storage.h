@@ -1,0 +1,190 @@
+/* Storage: where a source's bytes live, behind one table of operations
+ * (SQLite's sqlite3_vfs and sqlite3_io_methods, FFmpeg's URLProtocol).
+ * The local file system is one storage (storage_local.c); HTTP(S) and S3
+ * are others. The format layer and the loader open, stat, list and read
+ * through this interface and never ask which storage they hold: what
+ * differs is told by capabilities (GF_STORAGE_*).
+ *
+ * A storage is opened at a location (a path, or a URL whose scheme one
+ * storage claims) that is its root; objects are named relative to it
+ * ("index.gfi", "cat/0001.jpg"; "" is the root itself). Every name and
+ * location that reaches a message goes through the storage's display
+ * form, which never holds a secret (a URL's user:password, its query).
+ *
+ * Adding a storage: one file filling one const gf_storage_ops, and one
+ * line in storage.c's table.
+ *
+ * Threads: a storage and its objects may be used from any number of
+ * threads at once (each call is independent); an object must not be
+ * closed while another thread uses it. */
+#ifndef GF_IO_STORAGE_H
+#define GF_IO_STORAGE_H
+
+#include "common/common.h"
+
+/* What a storage can do. */
+enum {
+  /* Objects are local files with descriptors (gf_object.fd): the reader
+   * reads them with io_uring or pread, indexes are mapped, O_DIRECT is
+   * possible (GF_OBJ_DIRECT). */
+  GF_STORAGE_FD = 1u << 0,
+  /* Every read is a round trip to a server: the loader reads ahead of
+   * decode, many reads in flight, and whole blocks in one request. */
+  GF_STORAGE_REMOTE = 1u << 1,
+  /* Folders can be listed (gf_storage_list). */
+  GF_STORAGE_LIST = 1u << 2,
+  /* Entries can be symbolic links (GF_ENTRY_LINK, gf_storage_resolve). */
+  GF_STORAGE_LINKS = 1u << 3,
+};
+
+/* The longest version tag kept (an ETag, or a local file's identity). */
+#define GF_VERSION_TAG_MAX 128
+
+typedef enum gf_entry_type {
+  GF_ENTRY_NONE = 0, /* unknown */
+  GF_ENTRY_FILE,     /* a regular file (an object) */
+  GF_ENTRY_DIR,
+  GF_ENTRY_LINK, /* a symbolic link (GF_STORAGE_LINKS only) */
+  GF_ENTRY_OTHER /* a device, FIFO, socket... */
+} gf_entry_type;
+
+typedef struct gf_stat {
+  gf_entry_type type;
+  uint64_t size;                    /* GF_ENTRY_FILE: bytes */
+  char version[GF_VERSION_TAG_MAX]; /* the store's version tag of the
+                                       object ("" when it has none) */
+} gf_stat;
+
+/* One entry of a listing. */
+typedef struct gf_dirent {
+  const char *name;   /* the entry's own name (no '/'), valid during the call */
+  gf_entry_type type; /* a link is GF_ENTRY_LINK, not followed */
+  uint64_t size;      /* GF_ENTRY_FILE, when the listing tells it; else
+                         UINT64_MAX */
+} gf_dirent;
+/* Called once an entry, in the storage's order (not sorted). A nonzero
+ * return stops the listing and is what gf_storage_list returns. */
+typedef int (*gf_list_fn)(void *ctx, const gf_dirent *e);
+
+typedef struct gf_storage gf_storage;
+typedef struct gf_object gf_object;
+typedef struct gf_io_engine_ops gf_io_engine_ops; /* io/backend.h */
+
+/* gf_object_open flags. */
+#define GF_OBJ_DIRECT 1u /* O_DIRECT (GF_STORAGE_FD storages only) */
+
+typedef struct gf_storage_ops {
+  const char *name; /* "file", "http", ... */
+  uint32_t caps;    /* GF_STORAGE_* */
+  /* Whether this storage serves `location` (its scheme). */
+  bool (*claims)(const char *location);
+  int (*open)(const char *location, gf_storage **out);
+  void (*close)(gf_storage *s);
+  /* name's entry, links followed when `follow`. -ENOENT when none. */
+  int (*stat)(gf_storage *s, const char *name, bool follow, gf_stat *out);
+  /* The entries of folder `dir` (GF_STORAGE_LIST); a `dir` other than the
+   * root that is a link is not followed (-ELOOP). */
+  int (*list)(gf_storage *s, const char *dir, gf_list_fn fn, void *ctx);
+  /* GF_STORAGE_LINKS: what name leads to with every link followed (*out,
+   * -ENOENT for a dangling link), whether that lies inside the root, and
+   * where it is (target, for messages). */
+  int (*resolve)(gf_storage *s, const char *name, gf_stat *out, bool *inside,
+                 char *target, size_t cap);
+  int (*obj_open)(gf_storage *s, const char *name, uint32_t flags,
+                  gf_object **out);
+  void (*obj_close)(gf_object *o);
+  /* Up to len bytes at off into buf: the count read (fewer than len only
+   * where the object ends) or a negative code, with context. */
+  int64_t (*obj_read)(gf_object *o, void *buf, uint64_t off, uint64_t len);
+  /* Asynchronous reads for the reader (io.h): NULL for GF_STORAGE_FD
+   * storages, whose objects the reader reads by descriptor. */
+  const gf_io_engine_ops *engine;
+} gf_storage_ops;
+
+/* The part every storage shares; an implementation's own state follows it
+ * (a storage embeds it as its first member). */
+struct gf_storage {
+  const gf_storage_ops *ops;
+  char *display; /* the root's location for messages, without secrets */
+};
+
+/* An open object; implementations embed it as their first member. */
+struct gf_object {
+  gf_storage *st;
+  int fd;        /* GF_STORAGE_FD: the open file, owned by the object;
+                    else -1 */
+  uint64_t size; /* at open */
+  char version[GF_VERSION_TAG_MAX]; /* at open ("" when the store has
+                                       none) */
+  char *display;     /* its location for messages, without secrets */
+  bool owns_storage; /* gf_object_open_path's: closing it closes st */
+};
+
+/* Opens the storage that serves `location` (a folder path, or a URL a
+ * registered storage claims) with `location` as its root. Returns 0, or
+ * -EINVAL (empty location, a scheme no storage serves: named), -ENOMEM, or
+ * the storage's error, with context. The caller closes it. */
+int gf_storage_open(const char *location, gf_storage **out);
+/* NULL accepted. Objects must be closed first. */
+void gf_storage_close(gf_storage *s);
+
+static inline uint32_t gf_storage_caps(const gf_storage *s) {
+  return s->ops->caps;
+}
+/* The root's location for messages (no secret in it). */
+static inline const char *gf_storage_display(const gf_storage *s) {
+  return s->display;
+}
+/* root/name's display form into buf (cut to fit). Returns buf. */
+char *gf_storage_name_display(const gf_storage *s, const char *name, char *buf,
+                              size_t cap);
+
+int gf_storage_stat(gf_storage *s, const char *name, bool follow, gf_stat *out);
+/* -ENOTSUP with context where the storage cannot list. */
+int gf_storage_list(gf_storage *s, const char *dir, gf_list_fn fn, void *ctx);
+/* -ENOTSUP with context where the storage has no links. target gets the
+ * location name leads to (cap bytes, for messages). */
+int gf_storage_resolve(gf_storage *s, const char *name, gf_stat *out,
+                       bool *inside, char *target, size_t cap);
+
+/* Opens object `name` (a regular file, or what the store serves as one):
+ * its size and version tag are taken at open. Returns 0, -ENOENT,
+ * -EISDIR, -EINVAL (not a regular file), -EACCES ... with the object
+ * named, or the store's error. The caller closes it. */
+int gf_object_open(gf_storage *s, const char *name, uint32_t flags,
+                   gf_object **out);
+/* Opens the object at `location` (a path or URL: the storage serving the
+ * folder that holds it, and the object in it), which then owns that
+ * storage: closing the object closes it. For single files given by path
+ * (a labels file, a benchmark's file). Returns what gf_storage_open and
+ * gf_object_open return. */
+int gf_object_open_path(const char *location, uint32_t flags, gf_object **out);
+/* NULL accepted. */
+void gf_object_close(gf_object *o);
+/* Up to len bytes at off: the count (fewer only at the object's end) or a
+ * negative code with context. */
+static inline int64_t gf_object_read_upto(gf_object *o, void *buf, uint64_t off,
+                                          uint64_t len) {
+  return o->st->ops->obj_read(o, buf, off, len);
+}
+/* Exactly len bytes at off: 0, GF_ETRUNCATED (the object ends first) or
+ * the read's error, with the object named in the context. */
+int gf_object_read(gf_object *o, void *buf, uint64_t off, uint64_t len);
+
+/* Reads a whole object of at most max bytes into a malloc'd buffer
+ * (*buf owned by the caller, NUL-terminated after *len bytes). Returns 0,
+ * GF_ELIMIT (larger than max), or the open's or read's error. */
+int gf_object_slurp(gf_storage *s, const char *name, uint64_t max, char **buf,
+                    uint64_t *len);
+
+/* Splits `path` into the location of the folder holding it and its last
+ * component: "a/b/c.txt" gives "a/b" and "c.txt", "c.txt" gives "." and
+ * "c.txt", a URL "http://h/x/y" gives "http://h/x" and "y". Both are
+ * malloc'd (the caller frees them). Returns 0, -EINVAL (nothing after the
+ * last '/') or -ENOMEM. */
+int gf_location_split(const char *path, char **dir, char **base);
+
+/* The storages (storage.c's table). */
+extern const gf_storage_ops gf_storage_local;
+
+#endif /* GF_IO_STORAGE_H */
