@@ -62,11 +62,16 @@ static void dispatch(gf_loader *l, slot *s) {
 
 /* Finds a chunk to work on, dispatching a batch when a slot is free. Under
  * mu. Returns the slot or NULL. A free slot whose staging memory the GPU
- * may still copy out of (copy_wait) is not dispatched: its number goes to
- * *ask (UINT32_MAX: none), for the caller to ask the GPU outside mu. */
-static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, uint32_t *ask) {
+ * may still copy out of (copy_wait) is not dispatched: the numbers of such
+ * slots go to ask[] (*nask of them, at most l->nslots), oldest batch
+ * first, for the caller to ask the GPU outside mu. The copies run on one
+ * stream, roughly in batch order: the oldest is the likeliest to be over,
+ * and asking only about the first slot found (as once) could wait on a
+ * copy queued behind one already over. */
+static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, uint32_t *ask,
+                   uint32_t *nask) {
   slot *best = NULL;
-  *ask = UINT32_MAX;
+  *nask = 0;
   for (uint32_t i = 0; i < l->nslots; i++) {
     slot *s = &l->slots[i];
     if (s->state == SLOT_FILLING && s->claimed < s->count &&
@@ -77,8 +82,13 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, uint32_t *ask) {
     for (uint32_t i = 0; i < l->nslots; i++)
       if (l->slots[i].state == SLOT_FREE) {
         if (l->slots[i].copy_wait) {
-          if (*ask == UINT32_MAX)
-            *ask = i;
+          /* Insertion by seq: a few slots at most. */
+          uint32_t k = (*nask)++;
+          while (k && l->slots[ask[k - 1]].seq > l->slots[i].seq) {
+            ask[k] = ask[k - 1];
+            k--;
+          }
+          ask[k] = i;
           continue;
         }
         best = &l->slots[i];
@@ -195,26 +205,32 @@ void *gf_loader__worker_main(void *arg) {
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {
     uint32_t j0, n;
-    uint32_t ask;
-    slot *s = claim(l, &j0, &n, &ask);
-    if (!s && ask != UINT32_MAX) {
-      /* Whether the GPU is done copying out of slot `ask` (given back with
-       * its copy maybe still queued): asked by the worker that would
-       * refill it, outside mu, not by release. The generation tells
-       * whether the slot was refilled and given back again meanwhile. */
-      slot *a = &l->slots[ask];
-      uint64_t gen = a->free_gen;
+    uint32_t nask;
+    slot *s = claim(l, &j0, &n, w->ask, &nask);
+    if (!s && nask) {
+      /* Whether the GPU is done copying out of the slots given back with
+       * their copies maybe still queued: asked by the worker that would
+       * refill one, outside mu, not by release, oldest batch first, until
+       * one is over. The generation tells whether a slot was refilled and
+       * given back again meanwhile. */
+      uint64_t gen[GF_LOADER_MAX_SLOTS];
+      for (uint32_t k = 0; k < nask; k++)
+        gen[k] = l->slots[w->ask[k]].free_gen;
       pthread_mutex_unlock(&l->mu);
-      int done = gf_stage_copy_done(l->stage, ask);
+      uint32_t k = 0;
+      while (k < nask && !gf_stage_copy_done(l->stage, w->ask[k]))
+        k++;
       pthread_mutex_lock(&l->mu);
-      if (done && a->state == SLOT_FREE && a->free_gen == gen) {
-        a->copy_wait = false;
-        continue; /* claim it now */
+      if (k < nask) {
+        slot *a = &l->slots[w->ask[k]];
+        if (a->state == SLOT_FREE && a->free_gen == gen[k])
+          a->copy_wait = false;
+        continue; /* claim it now, or look again */
       }
     }
     if (!s) {
       uint64_t t0 = now_ns();
-      if (ask != UINT32_MAX) {
+      if (nask) {
         /* Rare (a batch given back before its copy ran): nothing will
          * signal the copy's end, so ask again soon. */
         cond_wait_ns(&l->work_cv, &l->mu, 200000);

@@ -159,6 +159,9 @@ typedef struct slot {
   uint32_t ngpu;
 } slot;
 
+/* The most batch slots a loader has (config prefetch). */
+#define GF_LOADER_MAX_SLOTS 64
+
 typedef struct worker {
   struct gf_loader *l;
   uint32_t tid; /* trace track */
@@ -168,6 +171,7 @@ typedef struct worker {
    * closed): the worker makes a fresh one before its next chunk, and while
    * that fails, reader_err says why and its chunks' reads fail with it. */
   gf_reader *reader;
+  uint32_t ask[GF_LOADER_MAX_SLOTS]; /* claim's slots to ask the GPU about */
   gf_error_info reader_err;
   uint8_t *rbuf; /* chunk * stored_cap bytes, for reads that decode */
   size_t rbuf_len; /* its length, whole pages; its pages are made and it

@@ -46,7 +46,7 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     return gf_loader__cfg_fail("threads", "is above 1024");
   if (c->trace_events > (1ull << 26))
     return gf_loader__cfg_fail("trace_events", "is above 2^26 events");
-  if (c->prefetch > 64)
+  if (c->prefetch > GF_LOADER_MAX_SLOTS)
     return gf_loader__cfg_fail("prefetch", "is above 64 slots");
   if (c->order > GF_ORDER_BLOCK)
     return gf_loader__cfg_fail("order", "is not a gf_order value");
@@ -80,7 +80,7 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     return gf_loader__cfg_fail("worker_sched",
                                "is not a gf_worker_sched value (0 batch, 1 "
                                "normal)");
-  if (c->staging_slots > 64)
+  if (c->staging_slots > GF_LOADER_MAX_SLOTS)
     return gf_loader__cfg_fail("staging_slots", "is above 64");
   if (c->device < GF_DEVICE_AUTO)
     return gf_loader__cfg_fail("device",
