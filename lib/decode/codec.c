@@ -1,64 +1,89 @@
-/* The codec dispatcher behind the public calls gf_codec_name,
- * gf_codec_parse, gf_decode_shape, gf_decode and gf_encode, and the
- * loader's gf_decode_filtered. It calls the codecs; they never call it. */
-#include "decode/decode.h"
-#include "decode/loco_band.h" /* GF_LOCO_BAND_ROWS */
+/* The codec table (each codec's entry, registered here by id) and the
+ * dispatcher behind the public calls gf_codec_name, gf_codec_parse,
+ * gf_decode_shape, gf_decode and gf_encode, and the loader's
+ * gf_decode_filtered and gf_decode_gpu_record. It calls the codecs
+ * through their entries; they never call it. */
 #include "common/scratch.h"
+#include "decode/decode.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const codec_names[GF_CODEC_COUNT_] = {
-    [GF_CODEC_RAW] = "raw",
-    [GF_CODEC_PNG] = "png",
-    [GF_CODEC_ZSTD] = "zstd",
-    [GF_CODEC_GRADZSTD] = "gradzstd",
-    [GF_CODEC_JPEG] = "jpeg",
-    [GF_CODEC_LOCO] = "loco",
+/* The registration: one line a codec. */
+static const gf_codec_ops *const codecs[GF_CODEC_COUNT_] = {
+    [GF_CODEC_RAW] = &gf_codec_raw,   [GF_CODEC_PNG] = &gf_codec_png,
+    [GF_CODEC_ZSTD] = &gf_codec_zstd, [GF_CODEC_GRADZSTD] = &gf_codec_gradzstd,
+    [GF_CODEC_JPEG] = &gf_codec_jpeg, [GF_CODEC_LOCO] = &gf_codec_loco,
 };
 
+const gf_codec_ops *gf_codec_ops_of(int codec) {
+  return codec >= 0 && codec < GF_CODEC_COUNT_ ? codecs[codec] : NULL;
+}
+
 const char *gf_codec_name(int codec) {
-  if (codec < 0 || codec >= GF_CODEC_COUNT_)
-    return NULL;
-  return codec_names[codec];
+  const gf_codec_ops *c = gf_codec_ops_of(codec);
+  return c ? c->name : NULL;
+}
+
+/* "raw, png, ..." in id order, for messages. */
+static void codec_list(char *buf, size_t cap, bool numbered) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < GF_CODEC_COUNT_ && n < cap; i++) {
+    int w = numbered ? snprintf(buf + n, cap - n, "%s%d %s", i ? ", " : "", i,
+                                codecs[i]->name)
+                     : snprintf(buf + n, cap - n, "%s%s",
+                                i == 0                     ? ""
+                                : i + 1 == GF_CODEC_COUNT_ ? " or "
+                                                           : ", ",
+                                codecs[i]->name);
+    if (w < 0)
+      break;
+    n += (size_t)w;
+  }
 }
 
 int gf_codec_parse(const char *name) {
   if (name)
     for (int i = 0; i < GF_CODEC_COUNT_; i++)
-      if (strcmp(name, codec_names[i]) == 0)
+      if (strcmp(name, codecs[i]->name) == 0)
         return i;
+  char list[256];
+  codec_list(list, sizeof list, false);
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "unknown codec '%s' (expected raw, png, zstd, gradzstd, "
-                 "jpeg or loco)",
-                 name ? name : "(null)");
+                 "unknown codec '%s' (expected %s)", name ? name : "(null)",
+                 list);
 }
 
-static int check_codec(int codec) {
-  if (codec < 0 || codec >= GF_CODEC_COUNT_)
-    return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "unknown codec %d (expected 0 raw, 1 png, 2 zstd, 3 "
-                   "gradzstd, 4 jpeg, 5 loco)",
-                   codec);
-  return 0;
+static const gf_codec_ops *check_codec(int codec) {
+  const gf_codec_ops *c = gf_codec_ops_of(codec);
+  if (!c) {
+    char list[256];
+    codec_list(list, sizeof list, true);
+    gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+            "unknown codec %d (expected %s)", codec, list);
+  }
+  return c;
 }
 
-/* The stored shape of a raw/zstd/gradzstd/loco sample must be a valid
- * shape within the limits: it sizes the decode and any scratch buffer. A
- * loco sample's is 8-bit: the codec codes nothing else. */
-static int check_stored(int codec, const gf_shape *stored,
+/* The stored shape of a pixel codec's sample must be a valid shape within
+ * the limits: it sizes the decode and any scratch buffer. A loco sample's
+ * is 8-bit: the codec codes nothing else. */
+static int check_stored(const gf_codec_ops *c, const gf_shape *stored,
                         const gf_decode_opts *o) {
   if (!stored)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "a %s sample needs its stored shape", gf_codec_name(codec));
+                   "a %s sample needs its stored shape", c->name);
   int rc = gf_limits_check(&o->limits, stored, NULL, GF_NO_INDEX);
   if (rc < 0)
     return gf_fail_context(rc, NULL, GF_NO_INDEX, "stored shape");
-  if (codec == GF_CODEC_LOCO && stored->dtype != GF_DTYPE_U8)
+  if ((c->caps & GF_CODEC_CAP_GPU_RECORD) && stored->dtype != GF_DTYPE_U8)
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "a loco sample's stored shape %ux%ux%u is u16: loco codes "
+                   "a %s sample's stored shape %ux%ux%u is u16: %s codes "
                    "8-bit samples only",
-                   stored->height, stored->width, stored->channels);
+                   c->name, stored->height, stored->width, stored->channels,
+                   c->name);
   return 0;
 }
 
@@ -72,23 +97,24 @@ static int check_src_len(size_t len, const gf_decode_opts *o) {
   return 0;
 }
 
-/* The codecs whose samples are files stored as they are, which carry
- * their own shape. */
-static bool is_file_codec(int codec) {
-  return codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG;
-}
-
 /* A dataset record names the dimensions a PNG or JPEG was built with (zero
  * when unknown): a file that disagrees is not the one the record
  * describes. */
-static int check_file_record(int codec, const gf_shape *stored,
+static int check_file_record(const gf_codec_ops *c, const gf_shape *stored,
                              const gf_shape *got) {
   if (stored && stored->height && stored->width &&
-      (stored->height != got->height || stored->width != got->width))
+      (stored->height != got->height || stored->width != got->width)) {
+    char upper[16];
+    size_t i = 0;
+    for (; c->name[i] && i + 1 < sizeof upper; i++)
+      upper[i] =
+          (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A'
+                                                        : c->name[i]);
+    upper[i] = '\0';
     return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "%s is %ux%u, its record says %ux%u",
-                   codec == GF_CODEC_PNG ? "PNG" : "JPEG", got->width,
+                   "%s is %ux%u, its record says %ux%u", upper, got->width,
                    got->height, stored->width, stored->height);
+  }
   return 0;
 }
 
@@ -102,55 +128,25 @@ int gf_decode_shape(int codec, const void *src, size_t src_len,
   if (!out)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_decode_shape: NULL output shape");
-  if ((rc = check_codec(codec)) < 0 ||
-      (src && (rc = check_src_len(src_len, &o)) < 0))
+  const gf_codec_ops *c = check_codec(codec);
+  if (!c)
+    return GF_EUNSUPPORTED;
+  if (src && (rc = check_src_len(src_len, &o)) < 0)
     return rc;
-  if (is_file_codec(codec)) {
-    rc = codec == GF_CODEC_PNG ? gf_png_shape(src, src_len, &o, out)
-                               : gf_jpeg_shape(src, src_len, &o, out);
-    if (rc < 0)
+  if (c->caps & GF_CODEC_CAP_FILE) {
+    if ((rc = c->file_shape(src, src_len, &o, out)) < 0)
       return rc;
-    return check_file_record(codec, stored, out);
+    return check_file_record(c, stored, out);
   }
-  if ((rc = check_stored(codec, stored, &o)) < 0)
+  if ((rc = check_stored(c, stored, &o)) < 0)
     return rc;
   gf_shape s = gf_decode_out_shape(stored, &o);
   if ((rc = gf_limits_check(&o.limits, &s, NULL, GF_NO_INDEX)) < 0)
     return rc;
   /* With the bytes at hand, the cheap header checks come for free. */
-  if (src) {
-    uint64_t want = gf_shape_bytes(stored);
-    if (codec == GF_CODEC_RAW && src_len != want)
-      return gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "raw sample is %zu bytes, expected %llu for shape "
-                     "%ux%ux%u %s",
-                     src_len, (unsigned long long)want, stored->height,
-                     stored->width, stored->channels,
-                     stored->dtype == GF_DTYPE_U16 ? "u16" : "u8");
-    if (codec == GF_CODEC_LOCO &&
-        (rc = gf_loco_check(src, src_len, stored->height, stored->width,
-                            stored->channels)) < 0)
-      return rc;
-    if ((codec == GF_CODEC_ZSTD || codec == GF_CODEC_GRADZSTD) &&
-        (rc = gf_zstd_check_frame(src, src_len, (size_t)want)) < 0)
-      return rc;
-  }
-  *out = s;
-  return 0;
-}
-
-/* Decodes a zstd/gradzstd/loco sample of shape `st` into buf, exactly
- * gf_shape_bytes(st) bytes (n). */
-static int unpack(int codec, const void *src, size_t len, const gf_shape *st,
-                  uint8_t *buf, size_t n) {
-  if (codec == GF_CODEC_LOCO)
-    return gf_loco_decode(src, len, st->height, st->width, st->channels, buf);
-  int rc = gf_zstd_decompress(src, len, buf, n);
-  if (rc < 0)
+  if (src && c->check && (rc = c->check(src, src_len, stored)) < 0)
     return rc;
-  if (codec == GF_CODEC_GRADZSTD)
-    gf_grad_unfilter(buf, st->height, st->width,
-                     st->channels * (st->dtype == GF_DTYPE_U16 ? 2u : 1u));
+  *out = s;
   return 0;
 }
 
@@ -164,18 +160,18 @@ int gf_decode(int codec, const void *src, size_t src_len,
   if (!out || (!dst && dst_cap) || (!src && src_len))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_decode: NULL argument");
-  if ((rc = check_codec(codec)) < 0 || (rc = check_src_len(src_len, &o)) < 0)
+  const gf_codec_ops *c = check_codec(codec);
+  if (!c)
+    return GF_EUNSUPPORTED;
+  if ((rc = check_src_len(src_len, &o)) < 0)
     return rc;
-  if (is_file_codec(codec)) {
-    rc = codec == GF_CODEC_PNG
-             ? gf_png_decode(src, src_len, &o, dst, dst_cap, out)
-             : gf_jpeg_decode(src, src_len, &o, dst, dst_cap, out);
-    if (rc < 0)
+  if (c->caps & GF_CODEC_CAP_FILE) {
+    if ((rc = c->file_decode(src, src_len, &o, dst, dst_cap, out)) < 0)
       return rc;
-    return check_file_record(codec, stored, out);
+    return check_file_record(c, stored, out);
   }
 
-  if ((rc = check_stored(codec, stored, &o)) < 0)
+  if ((rc = check_stored(c, stored, &o)) < 0)
     return rc;
   gf_shape s = gf_decode_out_shape(stored, &o);
   if ((rc = gf_limits_check(&o.limits, &s, NULL, GF_NO_INDEX)) < 0)
@@ -191,31 +187,25 @@ int gf_decode(int codec, const void *src, size_t src_len,
   bool direct = s.channels == stored->channels && s.dtype == stored->dtype;
   size_t npx = (size_t)stored->height * stored->width;
 
-  if (codec == GF_CODEC_RAW) {
-    if (src_len != in_bytes)
-      return gf_fail(GF_EDECODE, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "raw sample is %zu bytes, expected %zu for shape "
-                     "%ux%ux%u %s",
-                     src_len, in_bytes, stored->height, stored->width,
-                     stored->channels,
-                     stored->dtype == GF_DTYPE_U16 ? "u16" : "u8");
-    if (direct)
-      memcpy(dst, src, in_bytes);
-    else
+  if (direct) {
+    rc = c->unpack(src, src_len, stored, dst, in_bytes);
+  } else if (c->caps & GF_CODEC_CAP_PIXELS) {
+    /* The stored bytes are the pixels: converted straight from them. */
+    if ((rc = c->check(src, src_len, stored)) == 0)
       gf_convert_pixels(src, stored, dst, &s, npx);
-  } else if (direct) {
-    rc = unpack(codec, src, src_len, stored, dst, in_bytes);
   } else {
     uint8_t *tmp = gf_scratch_get(in_bytes);
     if (!tmp)
       return -ENOMEM;
-    rc = unpack(codec, src, src_len, stored, tmp, in_bytes);
+    rc = c->unpack(src, src_len, stored, tmp, in_bytes);
     if (rc == 0)
       gf_convert_pixels(tmp, stored, dst, &s, npx);
     gf_scratch_release(tmp);
   }
   if (rc < 0)
-    return gf_fail_context(rc, NULL, GF_NO_INDEX, gf_codec_name(codec));
+    return (c->caps & GF_CODEC_CAP_PIXELS)
+               ? rc
+               : gf_fail_context(rc, NULL, GF_NO_INDEX, c->name);
   *out = s;
   return 0;
 }
@@ -225,10 +215,11 @@ int gf_decode_filtered(int codec, const void *src, size_t src_len,
   if (!src || !stored || !dst)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_decode_filtered: NULL argument");
-  if (codec != GF_CODEC_GRADZSTD)
+  const gf_codec_ops *c = gf_codec_ops_of(codec);
+  if (!c || !(c->caps & GF_CODEC_CAP_GPU_UNFILTER))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "only a gradzstd sample can be left filtered, not %s",
-                   gf_codec_name(codec) ? gf_codec_name(codec) : "unknown");
+                   c ? c->name : "unknown");
   uint64_t want = gf_shape_bytes(stored);
   if (want > dst_cap)
     return gf_fail(GF_ESHAPE, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -236,24 +227,7 @@ int gf_decode_filtered(int codec, const void *src, size_t src_len,
                    "needs %llu",
                    dst_cap, stored->height, stored->width, stored->channels,
                    (unsigned long long)want);
-  return gf_zstd_decompress(src, src_len, dst, (size_t)want);
-}
-
-/* loco's level is the rows of a band (0: the default). */
-static int encode_loco(const uint8_t *pixels, const gf_shape *shape, int level,
-                       void **dst, size_t *dst_len) {
-  if (shape->dtype != GF_DTYPE_U8)
-    return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "loco codes 8-bit samples; use gradzstd for 16-bit "
-                   "images");
-  if (level < 0 || level > 255)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "loco level %d: the level is the rows of a band, 1 to "
-                   "255 (0: the default %u)",
-                   level, GF_LOCO_BAND_ROWS);
-  uint32_t rows = level ? (uint32_t)level : GF_LOCO_BAND_ROWS;
-  return gf_loco_encode(pixels, shape->height, shape->width, shape->channels,
-                        rows, dst, dst_len);
+  return c->unpack_filtered(src, src_len, stored, dst, (size_t)want);
 }
 
 int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
@@ -263,46 +237,21 @@ int gf_encode(int codec, const void *pixels, const gf_shape *shape, int level,
                    "gf_encode: NULL argument");
   *dst = NULL;
   *dst_len = 0;
-  int rc = check_codec(codec);
-  if (rc < 0)
-    return rc;
-  if (is_file_codec(codec))
+  const gf_codec_ops *c = check_codec(codec);
+  if (!c)
+    return GF_EUNSUPPORTED;
+  if (!c->encode)
     return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_encode does not produce %s (the builder stores "
                    "source %s files as they are)",
-                   gf_codec_name(codec),
-                   codec == GF_CODEC_PNG ? "PNG" : "JPEG");
+                   c->name, codec == GF_CODEC_PNG ? "PNG" : "JPEG");
   uint64_t n64 = gf_shape_bytes(shape);
   if (!n64 || n64 > SIZE_MAX)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_encode: invalid shape %ux%ux%u dtype %u",
                    shape->height, shape->width, shape->channels,
                    shape->dtype);
-  size_t n = (size_t)n64;
-  if (codec == GF_CODEC_RAW) {
-    void *p = malloc(n);
-    if (!p)
-      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "out of memory for a %zu-byte raw sample", n);
-    memcpy(p, pixels, n);
-    *dst = p;
-    *dst_len = n;
-    return 0;
-  }
-  if (codec == GF_CODEC_ZSTD)
-    return gf_zstd_compress(pixels, n, level ? level : 3, dst, dst_len);
-  if (codec == GF_CODEC_LOCO)
-    return encode_loco(pixels, shape, level, dst, dst_len);
-  uint8_t *tmp = malloc(n);
-  if (!tmp)
-    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "out of memory for a %zu-byte gradzstd buffer", n);
-  memcpy(tmp, pixels, n);
-  gf_grad_filter(tmp, shape->height, shape->width,
-                 shape->channels * (shape->dtype == GF_DTYPE_U16 ? 2u : 1u));
-  rc = gf_zstd_compress(tmp, n, level ? level : 1, dst, dst_len);
-  free(tmp);
-  return rc;
+  return c->encode(pixels, shape, level, dst, dst_len);
 }
 
 int gf_decode_gpu_record(int codec, const void *src, size_t src_len,
@@ -311,33 +260,10 @@ int gf_decode_gpu_record(int codec, const void *src, size_t src_len,
   if (!src || !stored || !bands || !len)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_decode_gpu_record: NULL argument");
-  if (codec != GF_CODEC_LOCO || stored->dtype != GF_DTYPE_U8)
+  const gf_codec_ops *c = gf_codec_ops_of(codec);
+  if (!c || !(c->caps & GF_CODEC_CAP_GPU_RECORD) ||
+      stored->dtype != GF_DTYPE_U8)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "only an 8-bit loco record is decoded on the GPU");
-  const uint8_t *p = src;
-  size_t n = src_len;
-  if (!exact && n >= 3 && p[2] && stored->height) {
-    /* The record's own length, from the end of its last band. */
-    uint64_t nb = (stored->height + p[2] - 1) / p[2];
-    uint64_t at = 4 + 4 * (nb - 1);
-    if (at + 4 <= n) {
-      uint64_t end = (uint64_t)p[at] | (uint64_t)p[at + 1] << 8 |
-                     (uint64_t)p[at + 2] << 16 | (uint64_t)p[at + 3] << 24;
-      uint64_t want = 4 + 4 * nb + 4 * end;
-      if (want <= n)
-        n = (size_t)want;
-    }
-  }
-  int rc = gf_loco_check(src, n, stored->height, stored->width,
-                         stored->channels);
-  if (rc < 0)
-    return rc;
-  if (n > UINT32_MAX)
-    return gf_fail(GF_ELIMIT, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "a loco record of %zu bytes is beyond the GPU decode's "
-                   "4 GiB",
-                   n);
-  *len = (uint32_t)n;
-  *bands = (stored->height + p[2] - 1) / p[2];
-  return 0;
+  return c->gpu_record(src, src_len, exact, stored, len, bands);
 }

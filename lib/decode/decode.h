@@ -223,4 +223,70 @@ int gf_decode_gpu_record(int codec, const void *src, size_t src_len,
                          bool exact, const gf_shape *stored, uint32_t *len,
                          uint32_t *bands);
 
+/* ---- The codec table ---------------------------------------------------
+ * Each codec is one entry, defined in its own file and registered in one
+ * place (codec.c's table, by id): its name, what it can do, and its calls.
+ * The dispatcher (gf_decode, gf_decode_shape, gf_encode, ...) and the
+ * loader go through the entry, never through the codec's id. */
+enum {
+  /* A file stored as it is (PNG, JPEG): it carries its own shape, read
+   * from its header, and is decoded by file_decode. Else the stored bytes
+   * code pixels of the record's shape (check, unpack). */
+  GF_CODEC_CAP_FILE = 1u << 0,
+  /* The stored bytes are the pixels themselves (raw): converted straight
+   * from them, never unpacked into a scratch buffer first. */
+  GF_CODEC_CAP_PIXELS = 1u << 1,
+  /* The GPU transform can run the decode's last step (gradzstd's
+   * unfilter): unpack_filtered leaves the pixels filtered. */
+  GF_CODEC_CAP_GPU_UNFILTER = 1u << 2,
+  /* The GPU decodes its records whole (loco): gpu_record checks one. */
+  GF_CODEC_CAP_GPU_RECORD = 1u << 3,
+  /* nvJPEG decodes it on the GPU (JPEG). */
+  GF_CODEC_CAP_NVJPEG = 1u << 4,
+  /* A window of it can be decoded alone, at a reduced scale
+   * (gf_jpeg_decode_region). */
+  GF_CODEC_CAP_REGION = 1u << 5,
+};
+
+typedef struct gf_codec_ops {
+  int id;           /* gf_codec: the value stored in dataset records */
+  const char *name; /* "raw", "png", ... (gf_codec_name, --codec) */
+  uint32_t caps;    /* GF_CODEC_CAP_* */
+  /* GF_CODEC_CAP_FILE: the shape under o from the header, and the decode
+   * into dst (cap bytes) converted under o. */
+  int (*file_shape)(const void *src, size_t len, const gf_decode_opts *o,
+                    gf_shape *out);
+  int (*file_decode)(const void *src, size_t len, const gf_decode_opts *o,
+                     void *dst, size_t cap, gf_shape *out);
+  /* Pixel codecs: the cheap checks of the bytes against the stored shape
+   * (NULL: none), and the decode of exactly n = gf_shape_bytes(stored)
+   * bytes of the stored shape into dst. */
+  int (*check)(const void *src, size_t len, const gf_shape *stored);
+  int (*unpack)(const void *src, size_t len, const gf_shape *stored,
+                uint8_t *dst, size_t n);
+  /* GF_CODEC_CAP_GPU_UNFILTER: unpack without the last step. */
+  int (*unpack_filtered)(const void *src, size_t len, const gf_shape *stored,
+                         uint8_t *dst, size_t n);
+  /* GF_CODEC_CAP_GPU_RECORD: gf_decode_gpu_record's check. */
+  int (*gpu_record)(const void *src, size_t len, bool exact,
+                    const gf_shape *stored, uint32_t *rec_len, uint32_t *bands);
+  /* Encodes pixels of `shape` at `level` (0: the codec's default) into a
+   * malloc'd buffer; NULL for a file codec (the builder stores files as
+   * they are). */
+  int (*encode)(const void *pixels, const gf_shape *shape, int level,
+                void **dst, size_t *dst_len);
+} gf_codec_ops;
+
+/* The entry of codec id, or NULL when no codec has that id. Any thread. */
+const gf_codec_ops *gf_codec_ops_of(int codec);
+/* Its capabilities (0 for an unknown id). */
+static inline uint32_t gf_codec_caps(int codec) {
+  const gf_codec_ops *c = gf_codec_ops_of(codec);
+  return c ? c->caps : 0;
+}
+
+/* The entries (raw.c, png.c, zstd.c, grad.c, jpeg.c, loco.c). */
+extern const gf_codec_ops gf_codec_raw, gf_codec_png, gf_codec_zstd,
+    gf_codec_gradzstd, gf_codec_jpeg, gf_codec_loco;
+
 #endif

@@ -10,6 +10,7 @@
  * the running pixel in registers. */
 #include "decode/decode.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -131,3 +132,51 @@ void gf_grad_unfilter(uint8_t *px, uint32_t h, uint32_t w, uint32_t bpp) {
 #endif
   unfilter_rows(px, h, w, bpp, row);
 }
+
+/* ---- the gradzstd codec: the gradient filter, then zstd --------------- */
+
+static uint32_t grad_bpp(const gf_shape *s) {
+  return s->channels * (s->dtype == GF_DTYPE_U16 ? 2u : 1u);
+}
+
+static int gradzstd_check(const void *src, size_t len, const gf_shape *stored) {
+  return gf_zstd_check_frame(src, len, (size_t)gf_shape_bytes(stored));
+}
+
+static int gradzstd_filtered(const void *src, size_t len,
+                             const gf_shape *stored, uint8_t *dst, size_t n) {
+  (void)stored;
+  return gf_zstd_decompress(src, len, dst, n);
+}
+
+static int gradzstd_unpack(const void *src, size_t len, const gf_shape *stored,
+                           uint8_t *dst, size_t n) {
+  int rc = gf_zstd_decompress(src, len, dst, n);
+  if (rc == 0)
+    gf_grad_unfilter(dst, stored->height, stored->width, grad_bpp(stored));
+  return rc;
+}
+
+static int gradzstd_encode(const void *pixels, const gf_shape *shape, int level,
+                           void **dst, size_t *dst_len) {
+  size_t n = (size_t)gf_shape_bytes(shape);
+  uint8_t *tmp = malloc(n);
+  if (!tmp)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory for a %zu-byte gradzstd buffer", n);
+  memcpy(tmp, pixels, n);
+  gf_grad_filter(tmp, shape->height, shape->width, grad_bpp(shape));
+  int rc = gf_zstd_compress(tmp, n, level ? level : 1, dst, dst_len);
+  free(tmp);
+  return rc;
+}
+
+const gf_codec_ops gf_codec_gradzstd = {
+    .id = GF_CODEC_GRADZSTD,
+    .name = "gradzstd",
+    .caps = GF_CODEC_CAP_GPU_UNFILTER,
+    .check = gradzstd_check,
+    .unpack = gradzstd_unpack,
+    .unpack_filtered = gradzstd_filtered,
+    .encode = gradzstd_encode,
+};

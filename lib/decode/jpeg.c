@@ -562,3 +562,11 @@ int gf_jpeg_encode(const void *pixels, const gf_shape *shape, int quality,
                    void **dst, size_t *dst_len) {
   return gf_jpeg_encode_ex(pixels, shape, quality, NULL, dst, dst_len);
 }
+
+const gf_codec_ops gf_codec_jpeg = {
+    .id = GF_CODEC_JPEG,
+    .name = "jpeg",
+    .caps = GF_CODEC_CAP_FILE | GF_CODEC_CAP_NVJPEG | GF_CODEC_CAP_REGION,
+    .file_shape = gf_jpeg_shape,
+    .file_decode = gf_jpeg_decode,
+};

@@ -241,3 +241,76 @@ int gf_loco_decode(const void *src, size_t len, uint32_t h, uint32_t w,
   }
   return 0;
 }
+
+/* ---- the codec's entry --------------------------------------------------- */
+
+static int loco_check(const void *src, size_t len, const gf_shape *stored) {
+  return gf_loco_check(src, len, stored->height, stored->width,
+                       stored->channels);
+}
+
+static int loco_unpack(const void *src, size_t len, const gf_shape *st,
+                       uint8_t *dst, size_t n) {
+  (void)n;
+  return gf_loco_decode(src, len, st->height, st->width, st->channels, dst);
+}
+
+/* The level is the rows of a band (0: the default). */
+static int loco_encode(const void *pixels, const gf_shape *shape, int level,
+                       void **dst, size_t *dst_len) {
+  if (shape->dtype != GF_DTYPE_U8)
+    return gf_fail(GF_EUNSUPPORTED, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loco codes 8-bit samples; use gradzstd for 16-bit "
+                   "images");
+  if (level < 0 || level > 255)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "loco level %d: the level is the rows of a band, 1 to "
+                   "255 (0: the default %u)",
+                   level, GF_LOCO_BAND_ROWS);
+  uint32_t rows = level ? (uint32_t)level : GF_LOCO_BAND_ROWS;
+  return gf_loco_encode(pixels, shape->height, shape->width, shape->channels,
+                        rows, dst, dst_len);
+}
+
+/* A record the GPU decodes: its structure checked, its length (with exact
+ * unset, taken from the end of its last band) and band count. */
+static int loco_gpu_record(const void *src, size_t src_len, bool exact,
+                           const gf_shape *stored, uint32_t *len,
+                           uint32_t *bands) {
+  const uint8_t *p = src;
+  size_t n = src_len;
+  if (!exact && n >= 3 && p[2] && stored->height) {
+    /* The record's own length, from the end of its last band. */
+    uint64_t nb = (stored->height + p[2] - 1) / p[2];
+    uint64_t at = 4 + 4 * (nb - 1);
+    if (at + 4 <= n) {
+      uint64_t end = (uint64_t)p[at] | (uint64_t)p[at + 1] << 8 |
+                     (uint64_t)p[at + 2] << 16 | (uint64_t)p[at + 3] << 24;
+      uint64_t want = 4 + 4 * nb + 4 * end;
+      if (want <= n)
+        n = (size_t)want;
+    }
+  }
+  int rc =
+      gf_loco_check(src, n, stored->height, stored->width, stored->channels);
+  if (rc < 0)
+    return rc;
+  if (n > UINT32_MAX)
+    return gf_fail(GF_ELIMIT, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "a loco record of %zu bytes is beyond the GPU decode's "
+                   "4 GiB",
+                   n);
+  *len = (uint32_t)n;
+  *bands = (stored->height + p[2] - 1) / p[2];
+  return 0;
+}
+
+const gf_codec_ops gf_codec_loco = {
+    .id = GF_CODEC_LOCO,
+    .name = "loco",
+    .caps = GF_CODEC_CAP_GPU_RECORD,
+    .check = loco_check,
+    .unpack = loco_unpack,
+    .gpu_record = loco_gpu_record,
+    .encode = loco_encode,
+};

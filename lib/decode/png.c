@@ -381,3 +381,11 @@ int gf_png_encode(const void *pixels, const gf_shape *shape, int level,
   *dst_len = j.len;
   return 0;
 }
+
+const gf_codec_ops gf_codec_png = {
+    .id = GF_CODEC_PNG,
+    .name = "png",
+    .caps = GF_CODEC_CAP_FILE,
+    .file_shape = gf_png_shape,
+    .file_decode = gf_png_decode,
+};

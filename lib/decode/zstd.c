@@ -157,3 +157,29 @@ int gf_zstd_decompress(const void *src, size_t len, void *dst, size_t want) {
                    "zstd frame decoded to %zu bytes, expected %zu", r, want);
   return 0;
 }
+
+/* The zstd codec: the decoded pixels zstd-compressed. */
+static int zstd_check(const void *src, size_t len, const gf_shape *stored) {
+  return gf_zstd_check_frame(src, len, (size_t)gf_shape_bytes(stored));
+}
+
+static int zstd_unpack(const void *src, size_t len, const gf_shape *stored,
+                       uint8_t *dst, size_t n) {
+  (void)stored;
+  return gf_zstd_decompress(src, len, dst, n);
+}
+
+static int zstd_encode(const void *pixels, const gf_shape *shape, int level,
+                       void **dst, size_t *dst_len) {
+  return gf_zstd_compress(pixels, (size_t)gf_shape_bytes(shape),
+                          level ? level : 3, dst, dst_len);
+}
+
+const gf_codec_ops gf_codec_zstd = {
+    .id = GF_CODEC_ZSTD,
+    .name = "zstd",
+    .caps = 0,
+    .check = zstd_check,
+    .unpack = zstd_unpack,
+    .encode = zstd_encode,
+};

@@ -25,7 +25,8 @@ typedef struct cache_head {
  * only runs zstd. Only when nothing else changes the pixels (no channel or
  * bit-depth conversion) and a row fits the kernel's shared memory. */
 static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
-  if (!l->stage || l->identity || smp->codec != GF_CODEC_GRADZSTD ||
+  if (!l->stage || l->identity ||
+      !(gf_codec_caps(smp->codec) & GF_CODEC_CAP_GPU_UNFILTER) ||
       smp->stored.dtype != GF_DTYPE_U8 ||
       l->cfg.transform.resize != GF_RESIZE_NONE) /* resampled unfiltered */
     return false;
@@ -42,7 +43,8 @@ static bool gpu_unfilters(const gf_loader *l, const gf_src_sample *smp) {
  * sample's place (a 4-byte aligned stride: the kernel reads words). */
 static bool gpu_decodes_loco(const gf_loader *l, const gf_src_sample *smp,
                              int codec, uint64_t len) {
-  if (!l->loco_gpu || l->identity || codec != GF_CODEC_LOCO ||
+  if (!l->loco_gpu || l->identity ||
+      !(gf_codec_caps(codec) & GF_CODEC_CAP_GPU_RECORD) ||
       smp->stored.dtype != GF_DTYPE_U8 || l->stride % 4 != 0)
     return false;
   if (l->dopts.channels && l->dopts.channels != smp->stored.channels)
@@ -98,7 +100,7 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
   if (smp->sniff &&
       (codec = gf_source_file_codec(l->src, smp, buf, (size_t)len)) < 0)
     return codec;
-  if (gpu && codec == GF_CODEC_JPEG && !in_place &&
+  if (gpu && (gf_codec_caps(codec) & GF_CODEC_CAP_NVJPEG) && !in_place &&
       gf_loader__jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
     *gpu = (uint32_t)len; /* jpeg_gpu_take: below 4 GiB */
     return 0;
@@ -125,11 +127,11 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
   } else {
     /* A JPEG as its window; 1: its header is not one sized here, so it is
      * decoded whole (libjpeg then gives its verdict). */
-    rc = codec == GF_CODEC_JPEG && l->jpeg_window
+    rc = (gf_codec_caps(codec) & GF_CODEC_CAP_REGION) && l->jpeg_window
              ? gf_loader__jpeg_decode_window(l, smp, epoch, buf, len, dst,
                                              shape, region)
              : 1;
-    if (rc == 1 && (codec == GF_CODEC_PNG || codec == GF_CODEC_JPEG))
+    if (rc == 1 && (gf_codec_caps(codec) & GF_CODEC_CAP_FILE))
       rc = decode_file(l, smp, codec, buf, len, dst, shape);
     else if (rc == 1)
       rc = gf_decode(codec, buf, (size_t)len, &smp->stored, &l->dopts, dst,
@@ -209,7 +211,7 @@ static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
 
 /* Raw pixels that need no conversion can be read straight into the slot. */
 static bool raw_in_place(const gf_loader *l, const gf_src_sample *smp) {
-  if (smp->codec != GF_CODEC_RAW || l->direct_objs)
+  if (!(gf_codec_caps(smp->codec) & GF_CODEC_CAP_PIXELS) || l->direct_objs)
     return false;
   gf_shape out = smp->stored;
   if (l->dopts.channels)
