@@ -47,4 +47,31 @@ void gf_io_pool_push(gf_io_pool *p, const uint32_t *ids, unsigned n);
 unsigned gf_io_pool_reap(gf_io_pool *p, uint32_t *ids, unsigned max,
                          unsigned min);
 
+/* A storage's engine (gf_storage_ops.engine): the reads of a storage
+ * without descriptors (HTTP, S3), for one reader. The reader keeps the
+ * slots and their ids; the engine runs their reads and hands the
+ * completed ids back. */
+struct gf_io_engine_ops {
+  const char *name; /* the reader's backend name: "http", ... */
+  /* An engine for one reader over storage st: its reads are slots[id]
+   * (nslots of them at most outstanding), at most `depth` on the wire at
+   * once, the rest queued inside it. On failure returns a negative code
+   * and writes the reason into why. */
+  int (*create)(gf_storage *st, gf_io_slot *slots, uint32_t nslots,
+                unsigned depth, void **out, char *why, size_t why_len);
+  /* Stops every transfer (no slot buffer is written after it returns) and
+   * frees. NULL accepted. */
+  void (*destroy)(void *e);
+  /* Starts the reads of slots ids[0..n) (each slot's req set, done 0).
+   * Returns 0, or a negative code (with context) for the engine as a
+   * whole, which the reader then treats as a ring error. */
+  int (*push)(void *e, const uint32_t *ids, unsigned n);
+  /* Up to max completed slots' ids, blocking until at least min are there
+   * (the reader never asks for more than are outstanding). Each completed
+   * slot has its result set: bytes read (req.length; fewer only with
+   * GF_READ_EOF_OK at the object's end) or a negative code with its why.
+   * Returns the count, or a negative code for the engine as a whole. */
+  int (*reap)(void *e, uint32_t *ids, unsigned max, unsigned min);
+};
+
 #endif /* GF_IO_BACKEND_H */

@@ -68,6 +68,10 @@ typedef struct gf_read_done {
   /* file offset where the read stopped: offset + bytes read before the
    * error or the end of file (offset + length on success) */
   uint64_t stop_offset;
+  /* A failed read's own words where its storage has them (a remote
+   * storage: the object, the range, the server's answer, the retries),
+   * else "": valid until the next gf_reader_submit. Never a secret. */
+  const char *why;
 } gf_read_done;
 
 #define GF_READER_OPTS_VERSION 1
@@ -86,10 +90,16 @@ typedef struct gf_reader_opts {
   uint32_t direct_align;  /* alignment for direct (0: 4096; a power of two
                              from 512 to 1 MiB) */
   uint32_t reserved[5];   /* must be zero */
+  gf_storage *storage;    /* where the objects read lie: NULL or a
+                             GF_STORAGE_FD storage (io_uring or pread, as
+                             backend says), else a storage with an engine
+                             (gf_storage_ops.engine), which then runs the
+                             reads (backend and direct must be left at
+                             their defaults) */
 } gf_reader_opts;
 /* clang-format off */
 #define GF_READER_OPTS_INIT \
-  {sizeof(gf_reader_opts), GF_IO_AUTO, 0, 0, 0, 0, 0, {0}}
+  {sizeof(gf_reader_opts), GF_IO_AUTO, 0, 0, 0, 0, 0, {0}, NULL}
 /* clang-format on */
 
 /* Counters since create (for tests, benchmarks and logs). */

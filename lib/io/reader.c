@@ -1,5 +1,6 @@
-/* The reader: request slots, queues, and the choice between io_uring and
- * the pread pool, whose calls it drives (the per-read semantics both
+/* The reader: request slots, queues, and the choice between io_uring, the
+ * pread pool (objects with descriptors) and a storage's engine (remote
+ * objects), whose calls it drives (the per-read semantics the two local
  * backends share are slot.c's). */
 #include "io/io.h"
 #include "io/backend.h"
@@ -38,8 +39,11 @@ static uint32_t fifo_pop(id_fifo *f) {
   return id;
 }
 
+/* The third backend: a storage's engine (backend.h). */
+#define GF_IO_ENGINE_ 100
+
 struct gf_reader {
-  int backend; /* GF_IO_URING or GF_IO_PREAD */
+  int backend; /* GF_IO_URING, GF_IO_PREAD or GF_IO_ENGINE_ */
   char reason[512];
   uint32_t nslots;
   uint32_t depth;
@@ -55,6 +59,8 @@ struct gf_reader {
   bool registered;
   gf_io_uring *uring;
   gf_io_pool *pool;
+  const gf_io_engine_ops *engine;
+  void *engine_state;
   gf_reader_stats stats;
 };
 
@@ -76,9 +82,23 @@ static int resolve_opts(const gf_reader_opts *in, gf_reader_opts *o) {
                        "must be zero",
                        i, o->reserved[i]);
   }
+  if (o->storage && o->storage->ops->engine) {
+    if (o->backend != GF_IO_AUTO || o->direct)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "gf_reader_opts: %s storage's objects are read by its "
+                     "engine: backend and direct do not apply",
+                     o->storage->ops->name);
+  } else if (o->storage && !(gf_storage_caps(o->storage) & GF_STORAGE_FD)) {
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_reader_opts: %s storage has neither descriptors nor "
+                   "an engine to read with",
+                   o->storage->ops->name);
+  }
   /* The environment decides only what the caller left to auto, so an
    * operator can turn io_uring off (or insist on it) without a rebuild. */
-  const char *env = o->backend == GF_IO_AUTO ? getenv("GPUFEED_IO") : NULL;
+  const bool engine = o->storage && o->storage->ops->engine;
+  const char *env =
+      o->backend == GF_IO_AUTO && !engine ? getenv("GPUFEED_IO") : NULL;
   if (env && env[0]) {
     if (!strcmp(env, "uring") || !strcmp(env, "io_uring"))
       o->backend = GF_IO_URING;
@@ -172,6 +192,19 @@ int gf_reader_create(const gf_reader_opts *opts, gf_reader **out) {
     r->free_ids[i] = r->nslots - 1 - i;
   r->nfree = r->nslots;
 
+  if (o.storage && o.storage->ops->engine) {
+    char why[400];
+    r->backend = GF_IO_ENGINE_;
+    r->engine = o.storage->ops->engine;
+    rc = r->engine->create(o.storage, r->slots, r->nslots, o.queue_depth,
+                           &r->engine_state, why, sizeof why);
+    if (rc < 0) {
+      gf_reader_destroy(r);
+      return gf_fail(rc, NULL, GF_NO_INDEX, GF_NO_INDEX, "%s", why);
+    }
+    *out = r;
+    return 0;
+  }
   r->backend = GF_IO_PREAD;
   if (o.backend != GF_IO_PREAD) {
     char why[400];
@@ -207,6 +240,8 @@ void gf_reader_destroy(gf_reader *r) {
     return;
   gf_io_uring_destroy(r->uring);
   gf_io_pool_destroy(r->pool);
+  if (r->engine)
+    r->engine->destroy(r->engine_state);
   free(r->slots);
   free(r->free_ids);
   free(r->waiting.ids);
@@ -323,8 +358,13 @@ int gf_reader_submit(gf_reader *r, const gf_read_req *reqs, unsigned n) {
   }
   r->outstanding += n;
   r->stats.accepted += n;
-  if (npool)
+  if (npool && r->backend == GF_IO_ENGINE_) {
+    int rc = r->engine->push(r->engine_state, r->scratch_ids, npool);
+    if (rc < 0)
+      return rc;
+  } else if (npool) {
     gf_io_pool_push(r->pool, r->scratch_ids, npool);
+  }
   if (r->backend == GF_IO_URING)
     return uring_pump(r);
   return 0;
@@ -336,6 +376,7 @@ static void finish(gf_reader *r, uint32_t id, gf_read_done *d) {
   d->user_data = s->req.user_data;
   d->result = s->result;
   d->stop_offset = s->req.offset + s->done;
+  d->why = s->result < 0 ? s->why : "";
   r->stats.completed++;
   r->stats.failed += s->result < 0;
   r->stats.ops += s->ops;
@@ -370,8 +411,8 @@ int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max,
                    "waiting for %s completions: %s (%s)", gf_reader_backend(r),
                    gf_strerror(err), gf_err_name(err));
   unsigned n = drain_done(r, out, max);
-  if (r->backend == GF_IO_PREAD) {
-    /* Everything outstanding now is in the pool. */
+  if (r->backend != GF_IO_URING) {
+    /* Everything outstanding now is in the pool or the engine. */
     unsigned want = max - n;
     if (want > r->outstanding)
       want = r->outstanding;
@@ -380,8 +421,15 @@ int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max,
       need = want;
     if (!want)
       return (int)n;
-    unsigned k = gf_io_pool_reap(r->pool, r->scratch_ids, want, need);
-    for (unsigned i = 0; i < k; i++)
+    int k;
+    if (r->backend == GF_IO_PREAD) {
+      k = (int)gf_io_pool_reap(r->pool, r->scratch_ids, want, need);
+    } else {
+      k = r->engine->reap(r->engine_state, r->scratch_ids, want, need);
+      if (k < 0)
+        return k;
+    }
+    for (int i = 0; i < k; i++)
       finish(r, r->scratch_ids[i], &out[n++]);
     return (int)n;
   }
@@ -412,6 +460,8 @@ unsigned gf_reader_inflight(const gf_reader *r) {
 const char *gf_reader_backend(const gf_reader *r) {
   if (!r)
     return "";
+  if (r->backend == GF_IO_ENGINE_)
+    return r->engine->name;
   return r->backend == GF_IO_URING ? "io_uring" : "pread";
 }
 

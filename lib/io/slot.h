@@ -18,6 +18,9 @@ typedef struct gf_io_slot {
   uint32_t direct_align; /* 0 when not direct */
   /* counters for gf_reader_stats, summed when the read is returned */
   uint32_t ops, continued, retried, fixed_ops;
+  /* An engine's words for a failed read (gf_read_done.why): the object,
+   * the range, what the server said, the retries made. Never a secret. */
+  char why[256];
 } gf_io_slot;
 
 /* The next operation a slot needs: the rest of the read, at most 1 GiB. */

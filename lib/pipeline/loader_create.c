@@ -414,6 +414,9 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   ro->pread_threads = 2;
   ro->direct = l->direct_objs != NULL;
   ro->direct_align = l->direct_align;
+  ro->storage = gf_source_storage(l->src);
+  if (ro->storage->ops->engine)
+    ro->backend = GF_IO_AUTO; /* its engine reads, whatever io_backend says */
   for (uint32_t i = 0; i < l->nworkers; i++) {
     worker *w = &l->workers[i];
     w->l = l;

@@ -547,7 +547,9 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
         gf_fail((int)res, name, p->smp.index, done[g].stop_offset,
                 "reading %llu bytes at offset %llu: %s",
                 (unsigned long long)p->smp.length,
-                (unsigned long long)p->smp.offset, gf_strerror((int)res));
+                (unsigned long long)p->smp.offset,
+                done[g].why && done[g].why[0] ? done[g].why
+                                             : gf_strerror((int)res));
         record_failure(l, s, p->j, (int)res, p->smp.index);
         continue;
       }
