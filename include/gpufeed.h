@@ -398,13 +398,50 @@ typedef struct gf_transform {
   uint64_t reserved[1]; /* must be zero */
 } gf_transform;
 
+/* Reading from a server (http://, https://; docs/REMOTE.md): how reads
+ * are retried, how long a server may take, how much is read ahead of
+ * decode, and the disk cache tier. Zero fields take the defaults; a NULL
+ * gf_loader_config.remote means all defaults. Local sources ignore it. */
+#define GF_REMOTE_CONFIG_VERSION 1
+typedef struct gf_remote_config {
+  uint32_t struct_size;        /* sizeof(gf_remote_config) */
+  uint32_t tls_no_verify;      /* 1: servers' TLS certificates are not
+                                  verified (every report and log says so);
+                                  0 (default): verified against ca_file or
+                                  the system's CA store */
+  const char *ca_file;         /* PEM CA bundle (NULL: the system's) */
+  uint32_t max_attempts;       /* tries of one request, the first included
+                                  (0: 5); 5xx, 429, resets, refused
+                                  connections, stalls and timeouts are
+                                  retried, 4xx others are not */
+  uint32_t retry_ms;           /* the most time one request may spend in
+                                  tries and waits between them (0: 60000) */
+  uint32_t connect_timeout_ms; /* (0: 10000) */
+  uint32_t stall_ms;           /* a transfer that moves no byte for this
+                                  long is abandoned and retried (0: 15000) */
+  uint32_t max_connections;    /* connections to one server (0: 64) */
+  uint32_t fetch_requests;     /* reads in flight ahead of decode (0: 128) */
+  uint64_t fetch_bytes;        /* bytes read ahead of decode, at most (0:
+                                  256 MiB, at least a batch's worth) */
+  const char *cache_dir;       /* disk cache tier: fetched bytes are kept
+                                  here and read locally later (NULL: off) */
+  uint64_t cache_dir_bytes;    /* its limit (0 with cache_dir: 64 GiB) */
+  uint64_t reserved[4];        /* must be zero */
+} gf_remote_config;
+/* clang-format off */
+#define GF_REMOTE_CONFIG_INIT \
+  {sizeof(gf_remote_config), 0, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, 0, {0}}
+/* clang-format on */
+
 #define GF_LOADER_CONFIG_VERSION 1
 typedef struct gf_loader_config {
   uint32_t struct_size;   /* sizeof(gf_loader_config) */
   uint32_t batch_size;    /* samples a batch (default 256) */
   const char *source;     /* a dataset folder (gpufeed build) or a folder of
                              PNG and JPEG files (.png, .jpg, .jpeg, mixed
-                             freely) in the ImageFolder convention */
+                             freely) in the ImageFolder convention; or a
+                             dataset's URL (http://, https://: see
+                             remote) */
   const char *labels_file;/* image folder source: flat folder + labels
                              file */
   uint64_t seed;          /* permutation seed (default 0) */
@@ -493,7 +530,9 @@ typedef struct gf_loader_config {
                              scheduling policy (default
                              GF_WORKER_SCHED_BATCH); see below */
   uint32_t reserved0;     /* must be zero */
-  uint64_t reserved[5];   /* must be zero */
+  const gf_remote_config *remote; /* a source behind a server: NULL for
+                             the defaults (read at create only) */
+  uint64_t reserved[4];           /* must be zero */
 } gf_loader_config;
 /* JPEG samples (a folder's .jpg/.jpeg files, a dataset's jpeg records)
  * under a transform with a fixed output size (height/width set) are
@@ -593,10 +632,14 @@ typedef enum gf_worker_sched {
 } gf_worker_sched;
 #define GF_DEVICE_AUTO (-2)
 #define GF_DEVICE_CPU (-1)
-#define GF_LOADER_CONFIG_INIT \
-  {sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, \
-   0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, 0, 0,   \
-   0, 0, 0, 0, {0}}
+#define GF_LOADER_CONFIG_INIT                                                  \
+  {                                                                            \
+    sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0,   \
+        0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, 0, 0, \
+        0, 0, 0, 0, NULL, {                                                    \
+      0                                                                        \
+    }                                                                          \
+  }
 
 /* A batch lent to the caller. Sample i's pixels start at data + offsets[i]
  * and have shape shapes[i] (HWC); when `uniform` is set every sample has

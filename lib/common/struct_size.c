@@ -27,6 +27,7 @@ static const published table[] = {
       offsetof(gf_loader_stats, jpeg_gpu_backend), sizeof(gf_loader_stats)}},
     {"gf_device_pool_config", {sizeof(gf_device_pool_config)}},
     {"gf_device_pool_stats", {sizeof(gf_device_pool_stats)}},
+    {"gf_remote_config", {sizeof(gf_remote_config)}},
 };
 
 static const published *find(const char *what) {

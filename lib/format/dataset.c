@@ -346,7 +346,7 @@ int gf_dataset_open(const char *dir, gf_dataset **out) {
                    "gf_dataset_open: dir and out are required");
   *out = NULL;
   gf_storage *st;
-  int rc = gf_storage_open(dir, &st);
+  int rc = gf_storage_open(dir, NULL, &st);
   if (rc < 0)
     return rc;
   rc = gf_dataset_open_in(st, true, out);

@@ -667,7 +667,7 @@ int gf_folder_scan_with(const char *root, const char *labels_file,
                    "gf_folder_scan: root and out are required");
   *out = NULL;
   gf_storage *st;
-  int rc = gf_storage_open(root, &st);
+  int rc = gf_storage_open(root, NULL, &st);
   if (rc < 0)
     return rc;
   rc = gf_folder_scan_in(st, labels_file, opts, out);

@@ -13,14 +13,76 @@ static const gf_storage_ops *const storages[] = {
     &gf_storage_local,
 };
 
-int gf_storage_open(const char *location, gf_storage **out) {
+/* Defaults of gf_remote_config (gpufeed.h says why each). */
+#define GF_REMOTE_ATTEMPTS 5u
+#define GF_REMOTE_RETRY_MS 60000u
+#define GF_REMOTE_CONNECT_MS 10000u
+#define GF_REMOTE_STALL_MS 15000u
+#define GF_REMOTE_CONNECTIONS 64u
+#define GF_REMOTE_FETCH_REQUESTS 128u
+#define GF_REMOTE_FETCH_BYTES (256ull << 20)
+#define GF_REMOTE_CACHE_BYTES (64ull << 30)
+
+static int remote_bad(const char *field, const char *why) {
+  return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                 "remote config: %s %s", field, why);
+}
+
+int gf_remote_resolve(const gf_remote_config *in, gf_remote_config *out) {
+  *out = (gf_remote_config)GF_REMOTE_CONFIG_INIT;
+  if (in) {
+    int rc =
+        gf_check_struct_size(in->struct_size, sizeof *in, "gf_remote_config");
+    if (rc < 0)
+      return rc;
+    memcpy(out, in, in->struct_size);
+    out->struct_size = sizeof *out;
+    for (size_t i = 0; i < sizeof out->reserved / sizeof out->reserved[0]; i++)
+      if (out->reserved[i])
+        return remote_bad("reserved", "fields must be zero");
+  }
+  if (out->tls_no_verify > 1)
+    return remote_bad("tls_no_verify", "is neither 0 nor 1");
+  if (out->max_attempts > 100)
+    return remote_bad("max_attempts", "is above 100");
+  if (out->max_connections > 4096)
+    return remote_bad("max_connections", "is above 4096");
+  if (out->fetch_requests > 65536)
+    return remote_bad("fetch_requests", "is above 65536");
+  if (!out->max_attempts)
+    out->max_attempts = GF_REMOTE_ATTEMPTS;
+  if (!out->retry_ms)
+    out->retry_ms = GF_REMOTE_RETRY_MS;
+  if (!out->connect_timeout_ms)
+    out->connect_timeout_ms = GF_REMOTE_CONNECT_MS;
+  if (!out->stall_ms)
+    out->stall_ms = GF_REMOTE_STALL_MS;
+  if (!out->max_connections)
+    out->max_connections = GF_REMOTE_CONNECTIONS;
+  if (!out->fetch_requests)
+    out->fetch_requests = GF_REMOTE_FETCH_REQUESTS;
+  if (!out->fetch_bytes)
+    out->fetch_bytes = GF_REMOTE_FETCH_BYTES;
+  if (out->cache_dir && !out->cache_dir[0])
+    out->cache_dir = NULL;
+  if (out->cache_dir && !out->cache_dir_bytes)
+    out->cache_dir_bytes = GF_REMOTE_CACHE_BYTES;
+  return 0;
+}
+
+int gf_storage_open(const char *location, const gf_remote_config *remote,
+                    gf_storage **out) {
   *out = NULL;
   if (!location || !location[0])
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "no location given (a folder path or a URL)");
+  gf_remote_config rc;
+  int err = gf_remote_resolve(remote, &rc);
+  if (err < 0)
+    return err;
   for (size_t i = 0; i < sizeof storages / sizeof storages[0]; i++)
     if (storages[i]->claims(location))
-      return storages[i]->open(location, out);
+      return storages[i]->open(location, &rc, out);
   /* Only the scheme is named: the rest of a URL may hold a secret. */
   const char *sep = strstr(location, "://");
   int n = sep ? (int)(sep - location) : 0;
@@ -88,7 +150,7 @@ int gf_object_open_path(const char *location, uint32_t flags, gf_object **out) {
                    rc == -ENOMEM ? "out of memory"
                                  : "a file's location ends with '/'");
   gf_storage *s;
-  rc = gf_storage_open(dir, &s);
+  rc = gf_storage_open(dir, NULL, &s);
   if (rc == 0) {
     rc = gf_object_open(s, base, flags, out);
     if (rc == 0)

@@ -78,7 +78,10 @@ typedef struct gf_storage_ops {
   uint32_t caps;    /* GF_STORAGE_* */
   /* Whether this storage serves `location` (its scheme). */
   bool (*claims)(const char *location);
-  int (*open)(const char *location, gf_storage **out);
+  /* remote: resolved (gf_remote_resolve), never NULL; the storage copies
+   * what it keeps. */
+  int (*open)(const char *location, const gf_remote_config *remote,
+              gf_storage **out);
   void (*close)(gf_storage *s);
   /* name's entry, links followed when `follow`. -ENOENT when none. */
   int (*stat)(gf_storage *s, const char *name, bool follow, gf_stat *out);
@@ -121,10 +124,16 @@ struct gf_object {
 };
 
 /* Opens the storage that serves `location` (a folder path, or a URL a
- * registered storage claims) with `location` as its root. Returns 0, or
- * -EINVAL (empty location, a scheme no storage serves: named), -ENOMEM, or
- * the storage's error, with context. The caller closes it. */
-int gf_storage_open(const char *location, gf_storage **out);
+ * registered storage claims) with `location` as its root; remote (NULL:
+ * the defaults) says how a server is read. Returns 0, or -EINVAL (empty
+ * location, a scheme no storage serves: named; a bad remote field: named),
+ * -ENOMEM, or the storage's error, with context. The caller closes it. */
+int gf_storage_open(const char *location, const gf_remote_config *remote,
+                    gf_storage **out);
+/* *in (NULL: defaults) checked (struct_size, reserved zero, ranges) and
+ * its zero fields given their defaults into *out. Returns 0 or -EINVAL
+ * naming the field. */
+int gf_remote_resolve(const gf_remote_config *in, gf_remote_config *out);
 /* NULL accepted. Objects must be closed first. */
 void gf_storage_close(gf_storage *s);
 

@@ -25,7 +25,9 @@ static bool local_claims(const char *location) {
   return !strstr(location, "://") || strncmp(location, "file://", 7) == 0;
 }
 
-static int local_open(const char *location, gf_storage **out) {
+static int local_open(const char *location, const gf_remote_config *remote,
+                      gf_storage **out) {
+  (void)remote;
   if (strncmp(location, "file://", 7) == 0)
     location += 7;
   local_storage *s = calloc(1, sizeof *s);

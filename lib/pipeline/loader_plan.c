@@ -481,7 +481,7 @@ int gf_loader_plan_get(const gf_loader_config *cfg, gf_memory_plan *p,
   gf_loader_sizes z;
   int rc = gf_loader__resolve_config(cfg, &c);
   if (rc == 0)
-    rc = gf_source_open(c.source, c.labels_file, &src);
+    rc = gf_source_open(c.source, c.labels_file, c.remote, &src);
   /* GPU mode unless the config asks for the host: the plan is what a
    * loader needs where a GPU is found (create falls back to host mode,
    * which needs no device memory and no more host memory but the outputs'

@@ -23,7 +23,7 @@ struct gf_source {
 };
 
 int gf_source_open(const char *path, const char *labels_file,
-                   gf_source **out) {
+                   const gf_remote_config *remote, gf_source **out) {
   *out = NULL;
   if (!path || !path[0])
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -32,7 +32,7 @@ int gf_source_open(const char *path, const char *labels_file,
   gf_source *s = calloc(1, sizeof *s);
   if (!s)
     return -ENOMEM;
-  int rc = gf_storage_open(path, &s->st);
+  int rc = gf_storage_open(path, remote, &s->st);
   if (rc < 0) {
     free(s);
     return rc;

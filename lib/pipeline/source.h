@@ -83,13 +83,14 @@ typedef struct gf_source_ops {
   uint32_t (*alignment)(const void *impl);
 } gf_source_ops;
 
-/* Opens the source at `path` (a folder path or a URL): the storage that
- * serves it, then the first kind that claims it (a dataset when it holds
+/* Opens the source at `path` (a folder path or a URL; remote: how a
+ * server is read, NULL for the defaults): the storage that serves it,
+ * then the first kind that claims it (a dataset when it holds
  * an index and no labels file is given, else an image folder: ImageFolder,
  * or flat with labels_file). Returns 0 or the storage's or the source's
  * error with context. */
 int gf_source_open(const char *path, const char *labels_file,
-                   gf_source **out);
+                   const gf_remote_config *remote, gf_source **out);
 void gf_source_close(gf_source *s);
 
 uint64_t gf_source_count(const gf_source *s);
