@@ -3,7 +3,7 @@
 add_library(gpufeed_loader_fixture STATIC ${CMAKE_CURRENT_LIST_DIR}/loader_fixture.c)
 target_link_libraries(gpufeed_loader_fixture PUBLIC gpufeed_testutil)
 foreach(t once order errors lifetime resume_identity elastic release_streams
-        read_buffer sched ring_error)
+        read_buffer sched ring_error fetch)
   gpufeed_add_test(test_loader_${t}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loader_${t}.c
     LABELS threaded loader TIMEOUT 600)

@@ -72,6 +72,10 @@ struct gf_io_engine_ops {
    * GF_READ_EOF_OK at the object's end) or a negative code with its why.
    * Returns the count, or a negative code for the engine as a whole. */
   int (*reap)(void *e, uint32_t *ids, unsigned max, unsigned min);
+  /* Makes a reap blocked in another thread return now (with what it has,
+   * perhaps nothing): the reader's gf_reader_wake. Any thread. NULL: the
+   * engine cannot be woken (its reader's owner then polls). */
+  void (*wake)(void *e);
 };
 
 #endif /* GF_IO_BACKEND_H */

@@ -154,6 +154,16 @@ int gf_reader_submit(gf_reader *r, const gf_read_req *reqs, unsigned n);
  * come in any order; match them by user_data. */
 int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max, unsigned min);
 
+/* Makes a gf_reader_wait blocked in another thread return at once (with
+ * the completions it has, perhaps none), where the reader's backend can
+ * be woken: returns true then, false when it cannot (io_uring, pread, an
+ * engine without wake), and the caller must not block in gf_reader_wait
+ * expecting to be woken. The one call that may be made from any thread
+ * while another uses the reader. */
+bool gf_reader_wake(gf_reader *r);
+/* Whether gf_reader_wake can wake this reader. Any thread. */
+bool gf_reader_wakeable(const gf_reader *r);
+
 /* Reads accepted and not yet returned by gf_reader_wait(). */
 unsigned gf_reader_inflight(const gf_reader *r);
 

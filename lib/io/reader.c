@@ -453,6 +453,17 @@ int gf_reader_wait(gf_reader *r, gf_read_done *out, unsigned max,
 
 /* ---- the rest ------------------------------------------------------------ */
 
+bool gf_reader_wakeable(const gf_reader *r) {
+  return r && r->backend == GF_IO_ENGINE_ && r->engine->wake;
+}
+
+bool gf_reader_wake(gf_reader *r) {
+  if (!gf_reader_wakeable(r))
+    return false;
+  r->engine->wake(r->engine_state);
+  return true;
+}
+
 unsigned gf_reader_inflight(const gf_reader *r) {
   return r ? r->outstanding : 0;
 }

@@ -193,6 +193,13 @@ int gf_object_slurp(gf_storage *s, const char *name, uint64_t max, char **buf,
  * last '/') or -ENOMEM. */
 int gf_location_split(const char *path, char **dir, char **base);
 
+#ifdef GPUFEED_TESTING
+/* Test builds only (common/fault.h says which those are): makes `ops`
+ * serve the locations it claims, before every registered storage. At
+ * most 4. Returns 0 or -ENOSPC. Not thread-safe: before any open. */
+int gf_storage_register_test(const gf_storage_ops *ops);
+#endif
+
 /* The storages (storage.c's table). */
 extern const gf_storage_ops gf_storage_local;
 

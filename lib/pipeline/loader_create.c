@@ -426,6 +426,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
      * create); the worker makes its pages and registers it before its
      * first read (loader_dispatch.c). Huge-page aligned when it holds
      * one, so that all of it can be transparent huge pages. */
+    if (z.remote)
+      continue; /* the fetch stage reads: no reader, no read buffer */
     uint64_t rb = 0, len = 0;
     bool ok = gf_mul_u64(l->chunk, l->stored_cap, &rb) && rb <= SIZE_MAX - 4095;
     if (ok)
@@ -444,10 +446,29 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     if ((rc = gf_reader_create(ro, &w->reader)) < 0)
       goto fail;
   }
-  gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
-             sizeof l->io_backend);
-  gf_strlcpy(l->io_fallback, gf_reader_fallback_reason(l->workers[0].reader),
-             sizeof l->io_fallback);
+  if (z.remote) {
+    gf_fetch_config fc = {
+        .src = l->src,
+        .batch_size = l->cfg.batch_size,
+        .drop_last = l->cfg.drop_last,
+        .budget = z.fetch_budget,
+        .requests = z.fetch_requests,
+        .positions = z.fetch_positions,
+        .cache = l->cache,
+        .trace = l->trace,
+    };
+    if ((rc = gf_fetch_create(&fc, &l->sampler, l->d_epoch, l->d_pos,
+                              &l->fetch)) < 0)
+      goto fail;
+    l->allocs.fetch_bytes = z.fetch_budget + z.fetch_table_bytes;
+    snprintf(l->io_backend, sizeof l->io_backend, "fetch (%s)",
+             gf_source_storage(l->src)->ops->name);
+  } else {
+    gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
+               sizeof l->io_backend);
+    gf_strlcpy(l->io_fallback, gf_reader_fallback_reason(l->workers[0].reader),
+               sizeof l->io_fallback);
+  }
   for (uint32_t i = 0; i < l->nworkers; i++) {
     if ((rc = -pthread_create(&l->workers[i].thread, NULL,
                               gf_loader__worker_main, &l->workers[i])) < 0) {
@@ -493,6 +514,9 @@ void gf_loader_destroy(gf_loader *l) {
   /* It stops before its next slot; the one it pins meanwhile finishes. */
   if (l->pinner_started)
     pthread_join(l->pinner, NULL);
+  /* Workers waiting for a read come back at once. */
+  if (l->fetch)
+    gf_fetch_shutdown(l->fetch);
   for (uint32_t i = 0; i < l->nworkers && l->workers; i++) {
     worker *w = &l->workers[i];
     if (w->started)
@@ -501,6 +525,7 @@ void gf_loader_destroy(gf_loader *l) {
     free(w->rbuf);
   }
   free(l->workers);
+  gf_fetch_destroy(l->fetch);
   for (uint32_t i = 0; i < l->nslots && l->slots; i++)
     free_slot(l, &l->slots[i]);
   free(l->slots);

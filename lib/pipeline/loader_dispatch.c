@@ -47,6 +47,8 @@ static void dispatch(gf_loader *l, slot *s) {
   s->first_pos = l->d_pos;
   s->end_pos = l->d_pos + count;
   l->d_pos += count;
+  s->fseq = l->d_fseq;
+  l->d_fseq += count;
   s->count = count;
   for (uint32_t j = 0; j < count; j++) {
     s->indices[j] = gf_sampler_get(&l->sampler, s->first_pos + j);
@@ -123,6 +125,8 @@ bool gf_loader__slot_failed(const slot *s) {
  * pinning its pages on every read; a kernel that refuses (RLIMIT_MEMLOCK)
  * only costs that saving. */
 static void register_read_buffer(worker *w) {
+  if (!w->reader)
+    return; /* a remote source: the fetch stage reads */
   struct iovec iov = {w->rbuf, w->rbuf_len};
   if (iov.iov_len <= (1ull << 30) && gf_reader_register(w->reader, &iov, 1) < 0)
     gf_log(GF_LOG_INFO, "read buffers not registered: %s",
@@ -247,7 +251,7 @@ void *gf_loader__worker_main(void *arg) {
     }
     poll_ns = GF_POLL_MIN_NS;
     pthread_mutex_unlock(&l->mu);
-    if (GF_UNLIKELY(!w->reader))
+    if (GF_UNLIKELY(!w->reader) && !l->fetch)
       renew_reader(w);
     gf_loader__run_chunk(w, s, j0, n);
     last_work = now_ns();

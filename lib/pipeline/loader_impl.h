@@ -53,6 +53,7 @@
 #include "gpu/stage.h"
 #include "io/io.h"
 #include "pipeline/cache.h"
+#include "pipeline/fetch.h"
 #include "pipeline/loader_plan.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
@@ -118,6 +119,7 @@ typedef struct slot {
   int fin_rc;               /* finalising failed (output shape, GPU) */
   gf_error_info fin_err;
   uint64_t seq, epoch, k, first_pos, end_pos;
+  uint64_t fseq; /* remote source: the fetch stage's seq of first_pos */
   uint32_t count;
   uint32_t claimed; /* samples handed to workers */
   uint32_t busy;    /* workers processing a chunk of this slot */
@@ -230,8 +232,11 @@ struct gf_loader {
    * instead of waiting for its time slice. */
   bool worker_batch;
 
-  /* dispatch cursor */
-  uint64_t d_epoch, d_pos, d_k, next_seq;
+  /* dispatch cursor; d_fseq: the fetch stage's seq of (d_epoch, d_pos) */
+  uint64_t d_epoch, d_pos, d_k, next_seq, d_fseq;
+  /* A remote source: its samples are read ahead by the fetch stage, not
+   * by the workers (fetch.h). NULL otherwise. */
+  gf_fetch *fetch;
   /* consumer cursor: the next batch to deliver */
   uint64_t c_epoch, c_pos, c_k, c_seq;
 

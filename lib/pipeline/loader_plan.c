@@ -1,8 +1,9 @@
 /* The loader's configuration and sizing: the config resolved against its
  * defaults, every buffer's size, threads and prefetch chosen, and the
  * printable memory plan. */
-#include "pipeline/loader_impl.h"
 #include "pipeline/loader_plan.h"
+#include "pipeline/fetch.h"
+#include "pipeline/loader_impl.h"
 #include "pipeline/source_shapes.h"
 
 #include <inttypes.h>
@@ -132,6 +133,8 @@ static uint32_t chunk_for(const gf_loader_config *c, const gf_loader_sizes *z,
  * registers it as such). */
 static uint64_t read_buffer_bytes(const gf_loader_config *c,
                                   const gf_loader_sizes *z, uint32_t threads) {
+  if (z->remote)
+    return 0; /* the fetch stage reads (fetch_sizes) */
   uint64_t rb;
   if (!gf_mul_u64(chunk_for(c, z, threads), z->stored_cap, &rb) ||
       rb > UINT64_MAX - 4095)
@@ -376,12 +379,40 @@ static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg,
   return B * each;
 }
 
+/* A remote source's fetch stage (fetch.h): its arena holds the read-ahead
+ * budget, and never less than the batches in flight need (every slot's
+ * samples at their largest stored size, and a batch more), so that a
+ * dispatched batch can always be read; its tables follow from the slots
+ * and the order's window. */
+static int fetch_sizes(const gf_loader_config *c, gf_loader_sizes *z) {
+  gf_remote_config rc;
+  int err = gf_remote_resolve(c->remote, &rc);
+  if (err < 0)
+    return err;
+  uint64_t need, window = 1;
+  if (!gf_mul_u64((uint64_t)z->slots + 1, c->batch_size, &need) ||
+      !gf_mul_u64(need, z->stored_cap, &need))
+    return gf_loader__cfg_fail("max_sample_bytes",
+                               "gives a read-ahead beyond 2^64 bytes");
+  z->fetch_budget = rc.fetch_bytes > need ? rc.fetch_bytes : need;
+  z->fetch_budget = (z->fetch_budget + 4095) / 4096 * 4096;
+  z->fetch_requests = rc.fetch_requests;
+  if (c->order == GF_ORDER_BLOCK) {
+    uint64_t bs = c->block_size ? c->block_size : GF_SAMPLER_DEFAULT_BLOCK_SIZE;
+    window = bs * GF_SAMPLER_DEFAULT_WINDOW_BLOCKS;
+  }
+  gf_fetch_sizes(c->batch_size, z->slots, window, &z->fetch_positions,
+                 &z->fetch_table_bytes);
+  return 0;
+}
+
 int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
                    gf_loader_sizes *z) {
   memset(z, 0, sizeof *z);
   int rc = sample_sizes(c, src, z);
   if (rc < 0)
     return rc;
+  z->remote = gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE;
   if (!gpu)
     z->loco = false;
   uint64_t B = c->batch_size;
@@ -404,6 +435,8 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
     return gf_loader__cfg_fail("max_sample_bytes",
                                "gives a read buffer beyond 2^64 "
                                "bytes");
+  if (z->remote && (rc = fetch_sizes(c, z)) < 0)
+    return rc;
   if (gpu) {
     gf_stage_config sc;
     memset(&sc, 0, sizeof sc);
@@ -440,8 +473,10 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   p->output_slot_bytes = z->slot_out_bytes;
   p->table_slots = z->slots;
   p->table_slot_bytes = z->slot_table_bytes;
-  p->read_buffers = z->threads;
+  p->read_buffers = z->read_buffer_bytes ? z->threads : 0;
   p->read_buffer_bytes = z->read_buffer_bytes;
+  p->fetch_bytes = z->remote ? z->fetch_budget : 0;
+  p->fetch_table_bytes = z->remote ? z->fetch_table_bytes : 0;
   p->cache_budget = z->cache_bytes;
   p->sample_stride = z->stride;
   p->largest_decoded = z->max_decoded;

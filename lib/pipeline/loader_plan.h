@@ -47,7 +47,15 @@ typedef struct gf_loader_sizes {
   uint64_t slot_out_bytes;    /* host mode, a transform that changes
                                  something: a slot's output; else 0 */
   uint64_t slot_table_bytes;  /* a slot's per-sample tables */
-  uint64_t read_buffer_bytes; /* a worker's read buffer (whole pages) */
+  uint64_t read_buffer_bytes; /* a worker's read buffer (whole pages; 0
+                                 for a remote source: the fetch stage
+                                 reads) */
+  bool remote;                /* the source's storage is remote: the fetch
+                                 stage reads ahead (fetch.h) */
+  uint64_t fetch_budget;      /* its arena */
+  uint32_t fetch_positions;   /* positions it plans ahead */
+  uint32_t fetch_requests;    /* reads in flight */
+  uint64_t fetch_table_bytes; /* its tables */
   uint64_t device_slot_bytes; /* GPU: pool bytes one slot needs */
   uint64_t device_loco_bytes; /* GPU: the block loco records land in */
   uint64_t device_pool_bytes; /* GPU: the pool's reservation (the config's,
@@ -92,6 +100,7 @@ typedef struct gf_loader_allocs {
   uint64_t stage_slots;       /* GPU: slots asked of the stage */
   uint64_t jpeg_gpu_device_bytes; /* GPU: nvJPEG's reservations, when its */
   uint64_t jpeg_gpu_pinned_bytes; /* decoder opened (else 0) */
+  uint64_t fetch_bytes; /* remote: the fetch stage's arena and tables */
 } gf_loader_allocs;
 
 /* Fills *out with l's allocations. Any thread. */

@@ -408,9 +408,100 @@ static void reader_failed(worker *w, slot *s, pending *pend, uint32_t nreq,
            "lost with the reader, which failed as a whole");
 }
 
+/* A position the fetch stage did not read (the cache held its sample when
+ * it was planned, and no longer gives it): read here, with one request
+ * through its storage. Returns 0 with *buf (malloc'd, the caller frees
+ * it) or the error with context. */
+static int read_unfetched(gf_loader *l, const gf_src_sample *smp,
+                          uint8_t **buf) {
+  *buf = NULL;
+  if (smp->length > l->stored_cap)
+    return too_large(l, smp->index, smp->length);
+  uint8_t *b = malloc(smp->length ? smp->length : 1);
+  if (!b)
+    return gf_fail(-ENOMEM, NULL, smp->index, GF_NO_INDEX, "out of memory");
+  int rc = gf_object_read(smp->obj, b, smp->offset, smp->length);
+  if (rc < 0) {
+    free(b);
+    return rc;
+  }
+  *buf = b;
+  return 0;
+}
+
+/* Processes positions [j0, j0 + n) of slot s of a remote source: each
+ * sample's bytes come from the fetch stage, which read them ahead (it
+ * frees them once released, taken or not). */
+static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
+  gf_loader *l = w->l;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = j0 + i;
+    uint64_t idx = s->indices[j], seq = s->fseq + j;
+    uint8_t *dst = s->data + (uint64_t)j * l->stride;
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+      break; /* a restart follows and drops what the stage holds */
+    gf_src_sample smp;
+    int rc = gf_source_sample(l->src, idx, &smp);
+    if (rc < 0) {
+      gf_fetch_release(l->fetch, seq);
+      gf_fail_context(rc, NULL, idx, NULL);
+      record_failure(l, s, j, rc, idx);
+      continue;
+    }
+    s->labels[j] = smp.label;
+    s->regions[j].denom = 0;
+    if (s->gpu_len)
+      s->gpu_len[j] = 0;
+    if (s->dsrc_dev)
+      s->dsrc_dev[j] = 0;
+    if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
+                   s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL)) {
+      gf_fetch_release(l->fetch, seq);
+      s->status[j] = 0;
+      continue;
+    }
+    const uint8_t *data;
+    uint64_t len;
+    uint8_t *own = NULL;
+    uint64_t t0 = now_ns();
+    rc = gf_fetch_take(l->fetch, seq, idx, &data, &len);
+    if (rc == 0 && (rc = read_unfetched(l, &smp, &own)) == 0) {
+      data = own;
+      len = smp.length;
+    }
+    uint64_t t1 = now_ns();
+    add(&l->st_read.busy_ns, t1 - t0);
+    if (rc >= 0 && len > l->stored_cap)
+      rc = too_large(l, idx, len);
+    if (rc < 0) {
+      free(own);
+      gf_fetch_release(l->fetch, seq);
+      record_failure(l, s, j, rc, idx);
+      continue;
+    }
+    span(l, GF_TR_READ, w->tid, t0, t1, idx);
+    add(&l->st_read.samples, 1);
+    add(&l->st_read.bytes, len);
+    rc = finish_sample(l, w->tid, &smp, s->epoch, data, len, false, dst,
+                       &s->shapes[j], &s->filtered[j], &s->regions[j],
+                       gpu_position(l, j) ? &s->gpu_len[j] : NULL);
+    free(own);
+    gf_fetch_release(l->fetch, seq);
+    if (rc < 0)
+      record_failure(l, s, j, rc, idx);
+    else
+      s->status[j] = 0;
+  }
+}
+
 /* Processes positions [j0, j0 + n) of slot s. */
 void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   gf_loader *l = w->l;
+  if (l->fetch) {
+    run_chunk_fetched(w, s, j0, n);
+    return;
+  }
   pending pend[64];
   gf_read_req reqs[64];
   uint32_t nreq = 0;

@@ -9,6 +9,9 @@ void gf_loader__restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
   l->d_epoch = epoch;
   l->d_pos = pos;
   l->d_k = k;
+  l->d_fseq = 0;
+  if (l->fetch) /* no worker takes from it now (after cancel_all) */
+    gf_fetch_restart(l->fetch, &l->sampler, epoch, pos);
   l->next_seq = l->c_seq;
   l->paused = false;
   pthread_cond_broadcast(&l->work_cv);

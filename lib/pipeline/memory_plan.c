@@ -195,6 +195,8 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
       (rc = plan_sum(&host, outs, "host")) < 0 ||
       (rc = plan_sum(&host, tables, "host")) < 0 ||
       (rc = plan_sum(&host, reads, "host")) < 0 ||
+      (rc = plan_sum(&host, p->fetch_bytes, "host")) < 0 ||
+      (rc = plan_sum(&host, p->fetch_table_bytes, "host")) < 0 ||
       (rc = plan_sum(&host, scratch, "host")) < 0 ||
       (rc = plan_sum(&host, p->cache_budget, "host")) < 0)
     return rc;
@@ -225,6 +227,12 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
   if (p->read_buffers)
     row(&s, "host", "read buffers", p->read_buffers, p->read_buffer_bytes,
         reads, true);
+  if (p->fetch_bytes)
+    row(&s, "host", "fetch read-ahead", 1, p->fetch_bytes, p->fetch_bytes,
+        true);
+  if (p->fetch_table_bytes)
+    row(&s, "host", "fetch tables", 1, p->fetch_table_bytes,
+        p->fetch_table_bytes, true);
   if (p->scratch_buffers)
     row(&s, "host", "decode scratch", p->scratch_buffers,
         p->scratch_buffer_bytes, scratch, true);

@@ -270,6 +270,34 @@ static uint64_t block_order(const gf_sampler *s, uint64_t q) {
   return gf_perm_apply(&s->perm, w * W + slot) * bs + off;
 }
 
+int gf_sampler_window(const gf_sampler *s, uint64_t pos, uint64_t *first,
+                      uint64_t *end) {
+  *first = pos;
+  *end = pos + 1;
+  if (pos >= s->share)
+    return 0;
+  const uint64_t q = s->start + s->cfg.rank + pos * s->cfg.world;
+  if (s->cfg.order != GF_ORDER_BLOCK || q >= s->cfg.n)
+    return 1; /* padding positions stand alone */
+  const uint64_t W = s->cfg.window_blocks;
+  const uint64_t wl = s->window_len, d = s->deficit;
+  const uint64_t wst = s->short_pos / W;
+  uint64_t w = q < (wst + 1) * wl - d ? q / wl : (q + d) / wl;
+  uint64_t ws = w * wl - (w > wst ? d : 0);
+  uint64_t we = (w + 1) * wl - (w + 1 > wst ? d : 0);
+  if (we > s->cfg.n)
+    we = s->cfg.n;
+  /* This rank's positions i with start + rank + i*world in [ws, we). */
+  const uint64_t base = s->start + s->cfg.rank, wd = s->cfg.world;
+  uint64_t a = ws > base ? (ws - base + wd - 1) / wd : 0;
+  uint64_t b = we > base ? (we - base + wd - 1) / wd : 0;
+  if (b > s->share)
+    b = s->share;
+  *first = a;
+  *end = b;
+  return b - a > 1 ? (int)(b - a > INT32_MAX ? INT32_MAX : b - a) : 1;
+}
+
 uint64_t gf_sampler_order(const gf_sampler *s, uint64_t q) {
   if (q >= s->cfg.n)
     return GF_NO_INDEX;

@@ -189,6 +189,14 @@ int gf_sampler_batch(const gf_sampler *s, uint64_t k, uint64_t *first,
 /* The dataset sample at position `pos` of this rank's share in the current
  * epoch, or GF_NO_INDEX when pos >= samples_per_epoch. O(1) on average. */
 uint64_t gf_sampler_get(const gf_sampler *s, uint64_t pos);
+/* GF_ORDER_BLOCK: the positions [*first, *end) of this rank's share in
+ * the current epoch whose samples lie in the same window as position
+ * pos's (section 3: a window's samples are shuffled among themselves, so
+ * reading its blocks whole serves them all); other orders, and padding
+ * positions: [pos, pos + 1). Returns 0 when pos >= samples_per_epoch,
+ * else a positive value. */
+int gf_sampler_window(const gf_sampler *s, uint64_t pos, uint64_t *first,
+                      uint64_t *end);
 /* The epoch order O(q) before the split between ranks (section 3), or
  * GF_NO_INDEX when q >= n. */
 uint64_t gf_sampler_order(const gf_sampler *s, uint64_t q);

@@ -30,10 +30,11 @@ struct gf_trace {
 #define TRACE_MAX_EVENTS (1ull << 26)
 
 static const char *const kind_name[GF_TR_KIND_COUNT_] = {
-    "read", "decode", "cache copy", "finalize",
-    "next", "step", "release", "H2D + transform"};
+    "read", "decode",  "cache copy",      "finalize", "next",
+    "step", "release", "H2D + transform", "fetch"};
 static const char *const kind_cat[GF_TR_KIND_COUNT_] = {
-    "io", "decode", "cache", "batch", "consumer", "consumer", "consumer", "gpu"};
+    "io",       "decode",   "cache", "batch", "consumer",
+    "consumer", "consumer", "gpu",   "io"};
 
 uint64_t gf_trace_now(void) {
   struct timespec ts;
@@ -143,6 +144,16 @@ int gf_trace_write(const gf_trace *t, const char *path) {
     fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
                "\"args\":{\"name\":\"GPU copy stream\"}}",
             GF_TRACE_TID_COPY_STREAM);
+  /* The fetch stage's track where it read anything (a remote source). */
+  for (uint64_t i = 0; i < rec; i++)
+    if (atomic_load_explicit(&t->ev[i].done, memory_order_acquire) &&
+        t->ev[i].kind == GF_TR_FETCH) {
+      fprintf(f,
+              ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
+              "\"args\":{\"name\":\"fetch (remote reads)\"}}",
+              GF_TRACE_TID_FETCH);
+      break;
+    }
   for (uint64_t i = 0; i < rec; i++) {
     const trace_event *e = &t->ev[i];
     if (!atomic_load_explicit(&e->done, memory_order_acquire))

@@ -14,14 +14,16 @@
 
 /* What a span measured; the names the file shows. */
 typedef enum gf_trace_kind {
-  GF_TR_READ = 0,   /* a worker's chunk: read submission to last completion */
-  GF_TR_DECODE,     /* one sample's decode (checksum excluded) */
-  GF_TR_CACHE,      /* one sample copied out of the cache */
-  GF_TR_FINALIZE,   /* a batch made dense, transformed or submitted */
-  GF_TR_NEXT,       /* the consumer in next(): mostly waiting for data */
-  GF_TR_STEP,       /* the consumer held the batch: its training step */
-  GF_TR_RELEASE,    /* the consumer in release() */
-  GF_TR_GPU_COPY,   /* copy stream: H2D copy + transform kernel of a batch */
+  GF_TR_READ = 0, /* a worker's chunk: read submission to last completion */
+  GF_TR_DECODE,   /* one sample's decode (checksum excluded) */
+  GF_TR_CACHE,    /* one sample copied out of the cache */
+  GF_TR_FINALIZE, /* a batch made dense, transformed or submitted */
+  GF_TR_NEXT,     /* the consumer in next(): mostly waiting for data */
+  GF_TR_STEP,     /* the consumer held the batch: its training step */
+  GF_TR_RELEASE,  /* the consumer in release() */
+  GF_TR_GPU_COPY, /* copy stream: H2D copy + transform kernel of a batch */
+  GF_TR_FETCH,    /* the fetch stage: one ranged read, issue to done
+                     (arg: the samples it holds) */
   GF_TR_KIND_COUNT_
 } gf_trace_kind;
 
@@ -29,6 +31,7 @@ typedef enum gf_trace_kind {
 #define GF_TRACE_TID_CONSUMER 0u
 #define GF_TRACE_TID_WORKER(i) (1u + (uint32_t)(i))
 #define GF_TRACE_TID_COPY_STREAM 100000u
+#define GF_TRACE_TID_FETCH 100001u
 
 typedef struct gf_trace gf_trace;
 
