@@ -5,8 +5,11 @@
 #
 #   nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--owner PID]
 #   nginx.sh stop RUNDIR
-#   nginx.sh check          exit 0 when nginx and openssl can be run, else
-#                           1 with the reason on stdout
+#   nginx.sh check          exit 0 when nginx can be run, else 1 with the
+#                           reason on stdout
+#
+# GF_NGINX=PATH names the nginx binary (the tests' skip is tested with a
+# path that does not exist).
 #
 # start serves ROOT read-only (GET and HEAD) at http://127.0.0.1:PORT, with
 # Range, keep-alive (a million requests a connection), sendfile and ETag;
@@ -42,9 +45,15 @@ die() {
   exit 1
 }
 
+# $GF_NGINX when set (the only one tried), else nginx on PATH or in
+# /usr/sbin.
 find_nginx() {
   local n
-  for n in "${GF_NGINX:-}" "$(command -v nginx 2>/dev/null)" /usr/sbin/nginx; do
+  if [ -n "${GF_NGINX:-}" ]; then
+    [ -x "$GF_NGINX" ] && echo "$GF_NGINX"
+    return
+  fi
+  for n in "$(command -v nginx 2>/dev/null)" /usr/sbin/nginx; do
     if [ -n "$n" ] && [ -x "$n" ]; then
       echo "$n"
       return 0
