@@ -11,6 +11,15 @@ add_executable(netproxy
   ${CMAKE_CURRENT_LIST_DIR}/net/netproxy_rules.c)
 target_link_libraries(netproxy PRIVATE gpufeed_flags)
 
+# The fixtures for C tests (tests/net/nettest.h).
+add_library(gpufeed_nettest STATIC ${CMAKE_CURRENT_LIST_DIR}/net/nettest.c)
+target_include_directories(gpufeed_nettest PUBLIC ${CMAKE_CURRENT_LIST_DIR}/net)
+target_compile_definitions(gpufeed_nettest PRIVATE
+  GF_NET_NGINX_SH="${CMAKE_CURRENT_LIST_DIR}/net/nginx.sh"
+  GF_NET_NETPROXY="$<TARGET_FILE:netproxy>")
+target_link_libraries(gpufeed_nettest PUBLIC gpufeed_flags)
+add_dependencies(gpufeed_nettest netproxy)
+
 # Every network test gets the proxy's path, and the labels net and http.
 function(gpufeed_net_test name)
   set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
@@ -37,3 +46,9 @@ foreach(f ${_gf_net_py})
   gpufeed_test_props(net_py_${stem} 300 "python")
   gpufeed_net_test(net_py_${stem})
 endforeach()
+
+# The C fixtures, used as a C test would.
+gpufeed_add_test(test_net_fixture
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_net_fixture.c TIMEOUT 120)
+target_link_libraries(test_net_fixture PRIVATE gpufeed_nettest)
+gpufeed_net_test(test_net_fixture)
