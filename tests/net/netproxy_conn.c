@@ -439,6 +439,8 @@ static uint64_t body_limit(struct np_flow *f, struct np_txn *t, uint64_t limit,
   if (t->cut != NP_CUT_NONE && t->cut_after >= 0 &&
       (uint64_t)t->cut_after >= f->body_pos) {
     uint64_t left = (uint64_t)t->cut_after - f->body_pos;
+    if (left == 0)
+      return 0; /* the cut comes first: a flip at the same byte is moot */
     if (left < limit)
       limit = left;
   }

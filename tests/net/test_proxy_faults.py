@@ -302,6 +302,13 @@ def test_flip_and_cut_under_latency(proxy, data):
     assert e.value.partial == bytes(want)
 
 
+def test_flip_at_the_cut(proxy, data):
+    proxy.add("flip at=1000 nth=1")
+    proxy.add("truncate after=1000 nth=1")
+    head, body, how, _ = raw(proxy.port)
+    assert how == "eof" and body == data[:1000]
+
+
 def test_delay_with_status(proxy, data):
     proxy.add("status 503 nth=1")
     proxy.add("delay 150 nth=1")
