@@ -166,7 +166,7 @@ def test_bad_rules(proxy):
 
 
 def test_stall_then_resume(proxy, data):
-    proxy.add("stall after=1000 ms=800")
+    proxy.add("stall after=1000 ms=1500")
     s = socket.create_connection(("127.0.0.1", proxy.port))
     s.sendall(b"GET /obj.bin HTTP/1.1\r\nHost: x\r\n\r\n")
     s.settimeout(0.5)
@@ -186,7 +186,7 @@ def test_stall_then_resume(proxy, data):
         chunk = s.recv(1 << 16)
         assert chunk
         body += chunk
-    assert time.monotonic() - t0 >= 0.75
+    assert time.monotonic() - t0 >= 1.45
     assert body == data
     s.close()
     assert proxy.stats()["stall"] == 1
@@ -316,9 +316,10 @@ def test_delay_with_status(proxy, data):
     t0 = time.monotonic()
     r, _ = get(c)
     assert r.status == 503 and time.monotonic() - t0 >= 0.14
-    t0 = time.monotonic()
     r, _ = get(c, rng="0-0")
-    assert r.status == 206 and time.monotonic() - t0 < 0.1
+    assert r.status == 206
+    st = proxy.stats()
+    assert (st["delay"], st["status"]) == (1, 1)
 
 
 def test_kill_refuse_and_resume(proxy, data):
