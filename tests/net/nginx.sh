@@ -115,7 +115,7 @@ pid $run/nginx.pid;
 lock_file $run/nginx.lock;
 error_log $run/error.log info;
 events {
-  worker_connections 4096;
+  worker_connections 1000;
 }
 http {
   types { }
