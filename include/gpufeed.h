@@ -868,9 +868,11 @@ GF_API int gf_loader_set_epoch(gf_loader *l, uint64_t epoch);
  * entry's stored length, CRC32C, label, codec and shape; for an image folder,
  * every listed file's path relative to the folder and its label (a file
  * rewritten in place under the same name is not noticed). */
-#define GF_LOADER_STATE_VERSION 2
+#define GF_LOADER_STATE_VERSION 3
 typedef struct gf_loader_state {
-  uint32_t struct_size;   /* sizeof(gf_loader_state) (120) */
+  uint32_t struct_size;   /* sizeof(gf_loader_state) (128; version 2's,
+                             which import reads too, was 120: the same
+                             fields up to rank, then check) */
   uint32_t version;       /* GF_LOADER_STATE_VERSION */
   /* Where the job stands. */
   uint64_t epoch;         /* the epoch under way */
@@ -896,6 +898,10 @@ typedef struct gf_loader_state {
   uint32_t drop_last;     /* 0 or 1 */
   uint32_t world;         /* world size of the exporting job */
   uint32_t rank;          /* the exporting rank */
+  uint32_t order_world;   /* the world the epoch's order deals windows to
+                             (GF_ORDER_BLOCK): world, or the world of the
+                             job that began an epoch resumed elastically */
+  uint32_t reserved0;     /* zero */
   /* h = 0x9E3779B97F4A7C15; for each 8-byte word w of the struct's bytes
    * before this field, read little-endian: h = splitmix64_finalizer(h ^ w)
    * (sampler.h, section 1): catches a damaged or hand-edited state. */

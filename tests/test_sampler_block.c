@@ -199,8 +199,99 @@ static void locality(void) {
   CHECK(step_blk < 0.32 * (double)n);
 }
 
+/* Windows dealt to ranks whole (section 3): in a full epoch of world V,
+ * the blocks that rank r reads for its own windows (the first Lmin
+ * positions of every share: the rests and the padding come after) are
+ * read by no other rank, and the ranks' shares together are the epoch
+ * (each sample once, plus only PAD's repeats). gf_sampler_window gives a
+ * window's positions as one run of the share. */
+static void dealt_to_ranks(void) {
+  uint64_t rng = 99;
+  for (int t = 0; t < 300; t++) {
+    uint64_t n = 1 + gf_test_rand(&rng) % 3000;
+    uint64_t bs = 1 + gf_test_rand(&rng) % 30;
+    uint32_t W = 1 + (uint32_t)(gf_test_rand(&rng) % 6);
+    uint32_t V = 2 + (uint32_t)(gf_test_rand(&rng) % 5);
+    uint64_t nb = (n + bs - 1) / bs;
+    uint32_t *owner = malloc(nb * sizeof *owner);
+    uint32_t *count = calloc(n, sizeof *count);
+    for (uint64_t b = 0; b < nb; b++)
+      owner[b] = UINT32_MAX;
+    /* Each rank's own part: its windows, whole, before the rests. */
+    uint64_t nw = (nb + W - 1) / W, own_min = UINT64_MAX;
+    for (uint32_t r = 0; r < V; r++) {
+      uint64_t k = r < nw ? (nw - r + V - 1) / V : 0;
+      uint64_t len = k * W * bs;
+      if (k && (nw - 1) % V == r)
+        len -= (W - (nb - (nw - 1) * W)) * bs;
+      own_min = len < own_min ? len : own_min;
+    }
+    bool bad = false;
+    for (uint32_t r = 0; r < V && !bad; r++) {
+      gf_sampler_config c = GF_SAMPLER_CONFIG_INIT;
+      c.n = n;
+      c.seed = t;
+      c.order = GF_ORDER_BLOCK;
+      c.block_size = bs;
+      c.window_blocks = W;
+      c.world = V;
+      c.rank = r;
+      c.partition = GF_PARTITION_PAD;
+      gf_sampler s;
+      CHECK_OK(gf_sampler_init(&s, &c));
+      gf_sampler_set_epoch(&s, (uint64_t)t % 3);
+      uint64_t share = gf_sampler_samples_per_epoch(&s);
+      /* The short block may lie in any window: its rank's own part is d
+       * shorter; own_min - bs is within every rank's own part. */
+      uint64_t own = own_min > bs ? own_min - bs : 0;
+      for (uint64_t i = 0; i < share; i++) {
+        uint64_t x = gf_sampler_get(&s, i);
+        if (x >= n) {
+          bad = true;
+          break;
+        }
+        count[x]++;
+        if (i < own) {
+          uint64_t b = x / bs;
+          if (owner[b] != UINT32_MAX && owner[b] != r) {
+            fprintf(stderr,
+                    "n %llu bs %llu W %u V %u: block %llu read by "
+                    "ranks %u and %u\n",
+                    (unsigned long long)n, (unsigned long long)bs, W, V,
+                    (unsigned long long)b, owner[b], r);
+            bad = true;
+          }
+          owner[b] = r;
+          /* Its window's positions are one run of the share. */
+          uint64_t a, e;
+          gf_sampler_window(&s, i, &a, &e);
+          if (a > i || e <= i || e - a > (uint64_t)W * bs)
+            bad = true;
+        }
+      }
+    }
+    uint64_t total = (n + V - 1) / V * V;
+    uint64_t pad = total - n, extra = 0;
+    for (uint64_t x = 0; x < n && !bad; x++) {
+      if (count[x] == 0)
+        bad = true;
+      extra += count[x] - 1;
+    }
+    if (extra != pad)
+      bad = true;
+    if (bad) {
+      fprintf(stderr, "dealt: n %llu bs %llu W %u V %u failed\n",
+              (unsigned long long)n, (unsigned long long)bs, W, V);
+      gf_test_failures++;
+    }
+    free(owner);
+    free(count);
+  }
+}
+
 int main(void) {
   bijection_shapes();
   locality();
+  dealt_to_ranks();
   return gf_test_finish();
 }

@@ -1,9 +1,9 @@
 /* The loader's configuration and sizing: the config resolved against its
  * defaults, every buffer's size, threads and prefetch chosen, and the
  * printable memory plan. */
+#include "pipeline/loader_impl.h" /* first: this file's own header */
+
 #include "pipeline/loader_plan.h"
-#include "pipeline/fetch.h"
-#include "pipeline/loader_impl.h"
 #include "pipeline/source_shapes.h"
 
 #include <inttypes.h>

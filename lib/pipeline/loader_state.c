@@ -18,12 +18,13 @@ void gf_loader__restart_at(gf_loader *l, uint64_t epoch, uint64_t pos,
 }
 
 /* Moves both cursors to (epoch, pos, k), the epoch starting at global
- * position `start` (0: a full epoch; sampler.h section 4). Under mu. */
-static void seek(gf_loader *l, uint64_t epoch, uint64_t start, uint64_t pos,
-                 uint64_t k) {
+ * position `start` (0: a full epoch; sampler.h section 4) in an order
+ * dealt to `world` ranks (sampler.h section 3). Under mu. */
+static void seek(gf_loader *l, uint64_t epoch, uint64_t start, uint32_t world,
+                 uint64_t pos, uint64_t k) {
   gf_loader__cancel_all(l);
   /* Paused now: no worker dispatches from the sampler until restart_at. */
-  gf_sampler_set_resume(&l->sampler, epoch, start);
+  gf_sampler_set_resume_world(&l->sampler, epoch, start, world);
   l->c_epoch = epoch;
   l->c_pos = pos;
   l->c_k = k;
@@ -38,7 +39,7 @@ int gf_loader_set_epoch(gf_loader *l, uint64_t epoch) {
    * workers prefetched; a resumed epoch is not its beginning. */
   if (!(l->c_epoch == epoch && l->c_pos == 0 && l->c_k == 0 &&
         gf_sampler_epoch_start(&l->sampler, epoch) == 0))
-    seek(l, epoch, 0, 0, 0);
+    seek(l, epoch, 0, l->cfg.world ? l->cfg.world : 1, 0, 0);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }
@@ -80,8 +81,8 @@ int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
     return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release every batch before importing a state");
   }
-  seek(l, gf_sampler_epoch(&s), gf_sampler_epoch_start(&s, st->epoch), pos,
-       k);
+  seek(l, gf_sampler_epoch(&s), gf_sampler_epoch_start(&s, st->epoch),
+       s.resume_world, pos, k);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }

@@ -193,10 +193,16 @@ uint64_t gf_sampler_epoch_start(const gf_sampler *s, uint64_t epoch) {
   return s->resume_start && epoch == s->resume_epoch ? s->resume_start : 0;
 }
 
-void gf_sampler_set_resume(gf_sampler *s, uint64_t epoch, uint64_t start) {
+void gf_sampler_set_resume_world(gf_sampler *s, uint64_t epoch, uint64_t start,
+                                 uint32_t world) {
   s->resume_epoch = epoch;
   s->resume_start = start < s->cfg.n ? start : s->cfg.n;
+  s->resume_world = world ? world : s->cfg.world;
   gf_sampler_set_epoch(s, epoch);
+}
+
+void gf_sampler_set_resume(gf_sampler *s, uint64_t epoch, uint64_t start) {
+  gf_sampler_set_resume_world(s, epoch, start, s->cfg.world);
 }
 
 void gf_sampler_set_epoch(gf_sampler *s, uint64_t epoch) {
@@ -205,6 +211,7 @@ void gf_sampler_set_epoch(gf_sampler *s, uint64_t epoch) {
   s->share = share_from(&s->cfg, s->total, s->start, s->cfg.rank);
   s->batches = batches_of(&s->cfg, s->share);
   s->epoch_key = gf_order_sub(s->cfg.seed, epoch);
+  s->o_world = s->start && s->resume_world ? s->resume_world : s->cfg.world;
   switch (s->cfg.order) {
   case GF_ORDER_SHUFFLE:
     gf_perm_init(&s->perm, gf_order_sub(s->epoch_key, 0), s->cfg.n);
@@ -242,32 +249,126 @@ int gf_sampler_batch(const gf_sampler *s, uint64_t k, uint64_t *first,
   return 0;
 }
 
-static uint64_t block_order(const gf_sampler *s, uint64_t q) {
-  const uint64_t bs = s->cfg.block_size, W = s->cfg.window_blocks;
-  const uint64_t wl = s->window_len, d = s->deficit;
-  const uint64_t wst = s->short_pos / W;
-  /* Windows after the one holding the short block start d positions
-   * earlier than full windows would. */
-  uint64_t w = q < (wst + 1) * wl - d ? q / wl : (q + d) / wl;
-  uint64_t start = w * wl - (w > wst ? d : 0);
-  uint64_t end_block = (w + 1) * W < s->nblocks ? (w + 1) * W : s->nblocks;
-  uint64_t size = (end_block - w * W) * bs - (w == wst ? d : 0);
-  gf_perm wp;
-  gf_perm_init(&wp, gf_order_sub(s->epoch_key, 2 + w), size);
-  uint64_t o = gf_perm_apply(&wp, q - start);
-  uint64_t slot, off;
-  uint64_t sslot = s->short_pos - wst * W;
-  if (w != wst || o < sslot * bs) {
-    slot = o / bs;
-    off = o % bs;
-  } else if (o < sslot * bs + s->last) {
-    slot = sslot;
-    off = o - sslot * bs;
+/* GF_ORDER_BLOCK's windows (section 3): their count, window w's length
+ * S(w), and rank r's windows dealt among V ranks: r, r + V, r + 2V, ...,
+ * their count K and total length L. */
+typedef struct windows {
+  uint64_t bs, W, wl, d, nwin, nlast, wst, V;
+} windows;
+
+static windows windows_of(const gf_sampler *s) {
+  windows x;
+  x.bs = s->cfg.block_size;
+  x.W = s->cfg.window_blocks;
+  x.wl = s->window_len;
+  x.d = s->deficit;
+  x.nwin = (s->nblocks + x.W - 1) / x.W;
+  x.nlast = s->nblocks - (x.nwin - 1) * x.W;
+  x.wst = s->short_pos / x.W;
+  x.V = s->o_world ? s->o_world : 1;
+  return x;
+}
+
+static uint64_t win_len(const windows *x, uint64_t w) {
+  return (w == x->nwin - 1 ? x->nlast : x->W) * x->bs -
+         (w == x->wst ? x->d : 0);
+}
+
+/* Rank r's windows among V and the samples they hold. */
+static uint64_t rank_windows(const windows *x, uint64_t r) {
+  return r < x->nwin ? (x->nwin - r + x->V - 1) / x->V : 0;
+}
+
+static uint64_t rank_len(const windows *x, uint64_t r) {
+  uint64_t k = rank_windows(x, r);
+  if (!k)
+    return 0;
+  uint64_t len = k * x->wl;
+  if ((x->nwin - 1) % x->V == r)
+    len -= (x->W - x->nlast) * x->bs;
+  if (x->wst % x->V == r)
+    len -= x->d;
+  return len;
+}
+
+/* Rank r's i-th sample (i < its length): its window w and its place o in
+ * that window. The short window (one d shorter) shifts the later ones. */
+static void rank_locate(const windows *x, uint64_t r, uint64_t i, uint64_t *w,
+                        uint64_t *o) {
+  uint64_t k;
+  if (x->wst % x->V == r) {
+    uint64_t ks = (x->wst - r) / x->V;
+    if (i < ks * x->wl) {
+      k = i / x->wl;
+      *o = i % x->wl;
+    } else if (i < ks * x->wl + win_len(x, x->wst)) {
+      k = ks;
+      *o = i - ks * x->wl;
+    } else {
+      k = (i + x->d) / x->wl;
+      *o = (i + x->d) % x->wl;
+    }
   } else {
-    slot = (o + d) / bs;
-    off = (o + d) % bs;
+    k = i / x->wl;
+    *o = i % x->wl;
   }
-  return gf_perm_apply(&s->perm, w * W + slot) * bs + off;
+  *w = r + k * x->V;
+}
+
+/* Global position q of the epoch order (q < n): the window and the place
+ * in it (section 3's dealing: q = r + i*V for i below the shortest rank's
+ * length, then the longer ranks' rests in rank order). */
+static void block_locate(const gf_sampler *s, const windows *x, uint64_t q,
+                         uint64_t *w, uint64_t *o) {
+  uint64_t L = UINT64_MAX;
+  for (uint64_t r = 0; r < x->V; r++) {
+    uint64_t len = rank_len(x, r);
+    if (len < L)
+      L = len;
+  }
+  if (q < x->V * L) {
+    rank_locate(x, q % x->V, q / x->V, w, o);
+    return;
+  }
+  uint64_t t = q - x->V * L;
+  for (uint64_t r = 0; r < x->V; r++) {
+    uint64_t extra = rank_len(x, r) - L;
+    if (t < extra) {
+      rank_locate(x, r, L + t, w, o);
+      return;
+    }
+    t -= extra;
+  }
+  (void)s;
+  *w = *o = 0; /* q >= n: never asked */
+}
+
+/* The sample at place o of window w. */
+static uint64_t window_sample(const gf_sampler *s, const windows *x, uint64_t w,
+                              uint64_t o) {
+  gf_perm wp;
+  gf_perm_init(&wp, gf_order_sub(s->epoch_key, 2 + w), win_len(x, w));
+  uint64_t p = gf_perm_apply(&wp, o);
+  uint64_t slot, off;
+  uint64_t sslot = s->short_pos - x->wst * x->W;
+  if (w != x->wst || p < sslot * x->bs) {
+    slot = p / x->bs;
+    off = p % x->bs;
+  } else if (p < sslot * x->bs + s->last) {
+    slot = sslot;
+    off = p - sslot * x->bs;
+  } else {
+    slot = (p + x->d) / x->bs;
+    off = (p + x->d) % x->bs;
+  }
+  return gf_perm_apply(&s->perm, w * x->W + slot) * x->bs + off;
+}
+
+static uint64_t block_order(const gf_sampler *s, uint64_t q) {
+  windows x = windows_of(s);
+  uint64_t w, o;
+  block_locate(s, &x, q, &w, &o);
+  return window_sample(s, &x, w, o);
 }
 
 int gf_sampler_window(const gf_sampler *s, uint64_t pos, uint64_t *first,
@@ -277,25 +378,34 @@ int gf_sampler_window(const gf_sampler *s, uint64_t pos, uint64_t *first,
   if (pos >= s->share)
     return 0;
   const uint64_t q = s->start + s->cfg.rank + pos * s->cfg.world;
-  if (s->cfg.order != GF_ORDER_BLOCK || q >= s->cfg.n)
-    return 1; /* padding positions stand alone */
-  const uint64_t W = s->cfg.window_blocks;
-  const uint64_t wl = s->window_len, d = s->deficit;
-  const uint64_t wst = s->short_pos / W;
-  uint64_t w = q < (wst + 1) * wl - d ? q / wl : (q + d) / wl;
-  uint64_t ws = w * wl - (w > wst ? d : 0);
-  uint64_t we = (w + 1) * wl - (w + 1 > wst ? d : 0);
-  if (we > s->cfg.n)
-    we = s->cfg.n;
-  /* This rank's positions i with start + rank + i*world in [ws, we). */
-  const uint64_t base = s->start + s->cfg.rank, wd = s->cfg.world;
-  uint64_t a = ws > base ? (ws - base + wd - 1) / wd : 0;
-  uint64_t b = we > base ? (we - base + wd - 1) / wd : 0;
+  /* Positions stand alone outside block order, in the padding, and where
+   * the ranks do not follow the order's dealing (an epoch resumed with
+   * another world size). */
+  if (s->cfg.order != GF_ORDER_BLOCK || q >= s->cfg.n ||
+      s->o_world != s->cfg.world || s->start)
+    return 1;
+  windows x = windows_of(s);
+  uint64_t L = UINT64_MAX;
+  for (uint64_t r = 0; r < x.V; r++) {
+    uint64_t len = rank_len(&x, r);
+    if (len < L)
+      L = len;
+  }
+  const uint64_t r = s->cfg.rank;
+  if (pos >= L)
+    return 1; /* the rests: alone */
+  /* This rank's stream is its windows one after another: the window of
+   * pos spans [a, b) of it. */
+  uint64_t w, o;
+  rank_locate(&x, r, pos, &w, &o);
+  uint64_t a = pos - o, b = a + win_len(&x, w);
+  if (b > L)
+    b = L;
   if (b > s->share)
     b = s->share;
   *first = a;
   *end = b;
-  return b - a > 1 ? (int)(b - a > INT32_MAX ? INT32_MAX : b - a) : 1;
+  return 1;
 }
 
 uint64_t gf_sampler_order(const gf_sampler *s, uint64_t q) {
@@ -326,18 +436,28 @@ uint64_t gf_sampler_get(const gf_sampler *s, uint64_t pos) {
 /* ---- resume state (gpufeed.h's gf_loader_state, docs/RESUME.md) ------- */
 
 /* The struct is hashed as its bytes: no padding may hide in it. */
-_Static_assert(sizeof(gf_loader_state) == 120,
-               "gf_loader_state: 15 8-byte words without padding");
-_Static_assert(offsetof(gf_loader_state, check) == 112,
+_Static_assert(sizeof(gf_loader_state) == 128,
+               "gf_loader_state: 16 8-byte words without padding");
+_Static_assert(offsetof(gf_loader_state, check) == 120,
                "gf_loader_state: check is the last word");
+_Static_assert(offsetof(gf_loader_state, order_world) == 112,
+               "gf_loader_state: version 2's fields come first");
+/* Version 2 (120 bytes): the fields up to rank, then check. */
+#define STATE_V2_SIZE 120u
+#define STATE_V2_CHECK 112u
+
+/* The check over the first `len` bytes (a multiple of 8) of b. */
+static uint64_t check_bytes(const uint8_t *b, size_t len) {
+  uint64_t h = GF_ORDER_G;
+  for (size_t i = 0; i < len; i += 8)
+    h = gf_order_mix(h ^ gf_le64(b + i));
+  return h;
+}
 
 uint64_t gf_sampler_state_check(const gf_loader_state *st) {
   uint8_t b[sizeof *st];
   memcpy(b, st, sizeof b);
-  uint64_t h = GF_ORDER_G;
-  for (size_t i = 0; i < offsetof(gf_loader_state, check); i += 8)
-    h = gf_order_mix(h ^ gf_le64(b + i));
-  return h;
+  return check_bytes(b, offsetof(gf_loader_state, check));
 }
 
 static int state_fail(const char *fmt, ...) GF_PRINTF(1, 2);
@@ -407,6 +527,7 @@ int gf_sampler_state_export(const gf_sampler *s, uint64_t fingerprint,
   t.drop_last = w.cfg.drop_last;
   t.world = w.cfg.world;
   t.rank = w.cfg.rank;
+  t.order_world = w.o_world;
   t.check = gf_sampler_state_check(&t);
   *st = t;
   return 0;
@@ -423,19 +544,48 @@ int gf_sampler_state_export(const gf_sampler *s, uint64_t fingerprint,
   } while (0)
 
 int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
-                            const gf_loader_state *st, uint64_t *position,
+                            const gf_loader_state *in, uint64_t *position,
                             uint64_t *batch) {
-  if (!s || !st)
+  if (!s || !in)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "sampler: NULL sampler or state");
   const gf_sampler_config *c = &s->cfg;
-  if (st->struct_size != sizeof *st)
+  /* Version 3, or version 2 (120 bytes: its check where order_world now
+   * is), read into a version 3 struct: its order is version 3's but where
+   * windows are now dealt to ranks (block order, world > 1). */
+  gf_loader_state v;
+  const gf_loader_state *st = &v;
+  uint64_t want;
+  if (in->struct_size == sizeof v && in->version == GF_LOADER_STATE_VERSION) {
+    v = *in;
+    want = gf_sampler_state_check(&v);
+    if (v.reserved0)
+      return state_fail("resume state: reserved0 is %u, expected 0",
+                        v.reserved0);
+  } else if (in->struct_size == STATE_V2_SIZE && in->version == 2) {
+    uint8_t b[sizeof v];
+    memset(b, 0, sizeof b);
+    memcpy(b, in, STATE_V2_SIZE);
+    memcpy(&v, b, sizeof v);
+    v.check = gf_le64(b + STATE_V2_CHECK);
+    v.order_world = v.world;
+    v.reserved0 = 0;
+    want = check_bytes(b, STATE_V2_CHECK);
+    if (v.order == GF_ORDER_BLOCK && v.world > 1)
+      return state_fail("resume state: version 2 of a block-order epoch of "
+                        "%u ranks; since version 3 the block order deals "
+                        "its windows to ranks whole, so that epoch's order "
+                        "cannot be followed: resume at an epoch's start "
+                        "(set_epoch) instead",
+                        v.world);
+  } else if (in->struct_size != sizeof v) {
     return state_fail("resume state: struct_size is %u, expected %zu (not a "
                       "gf_loader_state of this version, or not exported)",
-                      st->struct_size, sizeof *st);
-  if (st->version != GF_LOADER_STATE_VERSION)
-    return state_fail("resume state: version is %u, expected %u",
-                      st->version, GF_LOADER_STATE_VERSION);
+                      in->struct_size, sizeof v);
+  } else {
+    return state_fail("resume state: version is %u, expected %u", in->version,
+                      GF_LOADER_STATE_VERSION);
+  }
   SAME(samples, c->n, "samples (the dataset's sample count)");
   if (st->fingerprint != fingerprint)
     return state_fail("resume state does not match this loader: the "
@@ -455,7 +605,6 @@ int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
   SAME(drop_last, c->drop_last, "drop_last");
   /* The identity first, so that a state from another dataset or config
    * names what differs; then the hash, before trusting the cursor. */
-  uint64_t want = gf_sampler_state_check(st);
   if (st->check != want)
     return state_fail("resume state: check is 0x%016llx, but its fields hash "
                       "to 0x%016llx (a damaged or edited state)",
@@ -463,6 +612,11 @@ int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
   if (st->world == 0 || st->rank >= st->world)
     return state_fail("resume state: rank %u of world %u is not a rank",
                       st->rank, st->world);
+  if (st->order_world == 0 || (st->start == 0 && st->order_world != st->world))
+    return state_fail("resume state: order_world is %u with world %u and "
+                      "start %llu (a full epoch's order is its own world's)",
+                      st->order_world, st->world,
+                      (unsigned long long)st->start);
   if (st->start > c->n)
     return state_fail("resume state: start is %llu, past the %llu samples",
                       (unsigned long long)st->start,
@@ -476,7 +630,7 @@ int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
   if (gf_sampler_init(&ex, &ec) < 0)
     return state_fail("resume state: world %u does not fit this dataset: %s",
                       st->world, gf_last_error()->message);
-  gf_sampler_set_resume(&ex, st->epoch, st->start);
+  gf_sampler_set_resume_world(&ex, st->epoch, st->start, st->order_world);
   uint64_t done = sat_mul(st->batch, c->batch_size);
   if (st->batch > ex.batches)
     return state_fail("resume state: batch is %llu, but rank %u of world %u "
@@ -510,12 +664,12 @@ int gf_sampler_state_import(gf_sampler *s, uint64_t fingerprint,
     /* Exact: the same shares, so this rank stands where the exporting
      * one stood (a rank whose share in a resumed epoch is one shorter
      * stops at its end, after its own batches). */
-    gf_sampler_set_resume(&t, st->epoch, st->start);
+    gf_sampler_set_resume_world(&t, st->epoch, st->start, st->order_world);
     pos = st->rank_position < t.share ? st->rank_position : t.share;
     k = st->batch < t.batches ? st->batch : t.batches;
   } else {
     /* Elastic: the rest of the epoch restarts at the global position. */
-    gf_sampler_set_resume(&t, st->epoch, global);
+    gf_sampler_set_resume_world(&t, st->epoch, global, st->order_world);
     pos = 0;
     k = 0;
   }

@@ -55,21 +55,44 @@
  *      blocks from anywhere in the dataset.
  *      Let j* = the position of the short block in the block order (the j
  *      with B(j) = nb - 1: the same cycle walk with F's inverse, which
- *      undoes the rounds from K[7] down to K[0]) and w* = j* / W.
- *      Window w spans positions [start(w), start(w+1)) with
- *        start(w) = w*W*bs - (w > w* ? d : 0)
- *      and size S(w) = (min((w+1)*W, nb) - w*W) * bs - (w == w* ? d : 0).
- *      For q: w = q / (W*bs) if q < start(w* + 1), else (q + d) / (W*bs);
- *        o = P(sub(E, 2 + w), S(w))(q - start(w))   (shuffled within)
+ *      undoes the rounds from K[7] down to K[0]) and w* = j* / W. There
+ *      are nw = ceil(nb / W) windows; window w has size
+ *        S(w) = (min((w+1)*W, nb) - w*W) * bs - (w == w* ? d : 0),
+ *      wl = W*bs being a full window's.
+ *      Windows are dealt whole to the V ranks the order is made for (V =
+ *      world; in an epoch resumed with another world size, the world of
+ *      the job that began it: gf_loader_state.order_world), so that no two
+ *      ranks read the same blocks: rank r gets windows r, r+V, r+2V, ...
+ *      (those below nw), its stream being their samples one window after
+ *      another: its length L(r) is the sum of their S(w). Rank r's
+ *      stream place i (i < L(r)) is window w = r + k*V at o' with, when r
+ *      holds w* (w* mod V == r, k* = (w* - r) / V):
+ *        i < k**wl:                 k = i / wl, o' = i mod wl
+ *        i < k**wl + S(w*):         k = k*, o' = i - k**wl
+ *        else:                      k = (i + d) / wl, o' = (i + d) mod wl
+ *      and otherwise k = i / wl, o' = i mod wl.
+ *      Global position q (q < n): with Lmin = min over r of L(r),
+ *        q < V*Lmin:  rank r = q mod V, place i = q / V;
+ *        else:        t = q - V*Lmin; the ranks' rests taken in rank
+ *                     order: the first r with t < L(r) - Lmin (t reduced
+ *                     by each earlier rank's L(r) - Lmin), place
+ *                     i = Lmin + t.
+ *      (With V = 1 this is window w = q / wl before w*'s end, (q + d) / wl
+ *      after it: the windows in order.) Then, within window w at o':
+ *        o = P(sub(E, 2 + w), S(w))(o')            (shuffled within)
  *        s* = j* - w*W (the short block's slot when w == w*)
  *        if w != w* or o < s**bs:        slot = o / bs, off = o % bs
  *        elif o < s**bs + last:          slot = s*, off = o - s**bs
  *        else:                            slot = (o + d) / bs,
  *                                         off = (o + d) % bs
  *        O(q) = B(w*W + slot) * bs + off.
- *      Consecutive positions still jump between the window's W extents
- *      (the mean |step| is about n/3 * (1 - 1/W)); sequential I/O comes
- *      from reading a window's blocks whole, W * bs samples at a time.
+ *      Section 4 deals position q to rank q mod world, so in a full epoch
+ *      rank r's share is its own windows' samples (its stream), and
+ *      after them, in the last positions only, samples of the other
+ *      ranks' rests. Consecutive positions still jump between the window's
+ *      W extents (the mean |step| is about n/3 * (1 - 1/W)); sequential
+ *      I/O comes from reading a window's blocks whole, W * bs samples at a
+ *      time, each block by one rank only.
  *
  * 4. Split between ranks (PyTorch DistributedSampler semantics). Every
  *    rank computes the same O. With GF_PARTITION_PAD (default, like
@@ -148,6 +171,10 @@ typedef struct gf_sampler {
   uint64_t start;        /* the current epoch's first global position S */
   uint64_t resume_epoch; /* the epoch that starts at resume_start ... */
   uint64_t resume_start; /* ... (0: none, every epoch is full) */
+  uint32_t resume_world; /* ... and whose order deals windows to this
+                            many ranks (GF_ORDER_BLOCK, section 3) */
+  uint32_t o_world;      /* the current epoch's: cfg.world, or
+                            resume_world in the resumed epoch */
   uint64_t epoch;
   uint64_t epoch_key;    /* E */
   gf_perm perm;          /* SHUFFLE: the order; BLOCK: the block order */
@@ -172,6 +199,10 @@ uint64_t gf_sampler_epoch(const gf_sampler *s);
  * epoch) and moves to it; start 0 removes the resume point, making every
  * epoch full again. Other epochs are always full. */
 void gf_sampler_set_resume(gf_sampler *s, uint64_t epoch, uint64_t start);
+/* The same for an epoch whose order was dealt to `world` ranks (an elastic
+ * resume: the exporting job's world; GF_ORDER_BLOCK only, section 3). */
+void gf_sampler_set_resume_world(gf_sampler *s, uint64_t epoch, uint64_t start,
+                                 uint32_t world);
 /* The global position at which `epoch` starts: 0 unless it is the resumed
  * epoch. */
 uint64_t gf_sampler_epoch_start(const gf_sampler *s, uint64_t epoch);

@@ -417,12 +417,14 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
 }
 
 /* The state's fields, in order; check last. */
-#define GFPY_STATE_FIELDS(X)                                                 \
-  X(struct_size, u32) X(version, u32) X(epoch, u64) X(position, u64)         \
-  X(start, u64) X(batch, u64) X(rank_position, u64) X(samples, u64)          \
-  X(fingerprint, u64) X(seed, u64) X(batch_size, u64) X(block_size, u64)     \
-  X(window_blocks, u32) X(order, u32) X(partition, u32) X(drop_last, u32)    \
-  X(world, u32) X(rank, u32) X(check, u64)
+#define GFPY_STATE_FIELDS(X)                                                   \
+  X(struct_size, u32)                                                          \
+  X(version, u32) X(epoch, u64) X(position, u64) X(start, u64) X(batch, u64)   \
+      X(rank_position, u64) X(samples, u64) X(fingerprint, u64) X(seed, u64)   \
+          X(batch_size, u64) X(block_size, u64) X(window_blocks, u32)          \
+              X(order, u32) X(partition, u32) X(drop_last, u32) X(world, u32)  \
+                  X(rank, u32) X(order_world, u32) X(reserved0, u32)           \
+                      X(check, u64)
 
 static int state_export_f(gf_loader *l, void *arg) {
   return gf_loader_state_export(l, arg);
@@ -464,23 +466,40 @@ static PyObject *core_state_import(PyObject *o, PyObject *d) {
   gf_loader_state st;
   memset(&st, 0, sizeof st);
   unsigned long long v;
-#define X_(f, t)                                                             \
-  {                                                                          \
-    PyObject *x = PyDict_GetItemString(d, #f);                               \
-    if (!x || !PyLong_Check(x))                                              \
-      return gfpy_raise_msg(GF_ESTATE, "resume state: field '%s' is "        \
-                            "missing or not an int", #f);                    \
-    v = PyLong_AsUnsignedLongLong(x);                                        \
-    if (PyErr_Occurred() ||                                                  \
-        (sizeof st.f == 4 && v > UINT32_MAX)) {                              \
-      PyErr_Clear();                                                         \
-      return gfpy_raise_msg(GF_ESTATE, "resume state: field '%s' is out "    \
-                            "of range", #f);                                 \
-    }                                                                        \
-    st.f = v;                                                                \
+  PyObject *zero = PyLong_FromLong(0);
+  if (!zero)
+    return NULL;
+  Py_DECREF(zero); /* small ints are immortal: the pointer stays valid */
+#define X_(f, t)                                                               \
+  {                                                                            \
+    PyObject *x = PyDict_GetItemString(d, #f);                                 \
+    /* Version 2's dicts have neither: 0 (the C import reads them as           \
+     * version 2's struct). */                                                 \
+    if (!x && (!strcmp(#f, "order_world") || !strcmp(#f, "reserved0")))        \
+      x = zero;                                                                \
+    if (!x || !PyLong_Check(x))                                                \
+      return gfpy_raise_msg(GF_ESTATE,                                         \
+                            "resume state: field '%s' is "                     \
+                            "missing or not an int",                           \
+                            #f);                                               \
+    v = PyLong_AsUnsignedLongLong(x);                                          \
+    if (PyErr_Occurred() || (sizeof st.f == 4 && v > UINT32_MAX)) {            \
+      PyErr_Clear();                                                           \
+      return gfpy_raise_msg(GF_ESTATE,                                         \
+                            "resume state: field '%s' is out "                 \
+                            "of range",                                        \
+                            #f);                                               \
+    }                                                                          \
+    st.f = v;                                                                  \
   }
   GFPY_STATE_FIELDS(X_)
 #undef X_
+  if (st.version == 2 && st.struct_size == 120) {
+    /* Version 2's struct: its check follows rank (where order_world now
+     * is); the C import reads it from there. */
+    uint64_t ck = st.check;
+    memcpy((uint8_t *)&st + 112, &ck, sizeof ck);
+  }
   core *c = grab((CoreObject *)o);
   if (!c)
     return NULL;
