@@ -916,7 +916,17 @@ struct np_conn *np_conn_new(struct np_proxy *p, int client_fd) {
   /* Heads are small writes: Nagle would hold them for the peer's ACK. */
   setsockopt(c->cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (connect(c->ufd, (struct sockaddr *)&p->upstream, p->upstream_len) < 0) {
+  int rc, tries = 0;
+  /* A unix socket answers EAGAIN while the server's backlog is full (a
+   * loaded machine, nginx slow to accept): try again for up to a second
+   * rather than reset a client the server would have taken. */
+  while ((rc = connect(c->ufd, (struct sockaddr *)&p->upstream,
+                       p->upstream_len)) < 0 &&
+         errno == EAGAIN && tries++ < 200) {
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  if (rc < 0) {
     if (errno != EINPROGRESS) {
       p->st.upstream_errors++;
       goto fail;

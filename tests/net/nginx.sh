@@ -135,7 +135,7 @@ http {
   server_tokens off;
   server {
     listen 127.0.0.1:$port;
-    listen unix:$sock;
+    listen unix:$sock backlog=4096;
 EOF
   if [ "$tport" != 0 ]; then
     cat >>"$run/nginx.conf" <<EOF

@@ -29,10 +29,14 @@ best() {
   echo "$b"
 }
 
-# within WHAT GOT WANT: GOT is within [0.9 WANT - 20, WANT + 150] ms (a
-# difference of two times, each noisy by a few ms).
+# within WHAT GOT WANT: GOT is within [0.8 WANT - 50, WANT + 150] ms (a
+# difference of two times, each noisy by tens of ms on a loaded 2-core
+# machine: the base itself may come out slower than a later run).
 within() {
-  if [ "$2" -lt $(($3 * 9 / 10 - 20)) ] || [ "$2" -gt $(($3 + 150)) ]; then
+  # Wanting 0 (no delay added), only the upper bound means anything.
+  local lo=$(($3 * 8 / 10 - 50))
+  [ "$3" = 0 ] && lo=-1000000
+  if [ "$2" -lt "$lo" ] || [ "$2" -gt $(($3 + 150)) ]; then
     fail "$1: ${2} ms, wanted about $3"
   else
     echo "$1: ${2} ms (wanted about $3)"
