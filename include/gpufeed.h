@@ -986,6 +986,34 @@ typedef struct gf_loader_stats {
   uint64_t jpeg_gpu_device_budget, jpeg_gpu_device_peak; /* nvJPEG's own */
   uint64_t jpeg_gpu_pinned_budget, jpeg_gpu_pinned_peak; /* reservations */
   uint64_t reserved3[4];
+  /* Version 4 (version 3's struct_size is offsetof(gf_loader_stats,
+   * remote)): a source behind a server (gf_remote_config), read ahead by
+   * the fetch stage; all 0 for a local source. */
+  char remote[96];             /* the storage and its server ("http
+                                  127.0.0.1:8080", never a secret), with
+                                  ", TLS NOT VERIFIED" when
+                                  tls_no_verify; "" for a local source */
+  uint64_t fetch_requests;     /* ranged reads done (retries inside one
+                                  not counted again) */
+  uint64_t fetch_bytes;        /* their bytes */
+  uint64_t fetch_failed;       /* reads that failed after their retries */
+  uint64_t fetch_retries;      /* tries beyond the first, all requests */
+  uint64_t fetch_block_reads;  /* reads that held several adjacent samples
+                                  (block order) */
+  uint64_t fetch_cached;       /* samples not read: the decoded-sample
+                                  cache held them */
+  uint64_t fetch_wait_ns;      /* workers' time waiting for reads */
+  uint32_t fetch_inflight;     /* reads in flight now */
+  uint32_t fetch_inflight_max; /* the most at once */
+  uint64_t fetch_held_bytes;   /* read-ahead bytes held now */
+  uint64_t fetch_held_max;     /* the most at once */
+  uint64_t fetch_budget;       /* the read-ahead budget (the plan's) */
+  uint64_t disk_cache_hits;    /* the disk cache tier (cache_dir): reads
+                                  served from it */
+  uint64_t disk_cache_misses;  /* reads it did not hold */
+  uint64_t disk_cache_bytes_read, disk_cache_bytes_written;
+  uint64_t disk_cache_evictions;
+  uint64_t reserved4[6];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */

@@ -20,14 +20,20 @@ static void bad_sizes(uint32_t v1, uint32_t out[4]) {
 }
 
 /* rc is the refusal of `name` at size `given`, naming both and the sizes
- * accepted: v1 (version 1), and v2, v3 (versions 2 and 3) when not 0. */
-static void refused3(int rc, const char *name, uint32_t given, uint32_t v1,
-                     uint32_t v2, uint32_t v3) {
+ * accepted: v1 (version 1), and v2, v3, v4 (versions 2, 3 and 4) when not
+ * 0. */
+static void refused4(int rc, const char *name, uint32_t given, uint32_t v1,
+                     uint32_t v2, uint32_t v3, uint32_t v4) {
   CHECK_ERR(rc, -EINVAL);
   const char *m = gf_last_error()->message;
-  char g[48], a[128];
+  char g[48], a[160];
   snprintf(g, sizeof g, "struct_size %u ", given);
-  if (v3)
+  if (v4)
+    snprintf(a, sizeof a,
+             "accepted: %u (version 1), %u (version 2), %u (version 3), %u "
+             "(version 4)",
+             v1, v2, v3, v4);
+  else if (v3)
     snprintf(a, sizeof a,
              "accepted: %u (version 1), %u (version 2), %u (version 3)", v1,
              v2, v3);
@@ -42,7 +48,7 @@ static void refused3(int rc, const char *name, uint32_t given, uint32_t v1,
 }
 
 static void refused(int rc, const char *name, uint32_t given, uint32_t v1) {
-  refused3(rc, name, given, v1, 0, 0);
+  refused4(rc, name, given, v1, 0, 0, 0);
 }
 
 int main(void) {
@@ -70,25 +76,48 @@ int main(void) {
             bad[i], v1);
   }
   cfg.struct_size = v1;
+  /* gf_remote_config, through the loader's config (read for any source:
+   * a bad one is refused even where it would not be used). */
+  gf_remote_config rcfg = GF_REMOTE_CONFIG_INIT;
+  uint32_t rv1 = sizeof rcfg;
+  bad_sizes(rv1, bad);
+  cfg.remote = &rcfg;
+  for (int i = 0; i < 4; i++) {
+    rcfg.struct_size = bad[i];
+    gf_loader *rl = NULL;
+    refused(gf_loader_create(&cfg, &rl), "gf_remote_config", bad[i], rv1);
+    CHECK(rl == NULL);
+  }
+  rcfg.struct_size = rv1;
+  rcfg.reserved[1] = 7;
+  gf_loader *rl = NULL;
+  CHECK_ERR(gf_loader_create(&cfg, &rl), -EINVAL);
+  CHECK(strstr(gf_last_error()->message, "reserved") != NULL);
+  rcfg.reserved[1] = 0;
+  CHECK_OK(gf_loader_create(&cfg, &rl));
+  gf_loader_destroy(rl);
+  cfg.remote = NULL;
   CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
   gf_loader *l = NULL;
   CHECK_OK(gf_loader_create(&cfg, &l));
   if (!l)
     return gf_test_finish();
 
-  /* gf_loader_stats, at version 3 (2: the JPEG counters, 3: the GPU
-   * decoder's): other sizes refused, nothing written past the size field;
-   * the older versions' sizes accepted, nothing written past them. */
+  /* gf_loader_stats, at version 4 (2: the JPEG counters, 3: the GPU
+   * decoder's, 4: the remote source's): other sizes refused, nothing
+   * written past the size field; the older versions' sizes accepted,
+   * nothing written past them. */
   v1 = offsetof(gf_loader_stats, jpeg_decoded);
   uint32_t v2 = offsetof(gf_loader_stats, jpeg_gpu_backend);
-  uint32_t v3 = sizeof(gf_loader_stats);
-  uint32_t bad_stats[6] = {4, 8, v1 - 1, v1 + 8, v2 + 8, v3 + 8};
-  for (int i = 0; i < 6; i++) {
+  uint32_t v3 = offsetof(gf_loader_stats, remote);
+  uint32_t v4 = sizeof(gf_loader_stats);
+  uint32_t bad_stats[7] = {4, 8, v1 - 1, v1 + 8, v2 + 8, v3 + 8, v4 + 8};
+  for (int i = 0; i < 7; i++) {
     gf_loader_stats st;
     memset(&st, 0xee, sizeof st);
     st.struct_size = bad_stats[i];
-    refused3(gf_loader_stats_get(l, &st), "gf_loader_stats", bad_stats[i],
-             v1, v2, v3);
+    refused4(gf_loader_stats_get(l, &st), "gf_loader_stats", bad_stats[i], v1,
+             v2, v3, v4);
     CHECK(st.threads == 0xeeeeeeeeu);
   }
   gf_loader_stats st;
@@ -109,6 +138,13 @@ int main(void) {
   /* Host mode: no GPU decoder, and the reason said. */
   CHECK(st.jpeg_gpu_decoded == 0 && st.jpeg_gpu_backend[0] == '\0' &&
         st.jpeg_gpu_why[0] != '\0');
+  CHECK((uint8_t)st.remote[0] == 0xee &&
+        st.fetch_requests == 0xeeeeeeeeeeeeeeeeull);
+  st.struct_size = v4;
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  /* A local source: no remote figures. */
+  CHECK(st.remote[0] == '\0' && st.fetch_requests == 0 &&
+        st.disk_cache_hits == 0);
   gf_loader_destroy(l);
 
   /* gf_decode_opts. */

@@ -488,6 +488,29 @@ int gfc_bench(const gfc_bench_opts *o) {
            (unsigned long long)st.jpeg_gpu_device_peak,
            (unsigned long long)st.jpeg_gpu_pinned_budget,
            (unsigned long long)st.jpeg_gpu_pinned_peak);
+    if (st.remote[0]) {
+      printf(",\"remote\":{\"storage\":");
+      json_str(st.remote);
+      printf(",\"requests\":%llu,\"bytes\":%llu,\"failed\":%llu,"
+             "\"retries\":%llu,\"block_reads\":%llu,\"cached_samples\":%llu,"
+             "\"wait_ms\":%.1f,\"in_flight_max\":%u,\"held_max_bytes\":%llu,"
+             "\"budget_bytes\":%llu,\"disk_cache\":{\"hits\":%llu,"
+             "\"misses\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
+             "\"evictions\":%llu}}",
+             (unsigned long long)st.fetch_requests,
+             (unsigned long long)st.fetch_bytes,
+             (unsigned long long)st.fetch_failed,
+             (unsigned long long)st.fetch_retries,
+             (unsigned long long)st.fetch_block_reads,
+             (unsigned long long)st.fetch_cached, st.fetch_wait_ns / 1e6,
+             st.fetch_inflight_max, (unsigned long long)st.fetch_held_max,
+             (unsigned long long)st.fetch_budget,
+             (unsigned long long)st.disk_cache_hits,
+             (unsigned long long)st.disk_cache_misses,
+             (unsigned long long)st.disk_cache_bytes_read,
+             (unsigned long long)st.disk_cache_bytes_written,
+             (unsigned long long)st.disk_cache_evictions);
+    }
     if (o->trace) {
       printf(",\"trace\":{\"file\":");
       json_str(o->trace);
@@ -501,7 +524,7 @@ int gfc_bench(const gfc_bench_opts *o) {
              ep[e].seconds > 0 ? (double)ep[e].images / ep[e].seconds : 0.0);
     printf("]}\n");
   } else {
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32];
     printf("gpufeed bench: %s\n", o->source);
     printf("  mode              %s, %u threads, batch %u, io %s x %u%s%s",
            mode, st.threads, o->batch, st.io_backend, st.io_in_flight,
@@ -579,6 +602,27 @@ int gfc_bench(const gfc_bench_opts *o) {
     else if (st.jpeg_cpu_decoded)
       printf("  jpeg decode       %llu on the CPU; not on the GPU: %s\n",
              (unsigned long long)st.jpeg_cpu_decoded, st.jpeg_gpu_why);
+    if (st.remote[0]) {
+      printf("  remote            %s: %llu reads (%llu of whole blocks), "
+             "%s, %llu retries, %llu failed; at most %u in flight, %s of "
+             "%s read ahead held; workers waited %.1f ms\n",
+             st.remote, (unsigned long long)st.fetch_requests,
+             (unsigned long long)st.fetch_block_reads,
+             gfc_fmt_bytes(st.fetch_bytes, b1, sizeof b1),
+             (unsigned long long)st.fetch_retries,
+             (unsigned long long)st.fetch_failed, st.fetch_inflight_max,
+             gfc_fmt_bytes(st.fetch_held_max, b2, sizeof b2),
+             gfc_fmt_bytes(st.fetch_budget, b3, sizeof b3),
+             st.fetch_wait_ns / 1e6);
+      if (st.disk_cache_hits || st.disk_cache_misses)
+        printf("  disk cache        %llu hits, %llu misses, %s read, %s "
+               "written, %llu evicted\n",
+               (unsigned long long)st.disk_cache_hits,
+               (unsigned long long)st.disk_cache_misses,
+               gfc_fmt_bytes(st.disk_cache_bytes_read, b1, sizeof b1),
+               gfc_fmt_bytes(st.disk_cache_bytes_written, b2, sizeof b2),
+               (unsigned long long)st.disk_cache_evictions);
+    }
     if (st.skipped)
       printf("  skipped           %llu bad samples (last: %s)\n",
              (unsigned long long)st.skipped, st.last_skip_reason);

@@ -126,6 +126,19 @@ char *gf_storage_name_display(const gf_storage *s, const char *name, char *buf,
   return buf;
 }
 
+void gf_storage_counters_get(gf_storage *s, gf_storage_counters *out) {
+  memset(out, 0, sizeof *out);
+  if (s->ops->counters)
+    s->ops->counters(s, out);
+}
+
+void gf_storage_describe(gf_storage *s, char *buf, size_t cap) {
+  if (s->ops->describe)
+    s->ops->describe(s, buf, cap);
+  else
+    snprintf(buf, cap, "%s", s->ops->name);
+}
+
 int gf_storage_stat(gf_storage *s, const char *name, bool follow,
                     gf_stat *out) {
   memset(out, 0, sizeof *out);

@@ -68,6 +68,15 @@ typedef int (*gf_list_fn)(void *ctx, const gf_dirent *e);
 
 typedef struct gf_storage gf_storage;
 typedef struct gf_object gf_object;
+
+/* What a storage did since it was opened (gf_storage_counters): the
+ * requests to its server and, where a disk cache tier stands in front of
+ * it, what that served. Zero where it does not apply. */
+typedef struct gf_storage_counters {
+  uint64_t requests, retries, failures, bytes;
+  uint64_t cache_hits, cache_misses, cache_bytes_read, cache_bytes_written;
+  uint64_t cache_evictions;
+} gf_storage_counters;
 typedef struct gf_io_engine_ops gf_io_engine_ops; /* io/backend.h */
 
 /* gf_object_open flags. */
@@ -102,6 +111,11 @@ typedef struct gf_storage_ops {
   /* Asynchronous reads for the reader (io.h): NULL for GF_STORAGE_FD
    * storages, whose objects the reader reads by descriptor. */
   const gf_io_engine_ops *engine;
+  /* Its counters so far (NULL: none). Any thread. */
+  void (*counters)(gf_storage *s, gf_storage_counters *out);
+  /* A short description for reports: the scheme and server, and a warning
+   * such as "TLS NOT VERIFIED" (NULL: the name). Never a secret. */
+  void (*describe)(gf_storage *s, char *buf, size_t cap);
 } gf_storage_ops;
 
 /* The part every storage shares; an implementation's own state follows it
@@ -149,6 +163,11 @@ char *gf_storage_name_display(const gf_storage *s, const char *name, char *buf,
                               size_t cap);
 
 int gf_storage_stat(gf_storage *s, const char *name, bool follow, gf_stat *out);
+/* The storage's counters (zeros where it keeps none). Any thread. */
+void gf_storage_counters_get(gf_storage *s, gf_storage_counters *out);
+/* Its description for reports (gf_storage_ops.describe). */
+void gf_storage_describe(gf_storage *s, char *buf, size_t cap);
+
 /* -ENOTSUP with context where the storage cannot list. */
 int gf_storage_list(gf_storage *s, const char *dir, gf_list_fn fn, void *ctx);
 /* -ENOTSUP with context where the storage has no links. target gets the

@@ -461,6 +461,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
                               &l->fetch)) < 0)
       goto fail;
     l->allocs.fetch_bytes = z.fetch_budget + z.fetch_table_bytes;
+    l->allocs.fetch_budget = z.fetch_budget;
     snprintf(l->io_backend, sizeof l->io_backend, "fetch (%s)",
              gf_source_storage(l->src)->ops->name);
   } else {

@@ -100,7 +100,8 @@ typedef struct gf_loader_allocs {
   uint64_t stage_slots;       /* GPU: slots asked of the stage */
   uint64_t jpeg_gpu_device_bytes; /* GPU: nvJPEG's reservations, when its */
   uint64_t jpeg_gpu_pinned_bytes; /* decoder opened (else 0) */
-  uint64_t fetch_bytes; /* remote: the fetch stage's arena and tables */
+  uint64_t fetch_bytes;  /* remote: the fetch stage's arena and tables */
+  uint64_t fetch_budget; /* of which its arena */
 } gf_loader_allocs;
 
 /* Fills *out with l's allocations. Any thread. */

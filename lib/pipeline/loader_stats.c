@@ -78,6 +78,30 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
       o.device_pool_reserved = ps.reserved_bytes;
     }
   }
+  if (l->fetch) {
+    gf_storage *sto = gf_source_storage(l->src);
+    gf_storage_describe(sto, o.remote, sizeof o.remote);
+    gf_fetch_counters fc;
+    gf_fetch_counters_get(l->fetch, &fc);
+    o.fetch_requests = fc.requests;
+    o.fetch_bytes = fc.bytes;
+    o.fetch_failed = fc.failed;
+    o.fetch_block_reads = fc.block_reads;
+    o.fetch_cached = fc.cached;
+    o.fetch_wait_ns = fc.take_wait_ns;
+    o.fetch_inflight_max = fc.inflight_max;
+    o.fetch_held_max = fc.bytes_max;
+    gf_fetch_now(l->fetch, &o.fetch_inflight, &o.fetch_held_bytes);
+    o.fetch_budget = l->allocs.fetch_budget;
+    gf_storage_counters sc;
+    gf_storage_counters_get(sto, &sc);
+    o.fetch_retries = sc.retries;
+    o.disk_cache_hits = sc.cache_hits;
+    o.disk_cache_misses = sc.cache_misses;
+    o.disk_cache_bytes_read = sc.cache_bytes_read;
+    o.disk_cache_bytes_written = sc.cache_bytes_written;
+    o.disk_cache_evictions = sc.cache_evictions;
+  }
   memcpy(st, &o, st->struct_size);
   return 0;
 }

@@ -393,21 +393,27 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
   if (U_(threads) || put_stage(d, "read", &st.read) < 0 ||
       put_stage(d, "decode", &st.decode) < 0 ||
       put_stage(d, "cache", &st.cache) < 0 || U_(cache_hits) ||
-      U_(cache_misses) || U_(cache_bytes) || U_(cache_budget) ||
-      U_(batches) || U_(consumer_wait_ns) || U_(next_calls) ||
-      U_(ready_sum) || U_(slots) || U_(skipped) || S_(last_skip_reason) ||
-      S_(io_backend) || S_(io_fallback_reason) || U_(io_in_flight) ||
+      U_(cache_misses) || U_(cache_bytes) || U_(cache_budget) || U_(batches) ||
+      U_(consumer_wait_ns) || U_(next_calls) || U_(ready_sum) || U_(slots) ||
+      U_(skipped) || S_(last_skip_reason) || S_(io_backend) ||
+      S_(io_fallback_reason) || U_(io_in_flight) ||
       put_i64(d, "device", st.device) < 0 || S_(host_mode_reason) ||
       U_(device_pool_in_use) || U_(device_pool_peak) ||
       U_(device_pool_reserved) || S_(tuning) || U_(trace_recorded) ||
       U_(trace_dropped) || U_(cache_direct) || U_(cache_pinned_bytes) ||
-      U_(cache_pin_failures) || put_u64s(d, "jpeg_decoded", st.jpeg_decoded,
-                                         4) < 0 ||
-      U_(jpeg_pixels_decoded) || U_(jpeg_pixels_full) ||
-      S_(jpeg_gpu_backend) || S_(jpeg_gpu_why) || U_(jpeg_gpu_decoded) ||
-      U_(jpeg_cpu_decoded) || U_(jpeg_gpu_refused) ||
-      U_(jpeg_gpu_device_budget) || U_(jpeg_gpu_device_peak) ||
-      U_(jpeg_gpu_pinned_budget) || U_(jpeg_gpu_pinned_peak)) {
+      U_(cache_pin_failures) ||
+      put_u64s(d, "jpeg_decoded", st.jpeg_decoded, 4) < 0 ||
+      U_(jpeg_pixels_decoded) || U_(jpeg_pixels_full) || S_(jpeg_gpu_backend) ||
+      S_(jpeg_gpu_why) || U_(jpeg_gpu_decoded) || U_(jpeg_cpu_decoded) ||
+      U_(jpeg_gpu_refused) || U_(jpeg_gpu_device_budget) ||
+      U_(jpeg_gpu_device_peak) || U_(jpeg_gpu_pinned_budget) ||
+      U_(jpeg_gpu_pinned_peak) || S_(remote) || U_(fetch_requests) ||
+      U_(fetch_bytes) || U_(fetch_failed) || U_(fetch_retries) ||
+      U_(fetch_block_reads) || U_(fetch_cached) || U_(fetch_wait_ns) ||
+      U_(fetch_inflight) || U_(fetch_inflight_max) || U_(fetch_held_bytes) ||
+      U_(fetch_held_max) || U_(fetch_budget) || U_(disk_cache_hits) ||
+      U_(disk_cache_misses) || U_(disk_cache_bytes_read) ||
+      U_(disk_cache_bytes_written) || U_(disk_cache_evictions)) {
     Py_DECREF(d);
     return NULL;
   }
