@@ -239,12 +239,21 @@ typedef struct gf_sample_info {
   uint32_t reserved1;
 } gf_sample_info;
 
-/* Opens a dataset directory. Maps the index (O(1) in the sample count),
- * checks the header, the tables and every shard's size, and returns a handle
- * in *out that the caller closes with gf_dataset_close(). Records are
- * validated when they are read. Returns 0, -ENOENT/-EACCES/..., GF_EFORMAT,
- * GF_EVERSION, GF_ETRUNCATED or GF_ECORRUPT. Any thread. */
+/* Opens a dataset directory, or a dataset's URL (http://, https://:
+ * gf_dataset_open_with's defaults). Maps the index (O(1) in the sample
+ * count; a remote index is read into memory), checks the header, the
+ * tables and every shard's size, and returns a handle in *out that the
+ * caller closes with gf_dataset_close(). Records are validated when they
+ * are read. Returns 0, -ENOENT/-EACCES/..., GF_EFORMAT, GF_EVERSION,
+ * GF_ETRUNCATED or GF_ECORRUPT, or a server's error (named, never with a
+ * secret). Any thread. */
 GF_API int gf_dataset_open(const char *dir, gf_dataset **out);
+/* The same with how a server is read (retries, timeouts, TLS, the disk
+ * cache tier: gf_remote_config below; NULL: defaults). */
+typedef struct gf_remote_config gf_remote_config;
+GF_API int gf_dataset_open_with(const char *location,
+                                const gf_remote_config *remote,
+                                gf_dataset **out);
 /* Closes the dataset; NULL is accepted. No other call on it may be running
  * or follow. */
 GF_API void gf_dataset_close(gf_dataset *ds);

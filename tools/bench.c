@@ -118,7 +118,7 @@ static bool source_samples(const gfc_bench_opts *o, uint64_t *n) {
   gf_dataset *ds = NULL;
   gf_folder *f = NULL;
   bool ok = false;
-  if (gf_dataset_open(o->source, &ds) == 0) {
+  if (gf_dataset_open_with(o->source, &o->remote, &ds) == 0) {
     *n = gf_dataset_count(ds);
     ok = true;
   } else if (gf_folder_scan(o->source, o->labels, &f) == 0) {
@@ -186,6 +186,7 @@ static void describe_transform(const gfc_bench_opts *o, char *buf, size_t cap) {
 int gfc_bench(const gfc_bench_opts *o) {
   gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
   cfg.source = o->source;
+  cfg.remote = &o->remote;
   cfg.labels_file = o->labels;
   cfg.batch_size = o->batch;
   cfg.threads = o->threads;

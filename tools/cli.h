@@ -56,18 +56,21 @@ typedef struct gfc_build_opts {
 
 typedef struct gfc_inspect_opts {
   const char *dataset;
+  gf_remote_config remote; /* --tls-no-verify, --ca-file, ... */
   bool json;
   uint64_t samples; /* list the first N records */
 } gfc_inspect_opts;
 
 typedef struct gfc_verify_opts {
   const char *dataset;
+  gf_remote_config remote;
   unsigned threads; /* 0: online cores */
   bool quiet;
 } gfc_verify_opts;
 
 typedef struct gfc_bench_opts {
   const char *source;
+  gf_remote_config remote;
   const char *labels;
   uint32_t batch;       /* default 256 */
   uint32_t threads;     /* 0: the loader's autotune */

@@ -358,7 +358,7 @@ int gfc_inspect(const gfc_inspect_opts *o) {
   gf_dataset *ds = NULL;
   stats st;
   memset(&st, 0, sizeof st);
-  int rc = gf_dataset_open(o->dataset, &ds);
+  int rc = gf_dataset_open_with(o->dataset, &o->remote, &ds);
   if (rc != 0) {
     gfc_error_last(CMD, rc);
     goto out;

@@ -124,6 +124,33 @@ static const char build_usage[] =
     "build of OUT removes it once process PID of this host has ended, and\n"
     "names any it cannot judge (its build may run, or ran on another host).\n";
 
+/* The options of a source behind a server, shared by inspect, verify and
+ * bench (gf_remote_config; docs/REMOTE.md). */
+#define REMOTE_USAGE                                                           \
+  "\n"                                                                         \
+  "A DATASET or SOURCE may be a dataset's URL (http://host/path,\n"            \
+  "https://...; an image folder needs a local path: plain HTTP has no\n"       \
+  "listing). Reading one:\n"                                                   \
+  "  --max-attempts N tries of one request, the first included (default 5):\n" \
+  "                   5xx, 429, resets, refused connections, stalls and\n"     \
+  "                   timeouts are retried with backoff\n"                     \
+  "  --retry-ms MS    the most time one request may take in tries and waits\n" \
+  "                   (default 60000)\n"                                       \
+  "  --connect-timeout-ms MS   (default 10000)\n"                              \
+  "  --stall-ms MS    a transfer moving no byte this long is retried\n"        \
+  "                   (default 15000)\n"                                       \
+  "  --max-connections N   to one server (default 64)\n"                       \
+  "  --fetch-requests N    reads in flight ahead of decode (default 128)\n"    \
+  "  --fetch-bytes SIZE    bytes read ahead, at most (default 256M, at "       \
+  "least\n"                                                                    \
+  "                   the batches in flight)\n"                                \
+  "  --cache-dir DIR  keep fetched bytes on local disk and read them there\n"  \
+  "                   later (off by default)\n"                                \
+  "  --cache-dir-bytes SIZE  its limit (default 64G)\n"                        \
+  "  --ca-file FILE   PEM CA bundle to verify servers with (default: the\n"    \
+  "                   system's)\n"                                             \
+  "  --tls-no-verify  do not verify servers' certificates (reports say so)\n"
+
 static const char inspect_usage[] =
     "Usage: gpufeed inspect DATASET [OPTIONS]\n"
     "\n"
@@ -140,7 +167,7 @@ static const char inspect_usage[] =
     "                   gives the exact bytes back)\n"
     "  --samples N      also list the first N sample records (shard, offset,\n"
     "                   length, codec, shape, label, source)\n"
-    "  -h, --help       this text\n";
+    "  -h, --help       this text\n" REMOTE_USAGE;
 
 static const char verify_usage[] =
     "Usage: gpufeed verify DATASET [OPTIONS]\n"
@@ -152,8 +179,7 @@ static const char verify_usage[] =
     "Options:\n"
     "  --threads N      worker threads (default: online cores)\n"
     "  --quiet          print nothing when every sample is good\n"
-    "  -h, --help       this text\n"
-    "\n"
+    "  -h, --help       this text\n" REMOTE_USAGE "\n"
     "Exit status: 0 all good, 1 a problem was found, 2 usage error.\n";
 
 static const char bench_usage[] =
@@ -236,7 +262,7 @@ static const char bench_usage[] =
     "  --json           one JSON object on stdout instead of the table (paths\n"
     "                   escaped as 'gpufeed inspect --help' says)\n"
     "  --quiet          no progress lines\n"
-    "  -h, --help       this text\n";
+    "  -h, --help       this text\n" REMOTE_USAGE;
 
 /* The arguments of one command being parsed. */
 typedef struct args {
@@ -624,13 +650,46 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
                    "as they are); use --codec raw, zstd, gradzstd or loco");
 }
 
+/* One option of a source behind a server, if a's current one is (then
+ * true). */
+static bool remote_arg(args *a, gf_remote_config *r) {
+  const char *v;
+  if (opt(a, "--tls-no-verify", NULL))
+    r->tls_no_verify = 1;
+  else if (opt(a, "--ca-file", &v))
+    r->ca_file = v;
+  else if (opt(a, "--max-attempts", &v))
+    r->max_attempts = (uint32_t)parse_u64(a, "--max-attempts", v, 1, 100);
+  else if (opt(a, "--retry-ms", &v))
+    r->retry_ms = (uint32_t)parse_u64(a, "--retry-ms", v, 1, UINT32_MAX);
+  else if (opt(a, "--connect-timeout-ms", &v))
+    r->connect_timeout_ms =
+        (uint32_t)parse_u64(a, "--connect-timeout-ms", v, 1, UINT32_MAX);
+  else if (opt(a, "--stall-ms", &v))
+    r->stall_ms = (uint32_t)parse_u64(a, "--stall-ms", v, 1, UINT32_MAX);
+  else if (opt(a, "--max-connections", &v))
+    r->max_connections =
+        (uint32_t)parse_u64(a, "--max-connections", v, 1, 4096);
+  else if (opt(a, "--fetch-requests", &v))
+    r->fetch_requests = (uint32_t)parse_u64(a, "--fetch-requests", v, 1, 65536);
+  else if (opt(a, "--fetch-bytes", &v))
+    r->fetch_bytes = parse_size(a, "--fetch-bytes", v, 1, 1ull << 50);
+  else if (opt(a, "--cache-dir", &v))
+    r->cache_dir = v;
+  else if (opt(a, "--cache-dir-bytes", &v))
+    r->cache_dir_bytes = parse_size(a, "--cache-dir-bytes", v, 1, 1ull << 60);
+  else
+    return false;
+  return true;
+}
+
 static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  *o = (gfc_inspect_opts){0};
+  *o = (gfc_inspect_opts){.remote = GF_REMOTE_CONFIG_INIT};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 1, &npos, help))
+    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote))
       continue;
     if (opt(a, "--json", NULL))
       o->json = true;
@@ -649,9 +708,9 @@ static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  *o = (gfc_verify_opts){0};
+  *o = (gfc_verify_opts){.remote = GF_REMOTE_CONFIG_INIT};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 1, &npos, help))
+    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote))
       continue;
     if (opt(a, "--threads", &v))
       o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
@@ -685,11 +744,14 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   static const char *const layouts[] = {"nhwc", "nchw"};
   static const char *const orders[] = {"shuffle", "sequential", "block"};
   static const char *const ios[] = {"auto", "uring", "pread"};
-  *o = (gfc_bench_opts){.batch = 256, .epochs = 3, .device = GF_DEVICE_AUTO,
-                        .trace_events = 1000000};
+  *o = (gfc_bench_opts){.batch = 256,
+                        .epochs = 3,
+                        .device = GF_DEVICE_AUTO,
+                        .trace_events = 1000000,
+                        .remote = GF_REMOTE_CONFIG_INIT};
   int shape_opts = 0;
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 1, &npos, help))
+    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote))
       continue;
     if (opt(a, "--batch", &v)) {
       o->batch = (uint32_t)parse_u64(a, "--batch", v, 1, 1u << 20);

@@ -199,7 +199,7 @@ int gfc_verify(const gfc_verify_opts *o) {
   unsigned started = 0;
   bool index_bad = false;
 
-  int rc = gf_dataset_open(o->dataset, &ds);
+  int rc = gf_dataset_open_with(o->dataset, &o->remote, &ds);
   if (rc != 0) {
     gfc_error_last(CMD, rc);
     goto out;

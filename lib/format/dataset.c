@@ -341,12 +341,17 @@ static int load_index(gf_dataset *ds, gf_object *o, uint64_t fsize) {
 }
 
 int gf_dataset_open(const char *dir, gf_dataset **out) {
+  return gf_dataset_open_with(dir, NULL, out);
+}
+
+int gf_dataset_open_with(const char *dir, const gf_remote_config *remote,
+                         gf_dataset **out) {
   if (!dir || !out)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_dataset_open: dir and out are required");
   *out = NULL;
   gf_storage *st;
-  int rc = gf_storage_open(dir, NULL, &st);
+  int rc = gf_storage_open(dir, remote, &st);
   if (rc < 0)
     return rc;
   rc = gf_dataset_open_in(st, true, out);

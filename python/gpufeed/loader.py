@@ -87,6 +87,37 @@ def _resolve_device(device, local_rank):
                       "or a torch.device" % (device,))
 
 
+_REMOTE_INTS = ("max_attempts", "retry_ms", "connect_timeout_ms", "stall_ms",
+                "max_connections", "fetch_requests")
+
+
+def _remote_config(remote):
+    """The ``remote=`` dict (docs/REMOTE.md) as gf_remote_config fields:
+    tls_verify (default True), ca_file, max_attempts, retry_ms,
+    connect_timeout_ms, stall_ms, max_connections, fetch_requests,
+    fetch_bytes and cache_dir_bytes (ints or sizes such as "256M"),
+    cache_dir."""
+    if not isinstance(remote, dict):
+        raise ConfigError("remote must be a dict (tls_verify, ca_file, "
+                          "max_attempts, retry_ms, connect_timeout_ms, "
+                          "stall_ms, max_connections, fetch_requests, "
+                          "fetch_bytes, cache_dir, cache_dir_bytes), not %r"
+                          % (remote,))
+    out = {}
+    for k, v in remote.items():
+        if k == "tls_verify":
+            out["tls_no_verify"] = 0 if v else 1
+        elif k in ("ca_file", "cache_dir"):
+            out[k] = None if v is None else os.fsdecode(os.fspath(v))
+        elif k in ("fetch_bytes", "cache_dir_bytes"):
+            out[k] = parse_bytes(v, k)
+        elif k in _REMOTE_INTS:
+            out[k] = _uint(v, k)
+        else:
+            raise ConfigError("remote has no option %r" % (k,))
+    return out
+
+
 class Loader:
     """Batches of a dataset folder (``gpufeed build``) or a folder of PNG
     and JPEG files, one rank's share, epoch after epoch; see the package
@@ -111,7 +142,7 @@ class Loader:
                  max_sample_bytes=0, limits=None, staging_slots=0,
                  device_pool_bytes=0, trace_events=0, cache_direct=True,
                  jpeg_scale=True, gpu_decode="auto", gpu_decode_percent=0,
-                 worker_sched="batch"):
+                 worker_sched="batch", remote=None):
         self._core = None
         source = os.fspath(source)
         if not isinstance(source, str):
@@ -166,6 +197,8 @@ class Loader:
             "worker_sched": _choice(_WORKER_SCHED, worker_sched,
                                     "worker_sched"),
         }
+        if remote is not None:
+            cfg["remote"] = _remote_config(remote)
         if labels_file is not None:
             cfg["labels_file"] = os.fsdecode(os.fspath(labels_file))
         if limits is not None:

@@ -44,6 +44,16 @@ static const field transform_fields[] = {
     T_(no_antialias, F_U32, 1), T_(scale, F_F32, 2),
     T_(ratio, F_F32, 2),       {NULL, 0, F_U32, 0}};
 #undef T_
+#define R_(name, t)                                                            \
+  { #name, offsetof(gf_remote_config, name), t, 1 }
+static const field remote_fields[] = {
+    R_(tls_no_verify, F_U32),      R_(ca_file, F_STR),
+    R_(max_attempts, F_U32),       R_(retry_ms, F_U32),
+    R_(connect_timeout_ms, F_U32), R_(stall_ms, F_U32),
+    R_(max_connections, F_U32),    R_(fetch_requests, F_U32),
+    R_(fetch_bytes, F_U64),        R_(cache_dir, F_STR),
+    R_(cache_dir_bytes, F_U64),    {NULL, 0, F_U32, 0}};
+#undef R_
 #define L_(name, t) {#name, offsetof(gf_limits, name), t, 1}
 static const field limits_fields[] = {
     L_(max_width, F_U32), L_(max_height, F_U32), L_(max_pixels, F_U64),
@@ -170,6 +180,27 @@ static int fill(PyObject *d, void *base, const field *table, const char *what,
       if (fill(v, &cfg->transform, transform_fields, "transform", keep,
                NULL) < 0)
         return -1;
+      continue;
+    }
+    if (cfg && strcmp(name, "remote") == 0) {
+      if (v == Py_None) {
+        cfg->remote = NULL;
+        continue;
+      }
+      /* The struct lives in a bytearray that `keep` holds until create
+       * has read it. */
+      PyObject *buf =
+          PyByteArray_FromStringAndSize(NULL, sizeof(gf_remote_config));
+      if (!buf || PyList_Append(keep, buf) < 0) {
+        Py_XDECREF(buf);
+        return -1;
+      }
+      Py_DECREF(buf); /* keep holds it */
+      gf_remote_config *rc = (gf_remote_config *)PyByteArray_AsString(buf);
+      *rc = (gf_remote_config)GF_REMOTE_CONFIG_INIT;
+      if (fill(v, rc, remote_fields, "remote", keep, NULL) < 0)
+        return -1;
+      cfg->remote = rc;
       continue;
     }
     if (cfg && strcmp(name, "limits") == 0) {
