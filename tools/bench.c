@@ -28,6 +28,20 @@ static double cpu_seconds(void) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* The progress line's note for a remote source: what the fetch stage has
+ * read so far, what is in flight, retries and the disk cache's hits. */
+static void fetch_note(gfc_progress *p, const gf_loader_stats *st) {
+  char b[32];
+  int n = snprintf(p->note, sizeof p->note,
+                   "fetched %s in %llu reads, %u in flight, %llu retries",
+                   gfc_fmt_bytes(st->fetch_bytes, b, sizeof b),
+                   (unsigned long long)st->fetch_requests, st->fetch_inflight,
+                   (unsigned long long)st->fetch_retries);
+  if (st->disk_cache_hits && n > 0 && (size_t)n < sizeof p->note)
+    snprintf(p->note + n, sizeof p->note - (size_t)n, ", %llu disk cache hits",
+             (unsigned long long)st->disk_cache_hits);
+}
+
 static uint64_t peak_rss_bytes(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -343,6 +357,8 @@ int gfc_bench(const gfc_bench_opts *o) {
       gf_loader_stats_get(l, &w1);
       if (w1.consumer_wait_ns - w0.consumer_wait_ns < 2000 && ov && ov_n < ov_cap)
         ov[ov_n++] = (c1 - c0) + (r1 - r0);
+      if (w1.remote[0])
+        fetch_note(&prog, &w1);
       gfc_progress_update(&prog, ep[e].images);
     }
     /* The epoch's time ends with its last step (one is still queued). */

@@ -164,6 +164,8 @@ typedef struct gfc_progress {
   uint64_t total;
   double start;
   double last;
+  char note[112]; /* shown after the rate when not empty (e.g. the bytes a
+                     remote source fetched); the caller fills it */
 } gfc_progress;
 void gfc_progress_start(gfc_progress *p, const char *what, const char *unit,
                         uint64_t total, bool quiet);

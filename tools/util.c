@@ -239,6 +239,7 @@ void gfc_progress_start(gfc_progress *p, const char *what, const char *unit,
   p->total = total;
   p->start = gfc_now();
   p->last = 0;
+  p->note[0] = '\0';
 }
 
 static void fmt_duration(double s, char *buf, size_t cap) {
@@ -261,9 +262,9 @@ void gfc_progress_update(gfc_progress *p, uint64_t done) {
   if (rate > 0 && done <= p->total)
     fmt_duration((double)(p->total - done) / rate, eta, sizeof eta);
   double pct = p->total ? 100.0 * (double)done / (double)p->total : 100.0;
-  fprintf(stderr, "\r%s %llu/%llu %5.1f%% %8.0f %s/s ETA %s ", p->what,
-          (unsigned long long)done, (unsigned long long)p->total, pct, rate,
-          p->unit, eta);
+  fprintf(stderr, "\r%s %llu/%llu %5.1f%% %8.0f %s/s ETA %s %s%s\033[K",
+          p->what, (unsigned long long)done, (unsigned long long)p->total, pct,
+          rate, p->unit, eta, p->note[0] ? "| " : "", p->note);
   fflush(stderr);
 }
 
