@@ -130,6 +130,15 @@ int gf_dcache_entry_read(int fd, const gf_dcache_key *k, uint64_t off,
                          uint64_t len, uint64_t a, uint64_t b, void *dst,
                          char *why, size_t why_cap);
 
+/* snprintf for paths: whether it fit. (A function of its own: the
+ * compiler's truncation warnings cannot know that the folder's length is
+ * bounded, GF_DCACHE_ROOT_MAX, so every path fits its buffer.) */
+bool gf_dcache_fmt(char *buf, size_t cap, const char *fmt, ...) GF_PRINTF(3, 4);
+/* The longest cache_dir taken (longer: the tier is off, said why); the
+ * paths inside it then fit GF_DCACHE_PATH bytes. */
+#define GF_DCACHE_ROOT_MAX 3500u
+#define GF_DCACHE_PATH 4096u
+
 /* The names in an object's folder. */
 enum {
   GF_DCACHE_NAME_OTHER,

@@ -212,7 +212,7 @@ static uint64_t walk(gf_dcache_dir *d, uint64_t target) {
     if (!hexname(be->d_name, 2, &bucket))
       continue;
     char bpath[4200];
-    snprintf(bpath, sizeof bpath, "%s/%s", d->root, be->d_name);
+    gf_dcache_fmt(bpath, sizeof bpath, "%s/%s", d->root, be->d_name);
     DIR *bd = opendir(bpath);
     if (!bd)
       continue;
@@ -326,12 +326,13 @@ int gf_dcache_dir_open(const char *cache_dir, uint64_t limit,
   d->limit = limit;
   d->pid = (int)getpid();
   d->start = proc_start(d->pid);
-  if (snprintf(d->root, sizeof d->root, "%s/%s", cache_dir, GF_DCACHE_FOLDER) >=
-      (int)sizeof d->root) {
+  if (strlen(cache_dir) > GF_DCACHE_ROOT_MAX) {
     free(d);
-    snprintf(why, why_cap, "the path is too long");
+    snprintf(why, why_cap, "its path is longer than %u bytes",
+             GF_DCACHE_ROOT_MAX);
     return -ENAMETOOLONG;
   }
+  gf_dcache_fmt(d->root, sizeof d->root, "%s/%s", cache_dir, GF_DCACHE_FOLDER);
   int rc = mkdir_p(d->root);
   if (rc < 0) {
     snprintf(why, why_cap, "cannot make %s: %s", d->root, gf_strerror(rc));
@@ -339,7 +340,7 @@ int gf_dcache_dir_open(const char *cache_dir, uint64_t limit,
     return rc;
   }
   char state[4200];
-  snprintf(state, sizeof state, "%s/state", d->root);
+  gf_dcache_fmt(state, sizeof state, "%s/state", d->root);
   d->state_fd = gf_sys_open(state, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (d->state_fd < 0) {
     rc = d->state_fd;
@@ -349,7 +350,7 @@ int gf_dcache_dir_open(const char *cache_dir, uint64_t limit,
   }
   /* The folder must take a file: a read-only one is found now, once. */
   char probe[4300];
-  snprintf(probe, sizeof probe, "%s/.probe.%d", d->root, d->pid);
+  gf_dcache_fmt(probe, sizeof probe, "%s/.probe.%d", d->root, d->pid);
   int fd = gf_sys_open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     rc = fd;
@@ -381,8 +382,8 @@ uint64_t gf_dcache_dir_limit(const gf_dcache_dir *d) { return d->limit; }
 
 void gf_dcache_dir_object(const gf_dcache_dir *d, uint64_t hash, char *buf,
                           size_t cap) {
-  snprintf(buf, cap, "%s/%02x/%016llx", d->root, (unsigned)(hash >> 56),
-           (unsigned long long)hash);
+  gf_dcache_fmt(buf, cap, "%s/%02x/%016llx", d->root, (unsigned)(hash >> 56),
+                (unsigned long long)hash);
 }
 
 void gf_dcache_dir_evictions(const gf_dcache_dir *d, uint64_t *count,
@@ -400,7 +401,7 @@ static int make_object_dir(const char *obj) {
   if (errno != ENOENT)
     return -errno;
   char bucket[4200];
-  snprintf(bucket, sizeof bucket, "%s", obj);
+  gf_dcache_fmt(bucket, sizeof bucket, "%s", obj);
   char *slash = strrchr(bucket, '/');
   if (slash)
     *slash = '\0';

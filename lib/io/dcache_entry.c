@@ -4,6 +4,7 @@
 
 #include "common/fault.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h> /* fstat: the file's size */
@@ -201,10 +202,18 @@ int gf_dcache_entry_read(int fd, const gf_dcache_key *k, uint64_t off,
   return 0;
 }
 
+bool gf_dcache_fmt(char *buf, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  return n >= 0 && (size_t)n < cap;
+}
+
 void gf_dcache_entry_path(const char *obj, uint64_t off, uint64_t len,
                           const char *suffix, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s/%016llx-%016llx%s", obj, (unsigned long long)off,
-           (unsigned long long)len, suffix);
+  gf_dcache_fmt(buf, cap, "%s/%016llx-%016llx%s", obj, (unsigned long long)off,
+                (unsigned long long)len, suffix);
 }
 
 /* 16 lowercase hex digits at s. */
