@@ -4,7 +4,7 @@
 # sharing one folder, eviction under a small limit, a full disk.
 add_library(gpufeed_cache_testutil STATIC ${CMAKE_CURRENT_LIST_DIR}/cache_testutil.c)
 target_link_libraries(gpufeed_cache_testutil PUBLIC gpufeed_testutil)
-foreach(t epochs entries evict)
+foreach(t epochs entries evict faults procs)
   gpufeed_add_test(test_cache_tier_${t}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cache_tier_${t}.c
     LABELS threaded cache TIMEOUT 300)

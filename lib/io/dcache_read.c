@@ -128,6 +128,28 @@ static bool covered_now(gf_dcache_obj *co, uint64_t off, uint64_t len,
   return end >= off + len;
 }
 
+/* Writing stops for a while after an error: logged once a process and
+ * kind of error. */
+static void write_off(gf_dcache_store *cs, int err) {
+  static atomic_flag logged[3] = {ATOMIC_FLAG_INIT, ATOMIC_FLAG_INIT,
+                                  ATOMIC_FLAG_INIT};
+  cs->c.write_errors++;
+  cs->write_off_errno = -err;
+  cs->write_off_until = gf_dcache_now_ns() + GF_DCACHE_WRITE_OFF_NS;
+  int kind = err == -ENOSPC || err == -EDQUOT                   ? 0
+             : err == -EROFS || err == -EACCES || err == -EPERM ? 1
+                                                                : 2;
+  if (!atomic_flag_test_and_set(&logged[kind]))
+    gf_log(GF_LOG_WARN,
+           "disk cache: cannot write entries in %s (%s%s): reads go to the "
+           "server, and entries are written again in %llu s (logged once)",
+           gf_dcache_dir_root(cs->dir), gf_strerror(err),
+           kind == 0   ? ": the disk is full"
+           : kind == 1 ? ": the folder is not writable"
+                       : "",
+           (unsigned long long)(GF_DCACHE_WRITE_OFF_NS / 1000000000ull));
+}
+
 int gf_dcache_claim(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
                     uint64_t len, bool *covered) {
   *covered = false;
@@ -139,6 +161,8 @@ int gf_dcache_claim(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
   if (gf_dcache_now_ns() < cs->write_off_until)
     return -EROFS; /* nothing would be written: no claim */
   int rc = gf_dcache_dir_claim(cs->dir, co->index.dir, off, len);
+  if (rc < 0) /* the folder takes no file now: no entry either */
+    write_off(cs, rc);
   /* Written and unclaimed between the miss and the claim: not again. */
   if (rc == GF_CLAIM_MINE && covered_now(co, off, len, false)) {
     gf_dcache_dir_unclaim(cs->dir, co->index.dir, off, len);
@@ -165,28 +189,6 @@ bool gf_dcache_wait_over(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
 void gf_dcache_unclaim(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
                        uint64_t len) {
   gf_dcache_dir_unclaim(cs->dir, co->index.dir, off, len);
-}
-
-/* Writing stops for a while after an error: logged once a process and
- * kind of error. */
-static void write_off(gf_dcache_store *cs, int err) {
-  static atomic_flag logged[3] = {ATOMIC_FLAG_INIT, ATOMIC_FLAG_INIT,
-                                  ATOMIC_FLAG_INIT};
-  cs->c.write_errors++;
-  cs->write_off_errno = -err;
-  cs->write_off_until = gf_dcache_now_ns() + GF_DCACHE_WRITE_OFF_NS;
-  int kind = err == -ENOSPC || err == -EDQUOT                   ? 0
-             : err == -EROFS || err == -EACCES || err == -EPERM ? 1
-                                                                : 2;
-  if (!atomic_flag_test_and_set(&logged[kind]))
-    gf_log(GF_LOG_WARN,
-           "disk cache: cannot write entries in %s (%s%s): reads go to the "
-           "server, and entries are written again in %llu s (logged once)",
-           gf_dcache_dir_root(cs->dir), gf_strerror(err),
-           kind == 0   ? ": the disk is full"
-           : kind == 1 ? ": the folder is not writable"
-                       : "",
-           (unsigned long long)(GF_DCACHE_WRITE_OFF_NS / 1000000000ull));
 }
 
 void gf_dcache_store_entry(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
