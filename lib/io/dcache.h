@@ -50,12 +50,14 @@
  * gf_dcache_charge(L) bytes of blocks. */
 #define GF_DCACHE_HEADER_BYTES 4096u
 /* The payload's CRC32Cs are kept a segment: a read of part of an entry
- * checks only the segments it touches. */
-#define GF_DCACHE_SEGMENT (1u << 20)
-/* Longer reads pass through uncached (their CRC table fits the header). */
-#define GF_DCACHE_ENTRY_MAX (256ull << 20)
+ * (a sample of a block read earlier) reads and checks only the segments it
+ * touches, at most twice this more than it wants. */
+#define GF_DCACHE_SEGMENT (256u << 10)
+/* Longer reads pass through uncached (their CRC table, 2 KiB, fits the
+ * header; the fetch stage's reads are at most 64 MiB). */
+#define GF_DCACHE_ENTRY_MAX (128ull << 20)
 /* Longer display locations are not cached (the key fits the header). */
-#define GF_DCACHE_DISPLAY_MAX 2048u
+#define GF_DCACHE_DISPLAY_MAX 1024u
 /* An entry read on a hit is touched (its mtime, the eviction's clock) at
  * most this often. */
 #define GF_DCACHE_TOUCH_NS (60ull * 1000000000ull)
@@ -124,11 +126,14 @@ int gf_dcache_entry_write(int fd, const uint8_t *hdr, const void *buf,
                           uint64_t len);
 /* Reads bytes [a, b) of the object from the entry open at fd, which should
  * hold [off, off + len) of key k, into dst, checking the header, the
- * file's size and the CRC of each segment read. Returns 0, GF_ECORRUPT
- * (why says what did not match), or -errno from a read. */
+ * file's size and the CRC of each segment read; *mtime_s gets the file's
+ * mtime (seconds). nowait: only what the page cache holds (-EAGAIN when
+ * it would wait for the disk). Returns 0, GF_ECORRUPT (why says what did
+ * not match), -EAGAIN, or -errno from a read. */
 int gf_dcache_entry_read(int fd, const gf_dcache_key *k, uint64_t off,
                          uint64_t len, uint64_t a, uint64_t b, void *dst,
-                         char *why, size_t why_cap);
+                         bool nowait, int64_t *mtime_s, char *why,
+                         size_t why_cap);
 
 /* snprintf for paths: whether it fit. (A function of its own: the
  * compiler's truncation warnings cannot know that the folder's length is
@@ -242,6 +247,7 @@ typedef struct gf_dcache_index {
   pthread_mutex_t mu;
   gf_dcache_range *r; /* sorted by off, then len; no duplicates */
   size_t n, cap;
+  uint64_t max_len; /* no range is longer (bounds the lookups' scans) */
   bool listed;
   struct timespec listed_mtime; /* the folder's mtime when last listed */
   uint64_t listed_ns;           /* when (monotonic) */
@@ -313,6 +319,13 @@ typedef struct gf_cached_object {
 void gf_dcache_serve(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
                      uint64_t len, uint8_t *dst, uint64_t *gap_off,
                      uint64_t *gap_len);
+/* Serves all of [off, off + len) of co into dst from entries the page
+ * cache holds, without waiting for the disk: true when it did (a hit,
+ * counted); false when any of it is not held or not cached (nothing
+ * counted: the read goes the usual way). For the engine's caller's own
+ * thread, which must not wait on a disk. */
+bool gf_dcache_serve_now(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
+                         uint64_t len, uint8_t *dst);
 /* Claims the gap (gf_dcache_dir_claim), first looking once more whether an
  * entry covers it (*covered then: serve again). GF_CLAIM_MINE,
  * GF_CLAIM_HELD, or a negative code: fetch it without a claim. */

@@ -351,17 +351,37 @@ static void eng_destroy(void *p) {
   free(e);
 }
 
+/* A hit the page cache holds is served at once, on the pushing thread:
+ * no handoff to a thread and back (two wakeups a read); anything else
+ * (not held, or the disk would be waited for) goes to the threads. */
+static bool serve_inline(ceng *e, uint32_t id) {
+  gf_io_slot *s = &e->slots[id];
+  gf_cached_object *o = (gf_cached_object *)s->req.obj;
+  if (!gf_dcache_cacheable(o, s->req.offset, s->req.length) ||
+      !gf_dcache_serve_now(e->cs, o->co, s->req.offset, s->req.length,
+                           s->req.buf))
+    return false;
+  s->result = (int64_t)s->req.length;
+  s->done = s->req.length;
+  return true;
+}
+
 static int eng_push(void *p, const uint32_t *ids, unsigned n) {
   ceng *e = p;
-  pthread_mutex_lock(&e->mu);
   for (unsigned i = 0; i < n; i++) {
     job *j = &e->jobs[ids[i]];
     memset(j, 0, sizeof *j);
     j->state = J_NEW;
-    fifo_push(&e->todo, ids[i]);
+    bool hit = serve_inline(e, ids[i]);
+    pthread_mutex_lock(&e->mu);
+    if (hit) {
+      fifo_push(&e->done, ids[i]);
+    } else {
+      fifo_push(&e->todo, ids[i]);
+      pthread_cond_signal(&e->work_cv);
+    }
+    pthread_mutex_unlock(&e->mu);
   }
-  pthread_cond_broadcast(&e->work_cv);
-  pthread_mutex_unlock(&e->mu);
   return 0;
 }
 

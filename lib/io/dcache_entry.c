@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h> /* fstat: the file's size */
+#include <sys/uio.h>  /* preadv2 (RWF_NOWAIT): page-cache-only reads */
 
 #define MAGIC "gfcache1"
 #define FORMAT 1u
@@ -91,6 +92,23 @@ int gf_dcache_entry_write(int fd, const uint8_t *hdr, const void *buf,
 
 #define BAD(...) (snprintf(why, why_cap, __VA_ARGS__), GF_ECORRUPT)
 
+/* n bytes at off. nowait: from the page cache only (preadv2 RWF_NOWAIT),
+ * -EAGAIN when any of them is not there (or the file system cannot say);
+ * else through the fault layer. Returns the count or -errno. */
+static ssize_t rd(int fd, void *buf, size_t n, off_t off, bool nowait) {
+  if (!nowait)
+    return gf_sys_pread_full(fd, buf, n, off);
+  struct iovec v = {buf, n};
+  ssize_t got = preadv2(fd, &v, 1, off, RWF_NOWAIT);
+  if (got < 0)
+    return errno == EAGAIN || errno == EOPNOTSUPP || errno == EINVAL ||
+                   errno == ENOSYS
+               ? -EAGAIN
+               : -errno;
+  /* Short: the rest is not cached, or the file ends (the checks say). */
+  return (size_t)got < n ? -EAGAIN : got;
+}
+
 /* Checks the header in hdr against the key and range; the CRC table's
  * place into *crcs. */
 static int check_header(const uint8_t *hdr, const gf_dcache_key *k,
@@ -135,11 +153,11 @@ static int check_header(const uint8_t *hdr, const gf_dcache_key *k,
 /* CRC32C of file bytes [from, to) (payload offsets) read through scratch,
  * continuing crc. Returns 0 or a negative code. */
 static int crc_span(int fd, uint64_t from, uint64_t to, uint8_t *scratch,
-                    uint32_t *crc, char *why, size_t why_cap) {
+                    uint32_t *crc, bool nowait, char *why, size_t why_cap) {
   while (from < to) {
     size_t n = to - from < SCRATCH ? (size_t)(to - from) : SCRATCH;
-    ssize_t got = gf_sys_pread_full(fd, scratch, n,
-                                    (off_t)(GF_DCACHE_HEADER_BYTES + from));
+    ssize_t got =
+        rd(fd, scratch, n, (off_t)(GF_DCACHE_HEADER_BYTES + from), nowait);
     if (got < 0)
       return (int)got;
     if ((size_t)got < n)
@@ -153,9 +171,10 @@ static int crc_span(int fd, uint64_t from, uint64_t to, uint8_t *scratch,
 
 int gf_dcache_entry_read(int fd, const gf_dcache_key *k, uint64_t off,
                          uint64_t len, uint64_t a, uint64_t b, void *dst,
-                         char *why, size_t why_cap) {
+                         bool nowait, int64_t *mtime_s, char *why,
+                         size_t why_cap) {
   uint8_t hdr[GF_DCACHE_HEADER_BYTES];
-  ssize_t got = gf_sys_pread_full(fd, hdr, sizeof hdr, 0);
+  ssize_t got = rd(fd, hdr, sizeof hdr, 0, nowait);
   if (got < 0)
     return (int)got;
   if ((size_t)got < sizeof hdr)
@@ -168,6 +187,7 @@ int gf_dcache_entry_read(int fd, const gf_dcache_key *k, uint64_t off,
   struct stat sb;
   if (fstat(fd, &sb) < 0)
     return -errno;
+  *mtime_s = (int64_t)sb.st_mtim.tv_sec;
   if ((uint64_t)sb.st_size != GF_DCACHE_HEADER_BYTES + len)
     return BAD("the entry is %llu bytes, expected %llu",
                (unsigned long long)sb.st_size,
@@ -182,18 +202,18 @@ int gf_dcache_entry_read(int fd, const gf_dcache_key *k, uint64_t off,
     uint64_t s1 = len - s0 < GF_DCACHE_SEGMENT ? len : s0 + GF_DCACHE_SEGMENT;
     uint64_t w0 = lo > s0 ? lo : s0, w1 = hi < s1 ? hi : s1;
     uint32_t crc = 0;
-    if ((rc = crc_span(fd, s0, w0, scratch, &crc, why, why_cap)) < 0)
+    if ((rc = crc_span(fd, s0, w0, scratch, &crc, nowait, why, why_cap)) < 0)
       return rc;
     uint8_t *d = (uint8_t *)dst + (w0 - lo);
-    got = gf_sys_pread_full(fd, d, (size_t)(w1 - w0),
-                            (off_t)(GF_DCACHE_HEADER_BYTES + w0));
+    got = rd(fd, d, (size_t)(w1 - w0), (off_t)(GF_DCACHE_HEADER_BYTES + w0),
+             nowait);
     if (got < 0)
       return (int)got;
     if ((uint64_t)got < w1 - w0)
       return BAD("the entry ends at %llu of its payload",
                  (unsigned long long)(w0 + (uint64_t)got));
     crc = gf_crc32c(crc, d, (size_t)(w1 - w0));
-    if ((rc = crc_span(fd, w1, s1, scratch, &crc, why, why_cap)) < 0)
+    if ((rc = crc_span(fd, w1, s1, scratch, &crc, nowait, why, why_cap)) < 0)
       return rc;
     if (crc != gf_le32(crcs + 4 * s))
       return BAD("the CRC32C of payload segment %llu does not match",

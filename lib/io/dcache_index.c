@@ -44,6 +44,8 @@ void gf_dcache_index_add(gf_dcache_index *x, uint64_t off, uint64_t len) {
   memmove(&x->r[i + 1], &x->r[i], (x->n - i) * sizeof *x->r);
   x->r[i] = (gf_dcache_range){off, len};
   x->n++;
+  if (len > x->max_len)
+    x->max_len = len;
 }
 
 void gf_dcache_index_drop(gf_dcache_index *x, uint64_t off, uint64_t len) {
@@ -54,18 +56,33 @@ void gf_dcache_index_drop(gf_dcache_index *x, uint64_t off, uint64_t len) {
   }
 }
 
+/* How many ranges start before v (at or before v with `at`). */
+static size_t starting_before(const gf_dcache_index *x, uint64_t v, bool at) {
+  size_t lo = 0, hi = x->n;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (x->r[m].off < v || (at && x->r[m].off == v))
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  return lo;
+}
+
 size_t gf_dcache_index_prefix(const gf_dcache_index *x, uint64_t a, uint64_t b,
                               gf_dcache_range *out, size_t max, uint64_t *end) {
   uint64_t cur = a;
   size_t n = 0;
   while (cur < b && n < max) {
-    /* Of the ranges starting at or before cur, the one reaching furthest. */
+    /* Of the ranges starting at or before cur, the one reaching furthest;
+     * none starting max_len or more before cur reaches past it. */
     const gf_dcache_range *best = NULL;
     uint64_t reach = cur;
-    for (size_t i = 0; i < x->n && x->r[i].off <= cur; i++)
-      if (x->r[i].off + x->r[i].len > reach) {
-        reach = x->r[i].off + x->r[i].len;
-        best = &x->r[i];
+    for (size_t k = starting_before(x, cur, true);
+         k-- > 0 && x->r[k].off + x->max_len > cur;)
+      if (x->r[k].off + x->r[k].len > reach) {
+        reach = x->r[k].off + x->r[k].len;
+        best = &x->r[k];
       }
     if (!best)
       break;
@@ -82,12 +99,14 @@ size_t gf_dcache_index_suffix(const gf_dcache_index *x, uint64_t a, uint64_t b,
   uint64_t cur = b;
   size_t n = 0;
   while (cur > a && n < max) {
-    /* Of the ranges reaching cur, the one starting first. */
+    /* Of the ranges starting before cur and reaching it, the one starting
+     * first. */
     const gf_dcache_range *best = NULL;
-    for (size_t i = 0; i < x->n && x->r[i].off < cur; i++)
-      if (x->r[i].off + x->r[i].len >= cur &&
-          (!best || x->r[i].off < best->off))
-        best = &x->r[i];
+    for (size_t k = starting_before(x, cur, false);
+         k-- > 0 && x->r[k].off + x->max_len >= cur;)
+      if (x->r[k].off + x->r[k].len >= cur &&
+          (!best || x->r[k].off < best->off))
+        best = &x->r[k];
     if (!best)
       break;
     out[n++] = *best;
@@ -113,6 +132,7 @@ static bool list(gf_dcache_index *x) {
   size_t nold = x->n;
   x->r = NULL;
   x->n = x->cap = 0;
+  x->max_len = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
     uint64_t off, len, start;

@@ -28,31 +28,31 @@ static void log_damaged(const gf_dcache_obj *co, uint64_t off, uint64_t len,
          why);
 }
 
-/* Reads [a, b) of the object from entry r into dst. Returns whether it
- * did; a missing entry is dropped from the index, a damaged one removed. */
-static bool read_piece(gf_dcache_store *cs, gf_dcache_obj *co,
-                       gf_dcache_range r, uint64_t a, uint64_t b,
-                       uint8_t *dst) {
+/* Reads [a, b) of the object from entry r into dst. Returns 1 when it
+ * did; 0 when it could not (a missing entry is dropped from the index, a
+ * damaged one removed); -EAGAIN with nowait when the page cache does not
+ * hold it all. */
+static int read_piece(gf_dcache_store *cs, gf_dcache_obj *co, gf_dcache_range r,
+                      uint64_t a, uint64_t b, uint8_t *dst, bool nowait) {
   char path[4300], why[256] = "";
   gf_dcache_entry_path(co->index.dir, r.off, r.len, "", path, sizeof path);
   int fd = gf_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
   int rc = fd;
   if (fd >= 0) {
-    rc = gf_dcache_entry_read(fd, &co->key, r.off, r.len, a, b, dst, why,
-                              sizeof why);
-    struct stat sb;
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t mtime;
+    rc = gf_dcache_entry_read(fd, &co->key, r.off, r.len, a, b, dst, nowait,
+                              &mtime, why, sizeof why);
     /* Touched at most once a GF_DCACHE_TOUCH_NS: the eviction's clock,
      * without a metadata write on every hit. */
-    if (rc == 0 && fstat(fd, &sb) == 0 &&
-        (uint64_t)(wall.tv_sec - sb.st_mtim.tv_sec) * 1000000000ull >
-            GF_DCACHE_TOUCH_NS)
+    if (rc == 0 &&
+        (time(NULL) - mtime) * 1000000000ll > (int64_t)GF_DCACHE_TOUCH_NS)
       futimens(fd, NULL);
     close(fd);
   }
   if (rc == 0)
-    return true;
+    return 1;
+  if (rc == -EAGAIN && nowait)
+    return -EAGAIN;
   if (rc != -ENOENT) {
     if (!why[0])
       snprintf(why, sizeof why, "%s", gf_strerror(rc));
@@ -64,7 +64,7 @@ static bool read_piece(gf_dcache_store *cs, gf_dcache_obj *co,
   pthread_mutex_lock(&co->index.mu);
   gf_dcache_index_drop(&co->index, r.off, r.len);
   pthread_mutex_unlock(&co->index.mu);
-  return false;
+  return 0;
 }
 
 void gf_dcache_serve(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
@@ -87,13 +87,13 @@ void gf_dcache_serve(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
     for (size_t i = 0; ok && i < np; i++) {
       uint64_t e =
           pre[i].off + pre[i].len < pend ? pre[i].off + pre[i].len : pend;
-      ok = read_piece(cs, co, pre[i], cur, e, dst + (cur - a));
+      ok = read_piece(cs, co, pre[i], cur, e, dst + (cur - a), false) == 1;
       cur = e;
     }
     cur = b;
     for (size_t i = 0; ok && i < ns; i++) {
       uint64_t s = suf[i].off > sstart ? suf[i].off : sstart;
-      ok = read_piece(cs, co, suf[i], s, cur, dst + (s - a));
+      ok = read_piece(cs, co, suf[i], s, cur, dst + (s - a), false) == 1;
       cur = s;
     }
     if (!ok)
@@ -112,6 +112,27 @@ void gf_dcache_serve(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
   }
   *gap_off = a;
   *gap_len = len;
+}
+
+bool gf_dcache_serve_now(gf_dcache_store *cs, gf_dcache_obj *co, uint64_t off,
+                         uint64_t len, uint8_t *dst) {
+  gf_dcache_range pre[GF_DCACHE_PIECES];
+  uint64_t end, cur = off;
+  pthread_mutex_lock(&co->index.mu);
+  size_t np = gf_dcache_index_prefix(&co->index, off, off + len, pre,
+                                     GF_DCACHE_PIECES, &end);
+  pthread_mutex_unlock(&co->index.mu);
+  if (end < off + len)
+    return false;
+  for (size_t i = 0; i < np; i++) {
+    uint64_t e = pre[i].off + pre[i].len < end ? pre[i].off + pre[i].len : end;
+    if (read_piece(cs, co, pre[i], cur, e, dst + (cur - off), true) != 1)
+      return false;
+    cur = e;
+  }
+  cs->c.hits++;
+  cs->c.hit_bytes += len;
+  return true;
 }
 
 /* Whether the index covers [off, off + len), refreshed from the folder

@@ -229,7 +229,7 @@ typedef struct gf_storage_cache_info {
   uint64_t corrupt;        /* entries found damaged and removed */
   uint64_t write_errors;   /* writes that failed (and turned writing off) */
   uint64_t uncached;       /* reads passed through (no version tag, past
-                              the object's end, longer than 256 MiB) */
+                              the object's end, longer than 128 MiB) */
 } gf_storage_cache_info;
 /* Whether s is a storage in the tier (the tier is on): then *out is
  * filled; else *out is zeroed. Any thread. */
