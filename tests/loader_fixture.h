@@ -23,6 +23,9 @@ typedef struct fixture {
  * extent alignment (1 or 4096). References are decoded with `channels`. */
 int fixture_make(fixture *f, const char *dir, uint64_t n, uint32_t classes,
                  bool ragged, uint32_t align, uint32_t channels);
+/* The shard size of the datasets fixture_make and fixture_build_dataset
+ * write (default 4096: a shard a sample or a few). */
+extern uint64_t fixture_shard_size;
 void fixture_free(fixture *f);
 
 /* Builds the PNG folder dir (ImageFolder) into the dataset ds (made if

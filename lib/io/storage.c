@@ -95,14 +95,25 @@ int gf_storage_open(const char *location, const gf_remote_config *remote,
   int err = gf_remote_resolve(remote, &rc);
   if (err < 0)
     return err;
+  const gf_storage_ops *ops = NULL;
 #ifdef GPUFEED_TESTING
   for (size_t i = 0; i < sizeof test_storages / sizeof test_storages[0]; i++)
-    if (test_storages[i] && test_storages[i]->claims(location))
-      return test_storages[i]->open(location, &rc, out);
+    if (!ops && test_storages[i] && test_storages[i]->claims(location))
+      ops = test_storages[i];
 #endif
   for (size_t i = 0; i < sizeof storages / sizeof storages[0]; i++)
-    if (storages[i]->claims(location))
-      return storages[i]->open(location, &rc, out);
+    if (!ops && storages[i]->claims(location))
+      ops = storages[i];
+  if (ops) {
+    err = ops->open(location, &rc, out);
+    /* A remote storage with cache_dir set reads through the disk cache
+     * tier. */
+    if (err == 0 && (err = gf_storage_cache_wrap(out, &rc)) < 0) {
+      gf_storage_close(*out);
+      *out = NULL;
+    }
+    return err;
+  }
   /* Only the scheme is named: the rest of a URL may hold a secret. */
   const char *sep = strstr(location, "://");
   int n = sep ? (int)(sep - location) : 0;

@@ -212,6 +212,48 @@ int gf_object_slurp(gf_storage *s, const char *name, uint64_t max, char **buf,
  * last '/') or -ENOMEM. */
 int gf_location_split(const char *path, char **dir, char **base);
 
+/* ---- the disk cache tier (io/dcache.h; docs/REMOTE.md) ---------------- */
+
+/* Wraps *st, a GF_STORAGE_REMOTE storage, in the disk cache tier when
+ * remote->cache_dir is set (gf_storage_open does it): the wrapper has the
+ * same name, caps and display and owns the inner storage; reads whose
+ * bytes its entries hold are served from them, the others go to the inner
+ * storage (its obj_read, or its engine on the reader's slots) and what
+ * comes back is kept. *st is left as it is when cache_dir is NULL, the
+ * storage is not remote, or the folder cannot be made or written (logged
+ * once a process, with why: reads then go to the server alone). Returns 0,
+ * or -ENOMEM (*st unchanged, still the caller's). */
+int gf_storage_cache_wrap(gf_storage **st, const gf_remote_config *remote);
+
+/* What the tier did since the storage was opened: for the loader's stats,
+ * `gpufeed bench --json` and the trace. */
+typedef struct gf_storage_cache_info {
+  char dir[1024];         /* cache_dir/gpufeed-cache-v1 */
+  uint64_t limit;         /* bytes (the usage counter counts 4 KiB blocks) */
+  bool writing;           /* false while writing is off after an error */
+  char why_not[128];      /* then why: the error ("" when writing) */
+  uint64_t hits;          /* reads served wholly from entries */
+  uint64_t misses;        /* reads that went (wholly or partly) to the
+                             inner storage */
+  uint64_t hit_bytes;     /* bytes served from entries */
+  uint64_t fetched_bytes; /* bytes the inner storage gave through the tier */
+  uint64_t writes, written_bytes;    /* entries written, their payload */
+  uint64_t evictions, evicted_bytes; /* entries this process evicted, and
+                                        their blocks */
+  uint64_t claim_waits;    /* reads that waited for another reader's claim
+                              (another process's, or this one's other
+                              reader's) */
+  uint64_t claim_timeouts; /* of which read the inner storage themselves
+                              after the wait's bound */
+  uint64_t corrupt;        /* entries found damaged and removed */
+  uint64_t write_errors;   /* writes that failed (and turned writing off) */
+  uint64_t uncached;       /* reads passed through (no version tag, past
+                              the object's end, longer than 128 MiB) */
+} gf_storage_cache_info;
+/* Whether s is a storage in the tier (the tier is on): then *out is
+ * filled; else *out is zeroed. Any thread. */
+bool gf_storage_cache_info_get(const gf_storage *s, gf_storage_cache_info *out);
+
 #ifdef GPUFEED_TESTING
 /* Test builds only (common/fault.h says which those are): makes `ops`
  * serve the locations it claims, before every registered storage. At

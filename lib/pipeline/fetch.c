@@ -70,6 +70,7 @@ struct gf_fetch {
   uint64_t abytes, a_head, a_tail;
   uint32_t inflight;
   gf_reader *reader;
+  uint64_t bsize; /* block size (1 outside GF_ORDER_BLOCK) */
   gf_fetch_counters st;
   bool warned_window;
 };
@@ -136,6 +137,7 @@ typedef struct planned {
   uint64_t seq;
   const gf_object *obj;
   uint64_t off, len;
+  uint64_t block; /* GF_ORDER_BLOCK: the sample's block */
 } planned;
 
 static int cmp_extent(const void *a, const void *b) {
@@ -219,7 +221,8 @@ static bool plan(gf_fetch *f, planned *scratch) {
       continue;
     }
     e->len = smp.length;
-    scratch[n++] = (planned){seq, smp.obj, smp.offset, smp.length};
+    scratch[n++] =
+        (planned){seq, smp.obj, smp.offset, smp.length, e->idx / f->bsize};
     bytes += smp.length;
   }
   f->st.samples += n;
@@ -243,7 +246,8 @@ static bool plan(gf_fetch *f, planned *scratch) {
     for (uint64_t i = 0; i < n;) {
       uint64_t j = i + 1, end = scratch[i].off + scratch[i].len;
       while (j < n && scratch[j].obj == scratch[i].obj &&
-             scratch[j].off >= end && scratch[j].off - end <= GAP &&
+             scratch[j].block == scratch[i].block && scratch[j].off >= end &&
+             scratch[j].off - end <= GAP &&
              scratch[j].off + scratch[j].len - scratch[i].off <= UNIT_MAX) {
         end = scratch[j].off + scratch[j].len;
         j++;
@@ -305,11 +309,12 @@ static bool plan(gf_fetch *f, planned *scratch) {
     }
     f->st.block_reads += nu;
   } else {
-    /* One unit a position, merged with the unit before it when the sample
-     * follows it in the same object (sequential order). */
+    /* One unit a position, merged in sequential order with the unit
+     * before it when the sample follows it in the same object. */
+    bool merge = f->cfg.order == GF_ORDER_SEQUENTIAL;
     for (uint64_t i = 0; i < n; i++) {
       entry *e = E(f, scratch[i].seq);
-      unit *last = f->u_tail > f->u_issue ? U(f, f->u_tail - 1) : NULL;
+      unit *last = merge && f->u_tail > f->u_issue ? U(f, f->u_tail - 1) : NULL;
       if (last && last->obj == scratch[i].obj &&
           last->off + last->len == scratch[i].off &&
           last->len + scratch[i].len <= UNIT_MAX &&
@@ -558,6 +563,9 @@ int gf_fetch_create(const gf_fetch_config *c, const gf_sampler *s,
   if (!f)
     return -ENOMEM;
   f->cfg = *c;
+  f->bsize = c->order != GF_ORDER_BLOCK ? 1
+             : c->block_size            ? c->block_size
+                                        : GF_SAMPLER_DEFAULT_BLOCK_SIZE;
   f->ecap = f->ucap = c->positions;
   f->abytes = c->budget;
   f->ent = calloc((size_t)f->ecap, sizeof *f->ent);

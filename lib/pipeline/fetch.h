@@ -15,7 +15,14 @@
  * of a window (its samples are adjacent in one object: one request a
  * block and object, the whole window planned at once, since its samples
  * are shuffled among themselves; when a window's blocks do not fit half
- * the budget, its samples are read one by one), otherwise one sample.
+ * the budget, its samples are read one by one), in GF_ORDER_SEQUENTIAL a
+ * run of samples that follow each other in one object, otherwise one
+ * sample. A unit never spans two blocks, nor two samples that merely
+ * happened to come one after the other in a shuffled order: so the units
+ * of shuffle and block order are the same byte ranges every epoch (less
+ * the samples the decoded-sample cache holds), which the disk cache tier
+ * keys its entries on (a merged run would hold bytes, such as the
+ * alignment padding between two blocks, that no earlier read fetched).
  * Units are read in the order their first position comes, into one arena
  * of `budget` bytes, and freed once every position they hold has been
  * released.
@@ -41,6 +48,8 @@ typedef struct gf_fetch_config {
   uint64_t budget;     /* bytes fetched or in flight at once */
   uint32_t requests;   /* reads in flight at once */
   uint32_t positions;  /* positions planned ahead at once (gf_fetch_sizes) */
+  uint32_t order;      /* gf_order: which runs may be one read */
+  uint64_t block_size; /* GF_ORDER_BLOCK: samples a block (0: default) */
   gf_cache *cache;     /* samples it holds are not fetched (NULL: none) */
   gf_trace *trace;     /* spans of the reads (NULL: none) */
 } gf_fetch_config;

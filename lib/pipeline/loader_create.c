@@ -454,6 +454,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
         .budget = z.fetch_budget,
         .requests = z.fetch_requests,
         .positions = z.fetch_positions,
+        .order = l->cfg.order,
+        .block_size = l->cfg.block_size,
         .cache = l->cache,
         .trace = l->trace,
     };
