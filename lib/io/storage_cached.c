@@ -49,6 +49,34 @@ static int cached_resolve(gf_storage *st, const char *name, gf_stat *out,
   return in->ops->resolve(in, name, out, inside, target, cap);
 }
 
+/* The inner storage's counters (its requests, retries and failures), and
+ * the tier's own. */
+static void cached_counters(gf_storage *st, gf_storage_counters *out) {
+  gf_storage *in = inner_of(st);
+  if (in->ops->counters)
+    in->ops->counters(in, out);
+  gf_storage_cache_info ci;
+  gf_storage_cache_info_get(st, &ci);
+  out->cache_hits = ci.hits;
+  out->cache_misses = ci.misses;
+  out->cache_bytes_read = ci.hit_bytes;
+  out->cache_bytes_written = ci.written_bytes;
+  out->cache_evictions = ci.evictions;
+}
+
+/* The inner storage's description, and that a disk cache stands before
+ * it. */
+static void cached_describe(gf_storage *st, char *buf, size_t cap) {
+  gf_storage *in = inner_of(st);
+  char inner[512];
+  if (in->ops->describe)
+    in->ops->describe(in, inner, sizeof inner);
+  else
+    snprintf(inner, sizeof inner, "%s", in->ops->name);
+  gf_dcache_store *cs = (gf_dcache_store *)st;
+  snprintf(buf, cap, "%s, disk cache %s", inner, gf_dcache_dir_root(cs->dir));
+}
+
 /* The state of an object version, shared by its opens (made at the
  * first). NULL when out of memory: that open is then not cached. */
 static gf_dcache_obj *object_state(gf_dcache_store *cs,
@@ -220,6 +248,8 @@ int gf_storage_cache_wrap(gf_storage **st, const gf_remote_config *remote) {
       .obj_close = cached_obj_close,
       .obj_read = cached_obj_read,
       .engine = inner->ops->engine ? &gf_dcache_engine : NULL,
+      .counters = cached_counters,
+      .describe = cached_describe,
   };
   cs->base.ops = &cs->ops;
   cs->base.display = display;
