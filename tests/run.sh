@@ -8,7 +8,8 @@
 #   bash tests/run.sh --sanitize=thread       # the threaded tests under TSan
 #
 # Extra arguments after -- go to ctest (e.g. -- -R format). On a machine
-# with a GPU, GPUFEED_REQUIRE_GPU=1 makes every GPU test's skip a failure.
+# with a GPU, GPUFEED_REQUIRE_GPU=1 makes every GPU test's skip a failure;
+# GPUFEED_REQUIRE_HTTP=1 does the same for the network tests (CI sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 san=""
@@ -21,8 +22,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-# The Python package's tests run in the suite too (tests/python.cmake).
-GPUFEED_WITH_PYTHON=1 bash cmake/install-deps.sh
+# The Python package's tests run in the suite too (tests/python.cmake), and
+# the network tests (tests/net.cmake: nginx, curl, openssl).
+GPUFEED_WITH_PYTHON=1 GPUFEED_WITH_NET=1 bash cmake/install-deps.sh
 jobs=$(nproc)
 dir=build
 opts=(-DGPUFEED_WERROR=ON)
