@@ -21,10 +21,8 @@ char *gf_location_redact(const char *location, char *buf, size_t cap) {
   size_t len = 0;
   buf[0] = '\0';
   const char *sep = strstr(location, "://");
-  if (!sep) {
-    put(buf, cap, &len, location, strlen(location));
-    return buf;
-  }
+  if (!sep) /* a path: as it is (the CLI's --json escapes what needs it) */
+    return gf_strlcpy(buf, location, cap);
   put(buf, cap, &len, location, (size_t)(sep - location) + 3);
   const char *auth = sep + 3;
   size_t alen = strcspn(auth, "/?#");

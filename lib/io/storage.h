@@ -212,8 +212,8 @@ int gf_location_split(const char *path, char **dir, char **base);
 
 /* A location with what may be a secret taken out, for messages: a URL
  * ("scheme://[user:password@]host/path[?query][#fragment]") keeps its
- * scheme, host and path; anything else is copied as it is. Control
- * characters become '?'. Cut to fit cap (> 0). Returns buf. Any thread
+ * scheme, host and path, control characters as '?'; anything else is
+ * copied as it is. Cut to fit cap (> 0). Returns buf. Any thread
  * (location.c). */
 char *gf_location_redact(const char *location, char *buf, size_t cap);
 
