@@ -12,7 +12,7 @@ add_library(gpufeed_http_fixture STATIC ${CMAKE_CURRENT_LIST_DIR}/http_fixture.c
 target_link_libraries(gpufeed_http_fixture PUBLIC gpufeed_nettest gpufeed_testutil)
 
 # name, timeout, labels
-foreach(spec "dataset;180;io http" "faults;300;io http"
+foreach(spec "dataset;180;io http threaded" "faults;300;io http"
              "loader;240;pipeline http threaded")
   list(GET spec 0 t)
   list(GET spec 1 secs)

@@ -184,6 +184,12 @@ int main(void) {
   CHECK_ERR(gf_storage_open("gopher://u:PASSWORD@h/x", NULL, &st), -EINVAL);
   CHECK(!has(gf_last_error()->message, "PASSWORD"));
 
+  /* A CA file that cannot be read: said at open. */
+  gf_remote_config ca = GF_REMOTE_CONFIG_INIT;
+  ca.ca_file = "/nonexistent/ca.pem";
+  CHECK_ERR(gf_storage_open("https://h/ds", &ca, &st), -ENOENT);
+  CHECK(has(gf_last_error()->message, "ca_file /nonexistent/ca.pem"));
+
   /* Opening makes no request: an unreachable host opens, and its display
    * form is the root's without secrets. */
   CHECK_OK(gf_storage_open("HTTP://u:PASSWORD@127.0.0.1:9/ds/?token=TOKEN",

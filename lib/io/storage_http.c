@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h> /* access */
 
 _Static_assert(CURL_LOCK_DATA_LAST <= 8, "one mutex a curl_lock_data kind");
 
@@ -123,6 +124,13 @@ static int http_open(const char *location, const gf_remote_config *remote,
     http_close(&s->base);
     return gf_fail(rc, shown, GF_NO_INDEX, GF_NO_INDEX, "%s",
                    rc == -ENOMEM ? "out of memory" : why);
+  }
+  if (remote->ca_file && access(remote->ca_file, R_OK) != 0) {
+    int e = errno;
+    http_close(&s->base);
+    return gf_fail(-e, shown, GF_NO_INDEX, GF_NO_INDEX,
+                   "ca_file %.300s cannot be read: %s", remote->ca_file,
+                   strerror(e));
   }
   s->remote = *remote;
   s->remote.cache_dir = NULL; /* not this storage's, and not kept */
