@@ -173,7 +173,7 @@ static void out_of_time(const outcome *o, bool engine) {
   (void)engine;
   CHECK(o->rc == GF_EREMOTE);
   CHECK(has(o->why, "HTTP 500") && has(o->why, "retry_ms spent"));
-  CHECK(o->secs < 3.0 && stat_("status") >= 2);
+  CHECK(o->secs < 5.0 && stat_("status") >= 2);
 }
 static void not_found(const outcome *o, bool engine) {
   (void)engine;
@@ -363,7 +363,7 @@ int main(void) {
    * buffer after destroy returns. */
   {
     http_ctl(&f, "clear");
-    http_ctl(&f, "add stall after=100 ms=400 %s", get);
+    http_ctl(&f, "add stall after=100 ms=3000 %s", get);
     gf_object *o;
     CHECK_OK(gf_object_open(st, SHARD, 0, &o));
     gf_reader_opts ro = GF_READER_OPTS_INIT;
@@ -372,25 +372,27 @@ int main(void) {
     CHECK_OK(gf_reader_create(&ro, &rd));
     static uint8_t bufs[4][LEN], snap[4][LEN];
     memset(bufs, 0xAA, sizeof bufs);
+    bool some = false;
     if (o && rd) {
       gf_read_req q[4];
       for (int i = 0; i < 4; i++)
         q[i] = (gf_read_req){o, 0, OFF, LEN, bufs[i], (uint64_t)i};
       CHECK_OK(gf_reader_submit(rd, q, 4));
-      gf_read_done d[4];
-      for (int i = 0; i < 10; i++) {
+      /* Until the bytes before the stall are in (well within stall_ms,
+       * after which a try would be abandoned and made again). */
+      for (int t = 0; t < 80 && !some; t++) {
+        gf_read_done d[4];
         CHECK(gf_reader_wait(rd, d, 4, 0) == 0); /* all still stalled */
-        usleep(20000);
+        for (int i = 0; i < 4; i++)
+          some = some || memcmp(bufs[i], want + OFF, 100) == 0;
+        usleep(10000);
       }
     }
+    CHECK(some); /* the bytes before the stall did arrive */
     gf_reader_destroy(rd);
     memcpy(snap, bufs, sizeof bufs);
-    usleep(700000); /* past the stall: the rest would have come by now */
+    usleep(1500000); /* past stall_ms: a live transfer would have moved */
     CHECK(memcmp(snap, bufs, sizeof bufs) == 0);
-    bool some = false;
-    for (int i = 0; i < 4; i++)
-      some = some || memcmp(bufs[i], want + OFF, 100) == 0;
-    CHECK(some); /* the bytes before the stall did arrive */
     gf_object_close(o);
   }
 
