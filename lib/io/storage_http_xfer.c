@@ -103,8 +103,9 @@ void gf_http_scrub(const gf_http_storage *st, char *text, size_t cap) {
   scrub_one(text, cap, st->url.password);
   scrub_one(text, cap, st->url.user);
   scrub_one(text, cap, st->url.query);
+  static const char bearer[] = "Authorization: Bearer ";
   if (st->auth_header)
-    scrub_one(text, cap, strchr(st->auth_header, ' ') + 1);
+    scrub_one(text, cap, st->auth_header + sizeof bearer - 1);
 }
 
 /* ---- callbacks ---------------------------------------------------------- */
@@ -303,12 +304,12 @@ int gf_http_xfer_end(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
     char words[200];
     if (rc == CURLE_OK) {
       snprintf(words, sizeof words, "closed early");
+      code = GF_EREMOTE;
+      retry = true;
     } else {
-      transport(x, rc, &retry);
+      code = transport(x, rc, &retry);
       gf_strlcpy(words, x->cause, sizeof words);
     }
-    code = GF_EREMOTE;
-    retry = true;
     snprintf(x->cause, sizeof x->cause,
              "HTTP %d: the body ended after %llu of its %llu bytes: %s",
              x->reply.status, (unsigned long long)came,
