@@ -1,6 +1,6 @@
-# Finds liburing and libzstd through pkg-config and libpng and libjpeg
-# (libjpeg-turbo) through FindPNG and FindJPEG, and stops with the Debian
-# package to install when one is missing.
+# Finds liburing, libzstd and libcurl through pkg-config and libpng and
+# libjpeg (libjpeg-turbo) through FindPNG and FindJPEG, and stops with the
+# Debian package to install when one is missing.
 find_package(PkgConfig)
 if(NOT PKG_CONFIG_FOUND)
   message(FATAL_ERROR
@@ -18,6 +18,9 @@ endfunction()
 
 gpufeed_require_pc(URING liburing liburing-dev)
 gpufeed_require_pc(ZSTD libzstd libzstd-dev)
+# The HTTP(S) storage (lib/io/storage_http*.c). The OpenSSL flavour: its
+# TLS reads the system's CA store (ca-certificates) by default.
+gpufeed_require_pc(CURL libcurl libcurl4-openssl-dev)
 find_package(PNG QUIET)
 if(NOT PNG_FOUND)
   message(FATAL_ERROR "gpufeed: libpng not found. On Debian: apt-get install libpng-dev")
@@ -29,12 +32,13 @@ if(NOT JPEG_FOUND)
 endif()
 find_package(Threads REQUIRED)
 
-# gpufeed_deps_dynamic: the four libraries as shared objects. The shared
+# gpufeed_deps_dynamic: the libraries as shared objects. The shared
 # libgpufeed always links these: Debian's libzstd.a is not built as
 # position-independent code, so it cannot go into a shared object.
 add_library(gpufeed_deps_dynamic INTERFACE)
 target_link_libraries(gpufeed_deps_dynamic INTERFACE
-  PkgConfig::URING PkgConfig::ZSTD PNG::PNG JPEG::JPEG m Threads::Threads)
+  PkgConfig::URING PkgConfig::ZSTD PkgConfig::CURL PNG::PNG JPEG::JPEG m
+  Threads::Threads)
 
 # gpufeed_deps: what the static library and the programs link, the same
 # shared objects by default or their .a files with GPUFEED_STATIC_DEPS (a
@@ -48,7 +52,11 @@ if(GPUFEED_STATIC_DEPS)
   target_include_directories(gpufeed_deps INTERFACE
     ${URING_INCLUDE_DIRS} ${ZSTD_INCLUDE_DIRS} ${PNG_INCLUDE_DIRS}
     ${JPEG_INCLUDE_DIRS})
-  target_link_libraries(gpufeed_deps INTERFACE m Threads::Threads)
+  # libcurl stays a shared object even here: Debian ships no libcurl.a
+  # (and a static one would pull in OpenSSL, nghttp2, libssh2, GSSAPI...
+  # with it), so the static binary still needs libcurl4 installed.
+  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::CURL m
+                        Threads::Threads)
 else()
   target_link_libraries(gpufeed_deps INTERFACE gpufeed_deps_dynamic)
 endif()

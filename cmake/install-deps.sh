@@ -6,7 +6,7 @@
 # sudo needed only when something is missing.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libpng-dev
-      libjpeg62-turbo-dev)
+      libjpeg62-turbo-dev libcurl4-openssl-dev ca-certificates)
 # The Python package and its tests (tests/run.sh sets this).
 if [ "${GPUFEED_WITH_PYTHON:-0}" = 1 ]; then
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch python3-torchvision python3-pip
@@ -14,10 +14,10 @@ if [ "${GPUFEED_WITH_PYTHON:-0}" = 1 ]; then
 fi
 # The network tests (tests/run.sh sets this): nginx-light serves datasets
 # on the loopback (Range, keep-alive; tests/net/nginx.sh), curl is their
-# client, openssl makes the TLS test's CA; libcurl's headers for the HTTP
-# storage; bc for bench/netproxy_bench.sh.
+# client, openssl makes the TLS test's CA; bc for bench/netproxy_bench.sh.
+# (libcurl's headers are a build dependency above: the HTTP storage.)
 if [ "${GPUFEED_WITH_NET:-0}" = 1 ]; then
-  pkgs+=(nginx-light curl openssl libcurl4-openssl-dev bc)
+  pkgs+=(nginx-light curl openssl bc)
 fi
 if [ "${GPUFEED_WITH_CLANG:-0}" = 1 ]; then
   pkgs+=(clang libclang-rt-dev)

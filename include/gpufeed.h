@@ -67,21 +67,24 @@ GF_API const char *gf_version_string(void);
 
 /* The one table of gpufeed's own error codes: XX(NAME, value, message).
  * Values lie below -1000 so they never collide with a negated errno. */
-#define GF_ERRNO_MAP(XX)                                                     \
-  XX(FORMAT, -1001, "not a gpufeed dataset (bad magic)")                     \
-  XX(VERSION, -1002, "unsupported dataset format version")                   \
-  XX(TRUNCATED, -1003, "file is truncated")                                  \
-  XX(CORRUPT, -1004, "data is corrupt (checksum or field check failed)")     \
-  XX(DECODE, -1005, "sample could not be decoded")                           \
-  XX(LIMIT, -1006, "sample exceeds the configured size limits")              \
-  XX(UNSUPPORTED, -1007, "unsupported codec, type or feature")               \
-  XX(SHAPE, -1008, "sample shape does not match what was expected")         \
-  XX(CUDA, -1009, "CUDA runtime error")                                      \
-  XX(NODEVICE, -1010, "no usable CUDA device")                               \
-  XX(DEVOOM, -1011, "device memory pool exhausted")                          \
-  XX(EPOCHEND, -1012, "end of epoch: no more batches")                       \
-  XX(STATE, -1013, "resume state does not match this loader")               \
-  XX(BADSOURCE, -1014, "source file or folder is unusable")                 \
+#define GF_ERRNO_MAP(XX)                                                       \
+  XX(FORMAT, -1001, "not a gpufeed dataset (bad magic)")                       \
+  XX(VERSION, -1002, "unsupported dataset format version")                     \
+  XX(TRUNCATED, -1003, "file is truncated")                                    \
+  XX(CORRUPT, -1004, "data is corrupt (checksum or field check failed)")       \
+  XX(DECODE, -1005, "sample could not be decoded")                             \
+  XX(LIMIT, -1006, "sample exceeds the configured size limits")                \
+  XX(UNSUPPORTED, -1007, "unsupported codec, type or feature")                 \
+  XX(SHAPE, -1008, "sample shape does not match what was expected")            \
+  XX(CUDA, -1009, "CUDA runtime error")                                        \
+  XX(NODEVICE, -1010, "no usable CUDA device")                                 \
+  XX(DEVOOM, -1011, "device memory pool exhausted")                            \
+  XX(EPOCHEND, -1012, "end of epoch: no more batches")                         \
+  XX(STATE, -1013, "resume state does not match this loader")                  \
+  XX(BADSOURCE, -1014, "source file or folder is unusable")                    \
+  XX(REMOTE, -1015, "the server refused or failed the request")                \
+  XX(REPLY, -1016, "the server's reply does not match the request")            \
+  XX(CHANGED, -1017, "the object changed while it was being read")             \
   XX(INTERNAL, -1099, "internal error (a bug in gpufeed)")
 
 typedef enum gf_errcode {
@@ -441,6 +444,17 @@ typedef struct gf_remote_config {
 #define GF_REMOTE_CONFIG_INIT \
   {sizeof(gf_remote_config), 0, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, 0, {0}}
 /* clang-format on */
+
+/* A source's location as every message and report of gpufeed shows it: a
+ * URL without its user:password and its query (where credentials and
+ * tokens travel), starting with "(TLS unverified) " when remote (NULL:
+ * the defaults) turns TLS verification off for it; a local path as it
+ * is. Into buf (cap bytes, cut to fit). Print this, never the location
+ * itself, where a URL may hold a secret. Returns 0, or -EINVAL when buf
+ * is NULL or cap 0. Any thread. */
+GF_API int gf_location_display(const char *location,
+                               const gf_remote_config *remote, char *buf,
+                               size_t cap);
 
 #define GF_LOADER_CONFIG_VERSION 1
 typedef struct gf_loader_config {

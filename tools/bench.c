@@ -155,12 +155,13 @@ static void report_create_error(const gfc_bench_opts *o, int rc) {
   const gf_error_info *e = gf_last_error();
   if (rc == -EINVAL && e->code == rc && strstr(e->message, "gets no batch") &&
       source_samples(o, &n) && n > 0 && n < o->batch) {
+    char shown[1024];
     gfc_error("bench",
               "%s (bench drops the last partial batch of each epoch, and "
               "%s holds %llu samples, fewer than a batch of %u: use "
               "--batch %llu or less)",
-              e->message, o->source, (unsigned long long)n, o->batch,
-              (unsigned long long)n);
+              e->message, gfc_shown(o->source, &o->remote, shown, sizeof shown),
+              (unsigned long long)n, o->batch, (unsigned long long)n);
     return;
   }
   gfc_error_last("bench", rc);
@@ -435,9 +436,11 @@ int gfc_bench(const gfc_bench_opts *o) {
   double jpeg_frac = st.jpeg_pixels_full ? (double)st.jpeg_pixels_decoded /
                                                (double)st.jpeg_pixels_full
                                          : 0.0;
+  char shown[1024];
+  gfc_shown(o->source, &o->remote, shown, sizeof shown);
   if (o->json) {
     printf("{\"source\":");
-    json_str(o->source);
+    json_str(shown);
     printf(",\"mode\":\"%s\",\"threads\":%u,\"batch\":%u,\"epochs\":%u,"
            "\"images\":%llu,\"seconds\":%.4f,\"images_per_s\":%.1f,"
            "\"gb_per_s\":%.4f,\"first_batch_ms\":%.2f,\"create_ms\":%.2f,"
@@ -542,7 +545,7 @@ int gfc_bench(const gfc_bench_opts *o) {
     printf("]}\n");
   } else {
     char b1[32], b2[32], b3[32];
-    printf("gpufeed bench: %s\n", o->source);
+    printf("gpufeed bench: %s\n", shown);
     printf("  mode              %s, %u threads, batch %u, io %s x %u%s%s",
            mode, st.threads, o->batch, st.io_backend, st.io_in_flight,
            st.io_fallback_reason[0] ? " (" : "", st.io_fallback_reason[0]

@@ -131,6 +131,12 @@ unsigned gfc_cores(void);
 /* Monotonic clock in seconds. */
 double gfc_now(void);
 
+/* A source's location as the CLI prints it (gf_location_display: a URL
+ * without its user:password and query) into buf. Returns buf. Every
+ * message and report names a location this way, never as typed. */
+const char *gfc_shown(const char *location, const gf_remote_config *remote,
+                      char *buf, size_t cap);
+
 /* "1.5 GiB", "320 KiB", "17 B" into buf. Returns buf. */
 const char *gfc_fmt_bytes(uint64_t n, char *buf, size_t cap);
 

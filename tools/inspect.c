@@ -224,7 +224,9 @@ static void print_text(const gfc_inspect_opts *o, const gf_dataset *ds,
   char b1[32], b2[32], b3[32];
   uint64_t n = gf_dataset_count(ds);
   uint32_t nc = gf_dataset_num_classes(ds);
-  printf("dataset    %s\n", o->dataset);
+  char shown[1024];
+  printf("dataset    %s\n",
+         gfc_shown(o->dataset, &o->remote, shown, sizeof shown));
   printf("samples    %" PRIu64 "\n", n);
   printf("classes    %u", nc);
   for (uint32_t c = 0; c < nc && c < CLASSES_SHOWN; c++)
@@ -285,8 +287,10 @@ static void print_json(const gfc_inspect_opts *o, const gf_dataset *ds,
                        const stats *st) {
   uint64_t n = gf_dataset_count(ds);
   uint32_t nc = gf_dataset_num_classes(ds);
+  char shown[1024];
+  gfc_shown(o->dataset, &o->remote, shown, sizeof shown);
   printf("{\n  \"dataset\": \"");
-  gfc_json_str(stdout, o->dataset, strlen(o->dataset));
+  gfc_json_str(stdout, shown, strlen(shown));
   printf("\",\n  \"samples\": %" PRIu64 ",\n", n);
   printf("  \"classes\": {\"count\": %u, \"names\": [", nc);
   for (uint32_t c = 0; c < nc && c < CLASSES_SHOWN; c++) {
@@ -379,10 +383,11 @@ int gfc_inspect(const gfc_inspect_opts *o) {
     gf_sample_info s;
     if ((rc = gf_dataset_sample_info(ds, i, &s)) != 0) {
       gfc_error_last(CMD, rc);
+      char shown[1024];
       gfc_error(CMD,
                 "the index has a bad record; 'gpufeed verify %s' checks "
                 "every sample",
-                o->dataset);
+                gfc_shown(o->dataset, &o->remote, shown, sizeof shown));
       goto out;
     }
     if (s.codec < GF_CODEC_COUNT_) {

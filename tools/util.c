@@ -57,6 +57,12 @@ double gfc_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+const char *gfc_shown(const char *location, const gf_remote_config *remote,
+                      char *buf, size_t cap) {
+  gf_location_display(location, remote, buf, cap);
+  return buf;
+}
+
 const char *gfc_fmt_bytes(uint64_t n, char *buf, size_t cap) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   if (n < 1024) {

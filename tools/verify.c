@@ -239,6 +239,8 @@ int gfc_verify(const gfc_verify_opts *o) {
   if (started < nt)
     goto out;
 
+  char shown[1024];
+  gfc_shown(o->dataset, &o->remote, shown, sizeof shown);
   uint64_t nbad = atomic_load(&j.nbad);
   qsort(j.list, j.listed, sizeof j.list[0], by_index);
   for (size_t k = 0; k < j.listed; k++)
@@ -247,14 +249,13 @@ int gfc_verify(const gfc_verify_opts *o) {
     printf("... and %" PRIu64 " more bad samples\n", nbad - j.listed);
   if (nbad) {
     printf("%" PRIu64 " of %" PRIu64 " samples bad\n", nbad, j.count);
-    gfc_error(CMD, "%s: %" PRIu64 " of %" PRIu64 " samples bad%s", o->dataset,
-              nbad, j.count,
-              index_bad ? ", and the index checksum is wrong" : "");
+    gfc_error(CMD, "%s: %" PRIu64 " of %" PRIu64 " samples bad%s", shown, nbad,
+              j.count, index_bad ? ", and the index checksum is wrong" : "");
   } else if (index_bad) {
     gfc_error(CMD,
               "%s: the index checksum is wrong (all %" PRIu64
               " samples read and decoded)",
-              o->dataset, j.count);
+              shown, j.count);
   } else {
     if (!o->quiet)
       printf("all %" PRIu64 " samples OK\n", j.count);

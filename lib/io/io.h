@@ -108,12 +108,13 @@ typedef struct gf_reader_stats {
   uint64_t completed;    /* reads returned by gf_reader_wait */
   uint64_t failed;       /* of which with a negative result */
   uint64_t ops;          /* read operations issued to the kernel (SQEs or
-                            pread calls), continuations and retries
-                            included */
+                            pread calls; an engine's: requests sent to the
+                            server), continuations and retries included */
   uint64_t fixed_ops;    /* of which IORING_OP_READ_FIXED */
   uint64_t submit_calls; /* io_uring_submit calls (0 for pread) */
   uint64_t continued;    /* short counts continued for the rest */
-  uint64_t retried;      /* -EAGAIN/-EINTR results retried */
+  uint64_t retried;      /* -EAGAIN/-EINTR results retried (an engine's:
+                            failed requests tried again) */
 } gf_reader_stats;
 
 typedef struct gf_reader gf_reader;

@@ -10,6 +10,7 @@
 /* The storages, asked in order whether they serve a location; the local
  * file system last: it serves what no scheme claims. */
 static const gf_storage_ops *const storages[] = {
+    &gf_storage_http,
     &gf_storage_local,
 };
 
@@ -119,8 +120,28 @@ int gf_storage_open(const char *location, const gf_remote_config *remote,
   int n = sep ? (int)(sep - location) : 0;
   return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                  "no storage serves %.*s:// locations (this build reads "
-                 "local paths)",
+                 "local paths and http:// and https:// URLs)",
                  n > 32 ? 32 : n, location);
+}
+
+int gf_location_display(const char *location, const gf_remote_config *remote,
+                        char *buf, size_t cap) {
+  if (!buf || !cap)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_location_display: no buffer");
+  buf[0] = '\0';
+  if (!location)
+    return 0;
+  for (size_t i = 0; i < sizeof storages / sizeof storages[0]; i++)
+    if (storages[i]->claims(location)) {
+      if (storages[i]->display)
+        storages[i]->display(location, remote, buf, cap);
+      else
+        gf_location_redact(location, buf, cap);
+      return 0;
+    }
+  gf_location_redact(location, buf, cap);
+  return 0;
 }
 
 void gf_storage_close(gf_storage *s) {

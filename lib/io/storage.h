@@ -116,14 +116,26 @@ typedef struct gf_storage_ops {
   /* A short description for reports: the scheme and server, and a warning
    * such as "TLS NOT VERIFIED" (NULL: the name). Never a secret. */
   void (*describe)(gf_storage *s, char *buf, size_t cap);
+  /* The display form a storage opened at `location` with `remote` would
+   * have (gf_location_display), into buf; NULL: gf_location_redact's. */
+  void (*display)(const char *location, const gf_remote_config *remote,
+                  char *buf, size_t cap);
 } gf_storage_ops;
 
 /* The part every storage shares; an implementation's own state follows it
  * (a storage embeds it as its first member). */
 struct gf_storage {
   const gf_storage_ops *ops;
-  char *display; /* the root's location for messages, without secrets */
+  char *display; /* the root's location for messages, without secrets;
+                    it starts with GF_TLS_UNVERIFIED_MARK when insecure */
+  bool insecure; /* TLS certificates are not verified
+                    (gf_remote_config.tls_no_verify on an https root) */
 };
+
+/* What starts every display form of a storage whose TLS certificates are
+ * not verified, so that every message and report naming one of its
+ * locations says so. */
+#define GF_TLS_UNVERIFIED_MARK "(TLS unverified) "
 
 /* An open object; implementations embed it as their first member. */
 struct gf_object {
@@ -157,6 +169,11 @@ static inline uint32_t gf_storage_caps(const gf_storage *s) {
 /* The root's location for messages (no secret in it). */
 static inline const char *gf_storage_display(const gf_storage *s) {
   return s->display;
+}
+/* Whether the storage reads over TLS without verifying the server's
+ * certificate and name (its display form then says so too). */
+static inline bool gf_storage_insecure(const gf_storage *s) {
+  return s->insecure;
 }
 /* root/name's display form into buf (cut to fit). Returns buf. */
 char *gf_storage_name_display(const gf_storage *s, const char *name, char *buf,
@@ -260,8 +277,15 @@ bool gf_storage_cache_info_get(const gf_storage *s, gf_storage_cache_info *out);
  * most 4. Returns 0 or -ENOSPC. Not thread-safe: before any open. */
 int gf_storage_register_test(const gf_storage_ops *ops);
 #endif
+/* A location with what may be a secret taken out, for messages: a URL
+ * ("scheme://[user:password@]host/path[?query][#fragment]") keeps its
+ * scheme, host and path, control characters as '?'; anything else is
+ * copied as it is. Cut to fit cap (> 0). Returns buf. Any thread
+ * (location.c). */
+char *gf_location_redact(const char *location, char *buf, size_t cap);
 
 /* The storages (storage.c's table). */
+extern const gf_storage_ops gf_storage_http;
 extern const gf_storage_ops gf_storage_local;
 
 #endif /* GF_IO_STORAGE_H */

@@ -298,7 +298,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
                "least one full batch): use a batch of at most %llu, or set "
                "drop_last 0 to keep partial batches",
                (unsigned long long)l->share, (unsigned long long)l->share);
-    rc = gf_fail(-EINVAL, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
+    rc = gf_fail(-EINVAL, gf_storage_display(gf_source_storage(l->src)),
+                 GF_NO_INDEX, GF_NO_INDEX,
                  "rank %u of %u gets no batch of %u from %llu samples: %s",
                  l->cfg.rank, l->cfg.world, l->cfg.batch_size,
                  (unsigned long long)n, why);

@@ -54,9 +54,10 @@ int gf_loader_class_name(gf_loader *l, uint32_t label, char *buf, size_t cap) {
   }
   const char *name = gf_source_class_name(l->src, label);
   if (label >= n || !name)
-    return gf_fail(-ERANGE, l->source_path, GF_NO_INDEX, GF_NO_INDEX,
-                   "label %u is not a class: the source has %u classes",
-                   label, n);
+    return gf_fail(-ERANGE, gf_storage_display(gf_source_storage(l->src)),
+                   GF_NO_INDEX, GF_NO_INDEX,
+                   "label %u is not a class: the source has %u classes", label,
+                   n);
   return put_name(what, name, strlen(name), buf, cap);
 }
 
@@ -68,10 +69,10 @@ int gf_loader_sample_path(gf_loader *l, uint64_t index, char *buf,
   size_t len;
   int rc = gf_source_sample_path(l->src, index, &name, &len);
   if (rc == -ERANGE)
-    return gf_fail(-ERANGE, l->source_path, index, GF_NO_INDEX,
-                   "sample %llu is beyond the source's %llu samples",
-                   (unsigned long long)index,
-                   (unsigned long long)gf_source_count(l->src));
+    return gf_fail(
+        -ERANGE, gf_storage_display(gf_source_storage(l->src)), index,
+        GF_NO_INDEX, "sample %llu is beyond the source's %llu samples",
+        (unsigned long long)index, (unsigned long long)gf_source_count(l->src));
   if (rc < 0)
     return rc;
   char what[64];

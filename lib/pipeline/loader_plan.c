@@ -305,7 +305,8 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
                    sizeof z->largest_name);
   z->stride = c->max_sample_bytes ? c->max_sample_bytes : max_dec;
   if (z->stride < max_dec && records)
-    return gf_fail(-EINVAL, c->source, GF_NO_INDEX, GF_NO_INDEX,
+    return gf_fail(-EINVAL, gf_storage_display(gf_source_storage(src)),
+                   GF_NO_INDEX, GF_NO_INDEX,
                    "max_sample_bytes %llu is below the largest sample (%llu "
                    "bytes decoded)",
                    (unsigned long long)z->stride, (unsigned long long)max_dec);

@@ -14,8 +14,8 @@ from . import _C
 from . import errors as _errors
 from ._dist import distributed_defaults
 from .errors import (BusyError, ConfigError, CorruptSampleError, DeviceError,
-                     Error, IOError_, OutOfMemoryError, SourceError,
-                     StateError)
+                     Error, IOError_, OutOfMemoryError, RemoteError,
+                     SourceError, StateError)
 from .loader import Loader, parse_bytes
 from .transforms import (IMAGENET_MEAN, IMAGENET_STD, CenterCrop, Convert,
                          RandomCrop, RandomResizedCrop, Resize,
@@ -44,5 +44,6 @@ __all__ = ["Loader", "Batch", "Transform", "RandomResizedCrop",
            "ResizeCenterCrop", "Resize", "CenterCrop", "RandomCrop", "Convert",
            "IMAGENET_MEAN", "IMAGENET_STD", "Error", "CorruptSampleError",
            "SourceError", "ConfigError", "StateError", "OutOfMemoryError",
-           "DeviceError", "BusyError", "IOError_", "distributed_defaults",
+           "DeviceError", "BusyError", "RemoteError", "IOError_",
+           "distributed_defaults",
            "parse_bytes", "__version__"]

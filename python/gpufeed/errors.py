@@ -14,6 +14,10 @@ error's code, name, file, sample and message (gf_last_error()).
       DeviceError               GF_ECUDA, GF_ENODEVICE
       BusyError                 -EBUSY: the program holds every batch the
                                 loader can lend (free some tensors)
+      RemoteError               a server refused or failed a request
+                                (GF_EREMOTE, after the retries), answered
+                                other than asked (GF_EREPLY), or the object
+                                changed while it was read (GF_ECHANGED)
       IOError_ (OSError)        any other negated errno from the system
                                 (-ENOENT, -EACCES, -EIO, ...); .errno is set
 
@@ -27,7 +31,7 @@ import errno as _errno
 
 __all__ = ["Error", "CorruptSampleError", "SourceError", "ConfigError",
            "StateError", "OutOfMemoryError", "DeviceError", "BusyError",
-           "IOError_", "error_class"]
+           "RemoteError", "IOError_", "error_class"]
 
 
 class Error(Exception):
@@ -74,6 +78,10 @@ class BusyError(Error):
     pass
 
 
+class RemoteError(Error):
+    pass
+
+
 class IOError_(Error, OSError):
     def __init__(self, message, code=-_errno.EIO, name=None, file="",
                  sample=None):
@@ -95,6 +103,8 @@ _BY_NAME = {
     "ENOMEM": OutOfMemoryError, "GF_EDEVOOM": OutOfMemoryError,
     "GF_ECUDA": DeviceError, "GF_ENODEVICE": DeviceError,
     "EBUSY": BusyError,
+    "GF_EREMOTE": RemoteError, "GF_EREPLY": RemoteError,
+    "GF_ECHANGED": RemoteError,
     "GF_EINTERNAL": Error, "GF_EEPOCHEND": Error,
 }
 

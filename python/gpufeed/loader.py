@@ -361,7 +361,7 @@ class Loader:
 
     def __repr__(self):
         return "gpufeed.Loader(%r, batch_size=%d, device=%r)" % (
-            self._config["source"], self.batch_size,
+            _C.location_display(self._config["source"]), self.batch_size,
             "closed" if self._core is None or self._core.closed
             else self.device)
 

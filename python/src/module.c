@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static PyObject *error_factory; /* gpufeed.errors._make, set at import */
 
@@ -123,6 +124,19 @@ static PyObject *plan(PyObject *self, PyObject *d) {
   }
 }
 
+/* location_display(str) -> str: the location as reports show it (a URL
+ * without its credentials and query). */
+static PyObject *location_display(PyObject *self, PyObject *arg) {
+  (void)self;
+  Py_ssize_t n;
+  const char *loc = PyUnicode_AsUTF8AndSize(arg, &n);
+  if (!loc)
+    return NULL;
+  char buf[1024];
+  gf_location_display(loc, NULL, buf, sizeof buf);
+  return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(buf), "replace");
+}
+
 static PyObject *live_records(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
@@ -137,6 +151,9 @@ static PyMethodDef methods[] = {
     {"err_name", err_name, METH_O, "The symbolic name of an error code."},
     {"error_table", error_table, METH_NOARGS,
      "gpufeed's own error codes: {'GF_ECORRUPT': -1004, ...}."},
+    {"location_display", location_display, METH_O,
+     "location_display(str) -> str: a location as messages show it (a URL "
+     "without its user:password and query)."},
     {"plan", plan, METH_O,
      "plan(config: dict) -> str: the memory plan of a loader of that config."},
     {NULL, NULL, 0, NULL}};

@@ -577,6 +577,75 @@ static void sampler_state_seeds(void) {
   }
 }
 
+/* ---- fuzz_http_reply ------------------------------------------------------
+ */
+
+/* A response head to a request (head, or bytes [off, off + len) of a
+ * size-byte object opened with version kind `kind`). */
+static void http_seed(const char *name, bool head, uint64_t off, uint64_t len,
+                      uint64_t size, unsigned kind, const char *text) {
+  buf b = {0};
+  uint8_t le[8];
+  add(&b, "R", 1);
+  fuzz_put64(le, off);
+  add(&b, le, 8);
+  fuzz_put64(le, len);
+  add(&b, le, 8);
+  fuzz_put64(le, size);
+  add(&b, le, 8);
+  uint8_t k = (uint8_t)((head ? 1 : 0) | (kind << 1));
+  add(&b, &k, 1);
+  add(&b, text, strlen(text));
+  put("fuzz_http_reply", name, b.p, b.len);
+  free(b.p);
+}
+
+static void http_reply_seeds(void) {
+  http_seed("get-206", false, 100, 100, 1000, 1,
+            "HTTP/1.1 206 Partial Content\r\nServer: nginx\r\n"
+            "Content-Type: application/octet-stream\r\n"
+            "Content-Length: 100\r\nContent-Range: bytes 100-199/1000\r\n"
+            "ETag: \"v1\"\r\nLast-Modified: Tue, 14 Nov 2023 22:13:20 GMT"
+            "\r\n\r\n");
+  http_seed("get-206-weak", false, 0, 10, 1000, 2,
+            "HTTP/2 206\r\ncontent-range: bytes 0-9/*\r\n"
+            "etag: W/\"v1\"\r\n\r\n");
+  http_seed("get-200-whole", false, 0, 1000, 1000, 3,
+            "HTTP/1.0 200 OK\r\nContent-Length: 1000\r\n"
+            "Last-Modified: Tue, 14 Nov 2023 22:13:20 GMT\r\n\r\n");
+  http_seed("get-200-to-range", false, 10, 10, 1000, 1,
+            "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+  http_seed("get-100-then-206", false, 5, 5, 50, 0,
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 206 Partial\r\n"
+            "Content-Range: bytes 5-9/50\r\nContent-Length: 5\r\n\r\n");
+  http_seed("get-503-retry-after", false, 0, 1, 1, 0,
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\n"
+            "Content-Length: 0\r\n\r\n");
+  http_seed("get-429-date", false, 0, 1, 1, 0,
+            "HTTP/1.1 429 Too Many Requests\r\n"
+            "Retry-After: Tue, 14 Nov 2023 22:13:25 GMT\r\n\r\n");
+  http_seed("get-412", false, 0, 8, 64, 1,
+            "HTTP/1.1 412 Precondition Failed\r\n\r\n");
+  http_seed("get-gzip", false, 0, 8, 64, 1,
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-7/64\r\n"
+            "Content-Encoding: gzip\r\n\r\n");
+  http_seed("head-200", true, 0, 0, 0, 0,
+            "HTTP/1.1 200 OK\r\nContent-Length: 123456\r\n"
+            "ETag: \"65536-abc\"\r\nAccept-Ranges: bytes\r\n\r\n");
+  http_seed("head-404", true, 0, 0, 0, 0, "HTTP/1.1 404 Not Found\r\n\r\n");
+  static const char *const urls[] = {
+      "https://user:pa%40ss@Example.com:8443/data/ds/?X-Amz-Signature=abc#f",
+      "http://[::1]:8080/ds",
+      "HTTP://127.0.0.1/caf%C3%A9/a b",
+  };
+  for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+    char name[32], text[256];
+    snprintf(name, sizeof name, "url-%zu", i);
+    snprintf(text, sizeof text, "U%s", urls[i]);
+    put("fuzz_http_reply", name, text, strlen(text));
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 3) {
     fprintf(stderr, "usage: %s CORPUS_DIR [PNGSUITE_DIR]\n", argv[0]);
@@ -593,6 +662,7 @@ int main(int argc, char **argv) {
   labels_seeds();
   loader_state_seeds();
   sampler_state_seeds();
+  http_reply_seeds();
   printf("seeds written to %s\n", out_root);
   return 0;
 }
