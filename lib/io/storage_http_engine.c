@@ -73,8 +73,10 @@ static void fail(http_engine *e, uint32_t id, int code, const char *why) {
   const char *name = s->req.obj->display;
   size_t n = strlen(name);
   s->result = code;
-  snprintf(s->why, sizeof s->why, "%s%s: %s", n > 100 ? "..." : "",
-           n > 100 ? name + n - 97 : name, why);
+  int k = snprintf(s->why, sizeof s->why, "%s%s: ", n > 100 ? "..." : "",
+                   n > 100 ? name + n - 97 : name);
+  if (k > 0 && (size_t)k < sizeof s->why) /* the rest cut to fit */
+    gf_strlcpy(s->why + k, why, sizeof s->why - (size_t)k);
   complete(e, id);
 }
 
