@@ -53,6 +53,10 @@ run 0 bench env GPUFEED_LOG=debug "$G" bench "$URL" --device cpu --batch 8 --epo
 grep -qF "gpufeed bench: $shown" "$T/bench.out" || fail "bench names $(head -1 "$T/bench.out")"
 grep -qF "io fetch (http)" "$T/bench.out" || fail "bench did not read with the http engine: $(grep mode "$T/bench.out")"
 [ -s "$T/bench.trace" ] || fail "no trace written"
+# The fetch stage's reads in the trace, each with its samples and epoch
+# (2 epochs were asked: reads of epoch 0 and of epoch 1).
+grep -q '"name":"fetch",.*"args":{"samples":[1-9][0-9]*,"epoch":0}' "$T/bench.trace" || fail "no fetch read of epoch 0 in the trace"
+grep -q '"name":"fetch",.*"args":{"samples":[1-9][0-9]*,"epoch":1}' "$T/bench.trace" || fail "no fetch read of epoch 1 in the trace"
 run 0 bench_json "$G" bench "$URL" --device cpu --batch 8 --epochs 1 --json
 grep -qF "{\"source\":\"$shown\"" "$T/bench_json.out" || fail "bench --json: $(cut -c1-120 "$T/bench_json.out")"
 

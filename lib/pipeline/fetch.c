@@ -28,7 +28,8 @@ typedef struct unit {
   uint32_t nsamp; /* positions it holds (block reads: more than one) */
   int state;
   int err;
-  uint64_t t0; /* issue time (trace) */
+  uint64_t t0;    /* issue time (trace) */
+  uint64_t epoch; /* of the positions it serves (trace) */
   char why[256];
 } unit;
 
@@ -157,6 +158,7 @@ static uint64_t new_unit(gf_fetch *f, const gf_object *obj, uint64_t off,
   u->off = off;
   u->len = len;
   u->state = U_PLANNED;
+  u->epoch = f->p_epoch;
   return n;
 }
 
@@ -444,7 +446,7 @@ static void collect(gf_fetch *f, bool block) {
     f->st.bytes += u->len;
     if (f->cfg.trace)
       gf_trace_span(f->cfg.trace, GF_TR_FETCH, GF_TRACE_TID_FETCH, u->t0, t1,
-                    u->nsamp);
+                    GF_TRACE_FETCH_ARG(u->nsamp, u->epoch));
   }
   if (got > 0)
     pthread_cond_broadcast(&f->done_cv);

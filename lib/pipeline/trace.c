@@ -163,7 +163,11 @@ int gf_trace_write(const gf_trace *t, const char *path) {
                "\"dur\":%.3f,\"pid\":1,\"tid\":%u",
             kind_name[k], kind_cat[k], (double)e->start_ns / 1e3,
             (double)e->dur_ns / 1e3, e->tid);
-    if (e->arg != GF_NO_INDEX)
+    if (k == GF_TR_FETCH)
+      fprintf(f, ",\"args\":{\"samples\":%llu,\"epoch\":%llu}",
+              (unsigned long long)(e->arg & 0xffffffffu),
+              (unsigned long long)(e->arg >> 32));
+    else if (e->arg != GF_NO_INDEX)
       fprintf(f, ",\"args\":{\"%s\":%llu}", arg_name(k),
               (unsigned long long)e->arg);
     fputc('}', f);

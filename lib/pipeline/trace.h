@@ -23,9 +23,15 @@ typedef enum gf_trace_kind {
   GF_TR_RELEASE,  /* the consumer in release() */
   GF_TR_GPU_COPY, /* copy stream: H2D copy + transform kernel of a batch */
   GF_TR_FETCH,    /* the fetch stage: one ranged read, issue to done
-                     (arg: the samples it holds) */
+                     (arg: GF_TRACE_FETCH_ARG) */
   GF_TR_KIND_COUNT_
 } gf_trace_kind;
+
+/* A fetch span's arg: the samples the read holds and the epoch they are
+ * of (written as "samples" and "epoch": a read ahead into the next epoch
+ * is told from the current one's). */
+#define GF_TRACE_FETCH_ARG(samples, epoch)                                     \
+  ((uint64_t)(uint32_t)(samples) | ((uint64_t)(epoch) << 32))
 
 /* Tracks: the consumer, each worker, the GPU copy stream. */
 #define GF_TRACE_TID_CONSUMER 0u
