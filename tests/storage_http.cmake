@@ -13,7 +13,8 @@ target_link_libraries(gpufeed_http_fixture PUBLIC gpufeed_nettest gpufeed_testut
 
 # name, timeout, labels
 foreach(spec "dataset;180;io http threaded" "faults;300;io http"
-             "loader;240;pipeline http threaded")
+             "loader;240;pipeline http threaded"
+             "outage;240;pipeline http threaded")
   list(GET spec 0 t)
   list(GET spec 1 secs)
   list(GET spec 2 labels)
