@@ -687,9 +687,14 @@ int gf_fetch_take(gf_fetch *f, uint64_t seq, uint64_t idx,
     gf_strlcpy(where, u->obj->display, sizeof where);
     uint64_t off = u->off + e->off, n = e->len;
     pthread_mutex_unlock(&f->mu);
-    return gf_fail(err, where, idx, off,
-                   "reading %llu bytes at offset %llu: %s",
-                   (unsigned long long)n, (unsigned long long)off, why);
+    /* The message names the object and the offset first: a why that
+     * starts with the object's name (a storage engine's) says it once. */
+    size_t wl = strlen(where);
+    const char *w = why;
+    if (wl && !strncmp(w, where, wl) && !strncmp(w + wl, ": ", 2))
+      w += wl + 2;
+    return gf_fail(err, where, idx, off, "reading %llu bytes: %s",
+                   (unsigned long long)n, w);
   }
   *data = f->arena + u->aoff % f->abytes + e->off;
   *len = e->len;
