@@ -431,8 +431,12 @@ typedef struct gf_remote_config {
   uint32_t connect_timeout_ms; /* (0: 10000) */
   uint32_t stall_ms;           /* a transfer that moves no byte for this
                                   long is abandoned and retried (0: 15000) */
-  uint32_t max_connections;    /* connections to one server (0: 64) */
-  uint32_t fetch_requests;     /* reads in flight ahead of decode (0: 128) */
+  uint32_t max_connections;    /* connections to one server (0: as many as
+                                  fetch_requests: HTTP/1.1 carries one
+                                  request at a time a connection) */
+  uint32_t fetch_requests;     /* reads in flight ahead of decode (0: 256:
+                                  at 25 ms a round trip, 10,000 reads a
+                                  second) */
   uint64_t fetch_bytes;        /* bytes read ahead of decode, at most (0:
                                   256 MiB, at least a batch's worth) */
   const char *cache_dir;       /* disk cache tier: fetched bytes are kept

@@ -139,8 +139,8 @@ static const char build_usage[] =
   "  --connect-timeout-ms MS   (default 10000)\n"                              \
   "  --stall-ms MS    a transfer moving no byte this long is retried\n"        \
   "                   (default 15000)\n"                                       \
-  "  --max-connections N   to one server (default 64)\n"                       \
-  "  --fetch-requests N    reads in flight ahead of decode (default 128)\n"    \
+  "  --max-connections N   to one server (default: --fetch-requests)\n"        \
+  "  --fetch-requests N    reads in flight ahead of decode (default 256)\n"    \
   "  --fetch-bytes SIZE    bytes read ahead, at most (default 256M, at "       \
   "least\n"                                                                    \
   "                   the batches in flight)\n"                                \

@@ -19,8 +19,7 @@ static const gf_storage_ops *const storages[] = {
 #define GF_REMOTE_RETRY_MS 60000u
 #define GF_REMOTE_CONNECT_MS 10000u
 #define GF_REMOTE_STALL_MS 15000u
-#define GF_REMOTE_CONNECTIONS 64u
-#define GF_REMOTE_FETCH_REQUESTS 128u
+#define GF_REMOTE_FETCH_REQUESTS 256u
 #define GF_REMOTE_FETCH_BYTES (256ull << 20)
 #define GF_REMOTE_CACHE_BYTES (64ull << 30)
 
@@ -58,10 +57,13 @@ int gf_remote_resolve(const gf_remote_config *in, gf_remote_config *out) {
     out->connect_timeout_ms = GF_REMOTE_CONNECT_MS;
   if (!out->stall_ms)
     out->stall_ms = GF_REMOTE_STALL_MS;
-  if (!out->max_connections)
-    out->max_connections = GF_REMOTE_CONNECTIONS;
   if (!out->fetch_requests)
     out->fetch_requests = GF_REMOTE_FETCH_REQUESTS;
+  /* HTTP/1.1 carries one request at a time a connection: as many as the
+   * reads in flight, so that fetch_requests is what is on the wire. */
+  if (!out->max_connections)
+    out->max_connections =
+        out->fetch_requests < 4096 ? out->fetch_requests : 4096;
   if (!out->fetch_bytes)
     out->fetch_bytes = GF_REMOTE_FETCH_BYTES;
   if (out->cache_dir && !out->cache_dir[0])
