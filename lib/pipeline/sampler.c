@@ -315,31 +315,59 @@ static void rank_locate(const windows *x, uint64_t r, uint64_t i, uint64_t *w,
   *w = r + k * x->V;
 }
 
+/* The shortest rank's length, in O(1) whatever V: ranks [0, b) hold
+ * a + 1 windows and ranks [b, V) hold a (nwin = a*V + b), and at most two
+ * ranks are shortened: the one dealt the last window (by W - nlast blocks)
+ * and the one dealt the short window (by d < bs). A shortening is less than
+ * a window, so the shortest is a rank of a windows: V - 1 or a shortened
+ * one. */
+static uint64_t shortest_len(const windows *x) {
+  uint64_t L = rank_len(x, x->V - 1);
+  uint64_t r1 = (x->nwin - 1) % x->V, r2 = x->wst % x->V;
+  uint64_t l1 = rank_len(x, r1), l2 = rank_len(x, r2);
+  if (l1 < L)
+    L = l1;
+  return l2 < L ? l2 : L;
+}
+
 /* Global position q of the epoch order (q < n): the window and the place
  * in it (section 3's dealing: q = r + i*V for i below the shortest rank's
- * length, then the longer ranks' rests in rank order). */
-static void block_locate(const gf_sampler *s, const windows *x, uint64_t q,
-                         uint64_t *w, uint64_t *o) {
-  uint64_t L = UINT64_MAX;
-  for (uint64_t r = 0; r < x->V; r++) {
-    uint64_t len = rank_len(x, r);
-    if (len < L)
-      L = len;
-  }
+ * length L, then the longer ranks' rests in rank order). A rank's rest is
+ * the same over runs of ranks, cut only where the window count changes
+ * (b) and around the two shortened ranks, so the rests are walked a run
+ * at a time: O(1) in V. */
+static void block_locate(const windows *x, uint64_t q, uint64_t *w,
+                         uint64_t *o) {
+  uint64_t L = shortest_len(x);
   if (q < x->V * L) {
     rank_locate(x, q % x->V, q / x->V, w, o);
     return;
   }
   uint64_t t = q - x->V * L;
-  for (uint64_t r = 0; r < x->V; r++) {
-    uint64_t extra = rank_len(x, r) - L;
-    if (t < extra) {
-      rank_locate(x, r, L + t, w, o);
+  uint64_t r1 = (x->nwin - 1) % x->V, r2 = x->wst % x->V;
+  uint64_t b = x->nwin % x->V;
+  /* Run boundaries, sorted: 0 and V and the cuts between. */
+  uint64_t cut[7] = {0, b, r1, r1 + 1, r2, r2 + 1, x->V};
+  for (int i = 1; i < 7; i++)
+    for (int j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+      uint64_t tmp = cut[j];
+      cut[j] = cut[j - 1];
+      cut[j - 1] = tmp;
+    }
+  for (int i = 0; i + 1 < 7; i++) {
+    uint64_t lo = cut[i], hi = cut[i + 1] < x->V ? cut[i + 1] : x->V;
+    if (lo >= hi)
+      continue;
+    uint64_t extra = rank_len(x, lo) - L; /* every rank of [lo, hi)'s */
+    if (!extra)
+      continue;
+    /* (hi - lo) * extra samples, all of them within the n of the epoch. */
+    if (t / extra < hi - lo) {
+      rank_locate(x, lo + t / extra, L + t % extra, w, o);
       return;
     }
-    t -= extra;
+    t -= (hi - lo) * extra;
   }
-  (void)s;
   *w = *o = 0; /* q >= n: never asked */
 }
 
@@ -367,7 +395,7 @@ static uint64_t window_sample(const gf_sampler *s, const windows *x, uint64_t w,
 static uint64_t block_order(const gf_sampler *s, uint64_t q) {
   windows x = windows_of(s);
   uint64_t w, o;
-  block_locate(s, &x, q, &w, &o);
+  block_locate(&x, q, &w, &o);
   return window_sample(s, &x, w, o);
 }
 
@@ -385,12 +413,7 @@ int gf_sampler_window(const gf_sampler *s, uint64_t pos, uint64_t *first,
       s->o_world != s->cfg.world || s->start)
     return 1;
   windows x = windows_of(s);
-  uint64_t L = UINT64_MAX;
-  for (uint64_t r = 0; r < x.V; r++) {
-    uint64_t len = rank_len(&x, r);
-    if (len < L)
-      L = len;
-  }
+  uint64_t L = shortest_len(&x);
   const uint64_t r = s->cfg.rank;
   if (pos >= L)
     return 1; /* the rests: alone */
