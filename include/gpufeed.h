@@ -285,8 +285,9 @@ GF_API int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
 GF_API int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
                                size_t cap);
 
-/* Checks the CRC32C over all index records (O(n); open does not). Returns 0
- * or GF_ECORRUPT. Any thread. */
+/* Checks every index record, the CRC32C over all of them and over the
+ * source names, and that the summary table agrees with the records (O(n);
+ * open does not). Returns 0 or GF_ECORRUPT. Any thread. */
 GF_API int gf_dataset_check_index(const gf_dataset *ds);
 
 /* CRC32C (Castagnoli) of buf, continuing from crc (start with 0). */

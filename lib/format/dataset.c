@@ -35,6 +35,8 @@ struct gf_dataset {
   uint64_t dataset_id;
   uint64_t records_off;
   uint64_t names_off, names_size;
+  uint32_t version;
+  uint32_t summary_size; /* version 2 */
   uint32_t records_crc, names_crc;
   const char **class_names; /* into map, each NUL-terminated */
   gf_shard *shards;
@@ -82,11 +84,11 @@ static int check_header(const uint8_t *h, size_t got, const char *path) {
                    "%u bytes)",
                    got, GF_INDEX_HEADER_SIZE);
   uint32_t version = gf_le32(h + GF_IH_VERSION);
-  if (version != GF_FORMAT_VERSION)
+  if (version < GF_INDEX_VERSION_MIN || version > GF_INDEX_VERSION)
     return gf_fail(GF_EVERSION, path, GF_NO_INDEX, GF_IH_VERSION,
                    "dataset format version %u; this build of gpufeed reads "
-                   "version %u",
-                   version, GF_FORMAT_VERSION);
+                   "versions %u to %u",
+                   version, GF_INDEX_VERSION_MIN, GF_INDEX_VERSION);
   if (got < GF_INDEX_HEADER_SIZE)
     return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, GF_NO_INDEX,
                    "the index is only %zu bytes long (its header alone is "
@@ -119,9 +121,25 @@ static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
     return BAD(GF_IH_ALIGNMENT,
                "alignment %u, expected a power of two from 1 to %u", align,
                GF_MAX_ALIGNMENT);
-  if (gf_le32(h + GF_IH_FLAGS) || gf_le32(h + GF_IH_RESERVED))
-    return BAD(GF_IH_FLAGS, "flags 0x%08x and reserved 0x%08x, expected 0",
-               gf_le32(h + GF_IH_FLAGS), gf_le32(h + GF_IH_RESERVED));
+  ds->version = gf_le32(h + GF_IH_VERSION);
+  uint32_t sm_size = 0;
+  if (ds->version == 1) {
+    if (gf_le32(h + GF_IH_FLAGS) || gf_le32(h + GF_IH_RESERVED))
+      return BAD(GF_IH_FLAGS, "flags 0x%08x and reserved 0x%08x, expected 0",
+                 gf_le32(h + GF_IH_FLAGS), gf_le32(h + GF_IH_RESERVED));
+  } else {
+    sm_size = gf_le32(h + GF_IH_SUMMARY_SIZE);
+    if (gf_le32(h + GF_IH_FLAGS))
+      return BAD(GF_IH_FLAGS, "flags 0x%08x, expected 0",
+                 gf_le32(h + GF_IH_FLAGS));
+    if (sm_size < GF_SUMMARY_HEAD_SIZE || sm_size > GF_SUMMARY_MAX_SIZE ||
+        (sm_size - GF_SUMMARY_HEAD_SIZE) % GF_SUMMARY_ENTRY_SIZE)
+      return BAD(GF_IH_SUMMARY_SIZE,
+                 "summary table of %u bytes (expected %u + %u an entry, at "
+                 "most %u entries)",
+                 sm_size, GF_SUMMARY_HEAD_SIZE, GF_SUMMARY_ENTRY_SIZE,
+                 GF_SUMMARY_MAX_ENTRIES);
+  }
   ds->count = gf_le64(h + GF_IH_COUNT);
   ds->nshards = gf_le32(h + GF_IH_SHARDS);
   ds->nclasses = gf_le32(h + GF_IH_CLASSES);
@@ -165,12 +183,18 @@ static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
                "inside the %llu-byte file",
                (unsigned long long)nm_size, (unsigned long long)nm_off,
                (unsigned long long)fsize);
-  const uint64_t t[4][2] = {{rec_off, rec_size},
+  if (!table_in(GF_INDEX_HEADER_SIZE, sm_size, GF_INDEX_HEADER_SIZE, fsize))
+    return BAD(GF_IH_SUMMARY_SIZE,
+               "summary table (%u bytes at offset %u) does not lie inside "
+               "the %llu-byte file",
+               sm_size, GF_INDEX_HEADER_SIZE, (unsigned long long)fsize);
+  const uint64_t t[5][2] = {{rec_off, rec_size},
                             {sh_off, sh_size},
                             {cl_off, cl_size},
-                            {nm_off, nm_size}};
-  for (int i = 0; i < 4; i++)
-    for (int j = i + 1; j < 4; j++)
+                            {nm_off, nm_size},
+                            {GF_INDEX_HEADER_SIZE, sm_size}};
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
       if (tables_overlap(t[i][0], t[i][1], t[j][0], t[j][1]))
         return BAD(GF_IH_RECORDS_OFF, "index tables overlap");
   if (ds->count && !ds->nshards)
@@ -183,6 +207,7 @@ static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
     return BAD(GF_IH_FILE_SIZE, "index of %llu bytes cannot be mapped",
                (unsigned long long)fsize);
   ds->records_off = rec_off;
+  ds->summary_size = sm_size;
   ds->names_off = nm_off;
   ds->names_size = nm_size;
   *file_size = fsize;
@@ -269,11 +294,11 @@ static int open_shard(gf_dataset *ds, uint32_t i, uint64_t want_size) {
                    "not a gpufeed shard: expected the magic \"%s\"",
                    GF_SHARD_MAGIC);
   uint32_t version = gf_le32(h + GF_SH_VERSION);
-  if (version != GF_FORMAT_VERSION)
+  if (version != GF_SHARD_VERSION)
     return gf_fail(GF_EVERSION, s->path, GF_NO_INDEX, GF_SH_VERSION,
                    "shard format version %u; this build of gpufeed reads "
                    "version %u",
-                   version, GF_FORMAT_VERSION);
+                   version, GF_SHARD_VERSION);
   uint32_t crc = gf_crc32c(0, h, GF_SH_HEADER_CRC);
   uint32_t want = gf_le32(h + GF_SH_HEADER_CRC);
   if (crc != want)
@@ -423,6 +448,10 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
   uint64_t cl_off = gf_le64(h + GF_IH_CLASSES_OFF);
   uint64_t cl_size = gf_le64(h + GF_IH_CLASSES_SIZE);
   uint64_t sh_size = (uint64_t)ds->nshards * 8;
+  if (ds->summary_size &&
+      (rc = gf_summary_check(ds->map + GF_INDEX_HEADER_SIZE, ds->summary_size,
+                             ds->count, path)) < 0)
+    goto fail;
   uint32_t crc = gf_crc32c(0, ds->map + sh_off, (size_t)sh_size);
   crc = gf_crc32c(crc, ds->map + cl_off, (size_t)cl_size);
   uint32_t want = gf_le32(h + GF_IH_TABLES_CRC);
@@ -634,15 +663,18 @@ int gf_dataset_check_index(const gf_dataset *ds) {
                    "gf_dataset_check_index: no dataset");
   /* Each record first (its own CRC and fields: the message names the
    * sample), then the table CRC, which also catches a record rewritten
-   * with a matching record CRC. */
+   * with a matching record CRC, then the summary the records give. */
   gf_sample_info info;
+  gf_summary_acc sum;
+  gf_summary_init(&sum);
   uint32_t crc = 0;
+  int rc;
   for (uint64_t i = 0; i < ds->count; i++) {
-    int rc = gf_dataset_sample_info(ds, i, &info);
-    if (rc < 0)
+    if ((rc = gf_dataset_sample_info(ds, i, &info)) < 0)
       return rc;
     crc = gf_crc32c(crc, ds->map + ds->records_off + i * GF_RECORD_SIZE,
                     GF_REC_RECORD_CRC);
+    gf_summary_add(&sum, (int)info.codec, &info.shape, info.length);
   }
   if (crc != ds->records_crc)
     return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, ds->records_off,
@@ -654,18 +686,35 @@ int gf_dataset_check_index(const gf_dataset *ds) {
     return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, ds->names_off,
                    "source-name blob: checksum 0x%08x, expected 0x%08x", crc,
                    ds->names_crc);
+  if (ds->summary_size &&
+      (rc = gf_summary_compare(ds->map + GF_INDEX_HEADER_SIZE, &sum,
+                               ds->index_path)) < 0)
+    return rc;
   return 0;
 }
 
-void gf_dataset_scan_sizes(const gf_dataset *ds, gf_dataset_scan_fn fn,
-                           void *ctx) {
-  /* Plain field reads over the mapped records, no per-record checks:
-   * what is read here only sizes buffers (bounded by the limits by the
-   * caller); every record is still checked when its sample is read. */
+int gf_dataset_max_sizes(const gf_dataset *ds, const gf_decode_opts *opts,
+                         bool use_summary, gf_record_sizes *out) {
+  if (use_summary && ds->summary_size &&
+      gf_summary_sizes(ds->map + GF_INDEX_HEADER_SIZE, opts, out))
+    return 1;
+  /* A pass over the records, plain field reads without the per-record
+   * checks: what is read here only sizes buffers (bounded by the limits);
+   * every record is still checked when its sample is read. */
+  gf_sizes_scan sc;
+  gf_sizes_scan_init(&sc, opts);
   const uint8_t *rec = ds->map + ds->records_off;
   for (uint64_t i = 0; i < ds->count; i++, rec += GF_RECORD_SIZE) {
     gf_shape s = {gf_le32(rec + GF_REC_HEIGHT), gf_le32(rec + GF_REC_WIDTH),
                   rec[GF_REC_CHANNELS], rec[GF_REC_DTYPE]};
-    fn(ctx, gf_le16(rec + GF_REC_CODEC), &s, gf_le64(rec + GF_REC_LENGTH));
+    gf_sizes_scan_add(&sc, gf_le16(rec + GF_REC_CODEC), &s,
+                      gf_le64(rec + GF_REC_LENGTH));
   }
+  *out = sc.out;
+  return 0;
+}
+
+const uint8_t *gf_dataset_summary(const gf_dataset *ds, uint32_t *size) {
+  *size = ds ? ds->summary_size : 0;
+  return *size ? ds->map + GF_INDEX_HEADER_SIZE : NULL;
 }

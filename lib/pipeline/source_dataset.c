@@ -93,68 +93,24 @@ static void ds_name(const void *impl, uint64_t idx, char *buf, size_t cap) {
   snprintf(buf, cap, "%s", "");
 }
 
-/* Decoded bytes of a record's output under opts: the conversion rules of
- * gf_decode (channels as requested, 16-bit kept only when asked). A png
- * record's shape was taken with 16-bit reduced, so keep_16bit may double
- * it. */
-static uint64_t out_bytes(int codec, const gf_shape *stored,
-                          const gf_decode_opts *o) {
-  gf_shape s = *stored;
-  if (o->channels)
-    s.channels = o->channels;
-  if (codec == GF_CODEC_PNG && o->keep_16bit)
-    s.dtype = GF_DTYPE_U16;
-  else if (s.dtype == GF_DTYPE_U16 && !o->keep_16bit)
-    s.dtype = GF_DTYPE_U8;
-  return gf_shape_bytes(&s);
-}
-
-typedef struct scan_ctx {
-  const gf_decode_opts *opts;
-  gf_decode_opts native; /* no conversion: channels 0, 16 bits kept */
-  gf_limits lim;
-  uint64_t max_decoded, max_stored, max_native;
-  uint32_t max_channels;
-  uint64_t by_codec[GF_CODEC_COUNT_];
-} scan_ctx;
-
-/* A damaged record cannot make the buffers larger than the limits allow:
- * sizes beyond them are left out here and refused when the sample is read. */
-static void scan_one(void *ctx, int codec, const gf_shape *shape,
-                     uint64_t length) {
-  scan_ctx *c = ctx;
-  if (codec >= 0 && codec < GF_CODEC_COUNT_)
-    c->by_codec[codec]++;
-  uint64_t d = out_bytes(codec, shape, c->opts);
-  uint64_t nat = out_bytes(codec, shape, &c->native);
-  if (nat <= c->lim.max_bytes && nat > c->max_native)
-    c->max_native = nat;
-  if (d <= c->lim.max_bytes && d > c->max_decoded)
-    c->max_decoded = d;
-  uint32_t ch = c->opts->channels ? c->opts->channels : shape->channels;
-  if (d <= c->lim.max_bytes && ch > c->max_channels)
-    c->max_channels = ch;
-  if (length <= c->lim.max_bytes && length > c->max_stored)
-    c->max_stored = length;
-}
-
 static int ds_max_sizes(const void *impl, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint64_t *max_native, uint32_t *max_channels,
                         uint64_t *by_codec) {
-  scan_ctx c = {
-      .opts = opts, .native = *opts, .lim = gf_limits_resolve(&opts->limits)};
-  c.native.channels = 0;
-  c.native.keep_16bit = 1;
-  gf_dataset_scan_sizes(impl, scan_one, &c);
-  *max_decoded = c.max_decoded;
-  *max_stored = c.max_stored;
+  /* The summary table when it is exact (O(1)), else a pass over every
+   * record. */
+  gf_record_sizes z;
+  int rc = gf_dataset_max_sizes(impl, opts, true, &z);
+  if (rc < 0)
+    return rc;
+  *max_decoded = z.max_decoded;
+  *max_stored = z.max_stored;
   if (by_codec)
-    memcpy(by_codec, c.by_codec, sizeof c.by_codec);
-  *max_native = c.max_native > c.max_decoded ? c.max_native : c.max_decoded;
+    memcpy(by_codec, z.by_codec, sizeof z.by_codec);
+  *max_native = z.max_native > z.max_decoded ? z.max_native : z.max_decoded;
   /* No record with a channel count: any of the 4. */
   *max_channels =
-      opts->channels ? opts->channels : (c.max_channels ? c.max_channels : 4);
+      opts->channels ? opts->channels : (z.max_channels ? z.max_channels : 4);
   return 0;
 }
 
