@@ -64,7 +64,8 @@ enum gf_index_header_field {
 #define GF_SUMMARY_ENTRY_SIZE 40u
 /* A writer of this version writes at most GF_CODEC_COUNT_ x 2 entries;
  * the bound leaves room for later codecs and keeps the table small: at
- * most 41 KiB, inside the first 64 KiB of the index. */
+ * most 41 KiB, inside the first 64 KiB of the index, which a remote open
+ * reads first. */
 #define GF_SUMMARY_MAX_ENTRIES 1024u
 #define GF_SUMMARY_MAX_SIZE                                                    \
   (GF_SUMMARY_HEAD_SIZE + GF_SUMMARY_MAX_ENTRIES * GF_SUMMARY_ENTRY_SIZE)
@@ -378,19 +379,58 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out);
 /* The storage the dataset lies in (owned by the dataset or its caller). */
 gf_storage *gf_dataset_storage(const gf_dataset *ds);
 /* Shard i's object, open for reading and owned by the dataset, or NULL
- * when i is out of range. For the loader's readers. */
+ * when i is out of range or the shard is not open yet (a dataset without
+ * descriptors opens each shard on first use: gf_dataset_shard_open). */
 gf_object *gf_dataset_shard_object(const gf_dataset *ds, uint32_t i);
+/* Shard i's object (*out, owned by the dataset), opened and checked now if
+ * it was not (by one thread; others wait for it). Returns 0, -ERANGE, or
+ * the open's or the checks' error naming the shard (FORMAT.md, "at open",
+ * step 6). Any thread. */
+int gf_dataset_shard_open(const gf_dataset *ds, uint32_t i, gf_object **out);
+
+/* gf_dataset_sample_info without the source name: info->source is NULL
+ * (source_len is set), so a remote index reads the record's page only.
+ * The loader's call. Any thread. */
+int gf_dataset_record(const gf_dataset *ds, uint64_t idx, gf_sample_info *info);
+/* The records of samples idx[0..n) (any order, repeats allowed) read
+ * together, and the shards they name opened together (up to 64 at once),
+ * so that their use costs no round trip each: at once for a mapped index.
+ * Returns 0 or the first page read's error (the opens' errors are left
+ * to the samples' use, which reports them). Any thread. */
+int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n);
+/* The whole index in memory (a remote one read with many reads at once:
+ * before a pass over every record). 0 at once for a mapped index. Returns
+ * 0 or the read's error. Any thread. */
+int gf_dataset_load_index(const gf_dataset *ds);
 /* The loader's buffer sizes under opts (format.h's gf_record_sizes): from
  * the summary table when use_summary, the index has one and it is exact
  * under opts (returns 1, O(1)), else from a pass over the records
- * (returns 0). Any thread. */
+ * (returns 0; a remote index is read whole first). Negative: that read's
+ * error. Any thread. */
 int gf_dataset_max_sizes(const gf_dataset *ds, const gf_decode_opts *opts,
                          bool use_summary, gf_record_sizes *out);
 /* The summary table (its bytes, *size of them), or NULL and 0 for a
  * version 1 index. */
 const uint8_t *gf_dataset_summary(const gf_dataset *ds, uint32_t *size);
+/* Whether the index is read in pages (a storage without descriptors)
+ * rather than mapped. */
+bool gf_dataset_paged(const gf_dataset *ds);
+/* What the index's pages cost so far (0 for a mapped index): reads,
+ * bytes, pages in memory. */
+void gf_dataset_index_counters(const gf_dataset *ds, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages);
 
-/* Size in bytes of shard i as checked at open, 0 when out of range. */
+#ifdef GPUFEED_TESTING
+/* Test builds only (common/fault.h says which those are): the first read
+ * of an index without descriptors, in bytes (0: 64 KiB; the header is read
+ * whatever it says). A test sets it to GF_INDEX_HEADER_SIZE so that every
+ * table and record of even a small index comes through the pages. Set
+ * before an open. */
+extern uint32_t gf_dataset__test_first_read;
+#endif
+
+/* Size in bytes of shard i as the shard table gives it (checked against
+ * the file when the shard is opened), 0 when out of range. */
 uint64_t gf_dataset_shard_size(const gf_dataset *ds, uint32_t i);
 
 #endif

@@ -41,10 +41,11 @@ static uint64_t ds_count(const void *impl) { return gf_dataset_count(impl); }
 static int ds_sample(const void *impl, uint64_t idx, gf_src_sample *out) {
   const gf_dataset *ds = impl;
   gf_sample_info info;
-  int rc = gf_dataset_sample_info(ds, idx, &info);
+  int rc = gf_dataset_record(ds, idx, &info);
   if (rc < 0)
     return rc;
-  out->obj = gf_dataset_shard_object(ds, info.shard);
+  if ((rc = gf_dataset_shard_open(ds, info.shard, &out->obj)) < 0)
+    return gf_fail_context(rc, NULL, idx, NULL);
   out->object = info.shard;
   out->offset = info.offset;
   out->length = info.length;
@@ -64,12 +65,14 @@ static uint64_t ds_fingerprint(const void *impl) {
   uint64_t n = gf_dataset_count(ds);
   uint64_t h = fp_mix(0x9E3779B97F4A7C15ull, n);
   h = fp_mix(h, 0x64617461736574ull); /* "dataset" */
-  /* gf_dataset_sample_info reports a damaged entry as an error: keep the
-   * caller's error context. */
+  /* gf_dataset_record reports a damaged entry as an error: keep the
+   * caller's error context. A remote index is read whole first, many reads
+   * at once (a record that still cannot be read hashes as damaged). */
   gf_error_info saved = *gf_last_error();
+  (void)gf_dataset_load_index(ds);
   for (uint64_t i = 0; i < n; i++) {
     gf_sample_info info;
-    if (gf_dataset_sample_info(ds, i, &info) < 0) {
+    if (gf_dataset_record(ds, i, &info) < 0) {
       h = fp_mix(h, UINT64_MAX);
       continue;
     }
@@ -83,9 +86,23 @@ static uint64_t ds_fingerprint(const void *impl) {
   return h;
 }
 
+static int ds_prepare(const void *impl, const uint64_t *idx, size_t n) {
+  if (!idx && !n)
+    return gf_dataset_paged(impl) ? 1 : 0;
+  return gf_dataset_prepare(impl, idx, n);
+}
+
+static void ds_record_counters(const void *impl, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages) {
+  gf_dataset_index_counters(impl, reads, bytes, pages);
+}
+
 static void ds_name(const void *impl, uint64_t idx, char *buf, size_t cap) {
   gf_sample_info info;
-  if (gf_dataset_sample_info(impl, idx, &info) == 0) {
+  gf_error_info saved = *gf_last_error(); /* a name for another's error */
+  int rc = gf_dataset_record(impl, idx, &info);
+  gf_error_restore(&saved);
+  if (rc == 0) {
     const char *shard = gf_dataset_shard_path(impl, info.shard);
     snprintf(buf, cap, "%s", shard ? shard : "");
     return;
@@ -97,8 +114,8 @@ static int ds_max_sizes(const void *impl, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint64_t *max_native, uint32_t *max_channels,
                         uint64_t *by_codec) {
-  /* The summary table when it is exact (O(1)), else a pass over every
-   * record. */
+  /* The summary table when it is exact (O(1): a remote index needs no
+   * record for it), else a pass over every record. */
   gf_record_sizes z;
   int rc = gf_dataset_max_sizes(impl, opts, true, &z);
   if (rc < 0)
@@ -167,4 +184,6 @@ const gf_source_ops gf_source_dataset = {
     .objects = ds_objects,
     .object_name = ds_object_name,
     .alignment = ds_alignment,
+    .prepare = ds_prepare,
+    .record_counters = ds_record_counters,
 };

@@ -21,10 +21,16 @@
  * outside its shard, a read returns exactly the record's length, a decode
  * the shape it announced; an index that passes check_index sizes a loader
  * from its summary table exactly as from a pass over its records); each
- * failure must carry its context. */
+ * failure must carry its context. In the test build (the ctest replay,
+ * GPUFEED_TESTING), the same folder is opened again through slow://
+ * (tests/slow_storage.h: no descriptors, so the index is read in pages and
+ * the shards opened on first use) and must give the same results. */
 #include "fuzz.h"
 
 #include "format/format.h"
+#ifdef GPUFEED_TESTING
+#include "slow_storage.h"
+#endif
 
 #define MAX_SHARDS 4
 /* Decoded bytes a sample may take here: keeps each input fast. */
@@ -234,6 +240,82 @@ static void check_sizes(const gf_dataset *ds) {
   }
 }
 
+/* Every record's results through ds, for comparing two opens. */
+typedef struct outcome {
+  int rc;
+  gf_sample_info info;
+  uint32_t data_crc, source_crc;
+  int64_t got;
+} outcome;
+
+static void outcomes(gf_dataset *ds, outcome *o, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) {
+    memset(&o[i], 0, sizeof o[i]);
+    o[i].rc = gf_dataset_sample_info(ds, i, &o[i].info);
+    if (o[i].rc < 0)
+      continue;
+    o[i].source_crc = gf_crc32c(0, o[i].info.source, o[i].info.source_len);
+    o[i].info.source = NULL; /* compared by content */
+    size_t len = (size_t)o[i].info.length;
+    uint8_t *buf = fuzz_alloc(len);
+    o[i].got = gf_dataset_read(ds, i, buf, len);
+    if (o[i].got > 0)
+      o[i].data_crc = gf_crc32c(0, buf, (size_t)o[i].got);
+    free(buf);
+  }
+}
+
+#ifdef GPUFEED_TESTING
+/* The folder opened again without descriptors: a local open's success is
+ * its success (a shard's damage may show only when the shard is used), a
+ * local failure in the index its failure; the same records, bytes and
+ * check. */
+static void compare_paged(const char *dir, int local_rc, const char *local_path,
+                          gf_dataset *local) {
+  static bool registered;
+  if (!registered) {
+    FUZZ_ASSERT(slow_storage_register() == 0);
+    registered = true;
+  }
+  char url[4200];
+  snprintf(url, sizeof url, "slow://%s", dir);
+  gf_dataset *ds = NULL;
+  /* Only the header in the first read: every table and record is read
+   * through the pages, as from a large index. */
+  gf_dataset__test_first_read = GF_INDEX_HEADER_SIZE;
+  int rc = gf_dataset_open(url, &ds);
+  gf_dataset__test_first_read = 0;
+  size_t pl = strlen(local_path);
+  bool index_err = pl >= 9 && strcmp(local_path + pl - 9, "index.gfi") == 0;
+  if (local_rc == 0)
+    FUZZ_ASSERT(rc == 0);
+  else if (index_err)
+    FUZZ_ASSERT(rc == local_rc);
+  if (rc < 0) {
+    FUZZ_CHECK_FAILURE(rc, "gf_dataset_open (paged)");
+    return;
+  }
+  if (local) {
+    uint64_t n = gf_dataset_count(ds);
+    FUZZ_ASSERT(n == gf_dataset_count(local));
+    outcome *a = calloc(n ? n : 1, sizeof *a),
+            *b = calloc(n ? n : 1, sizeof *b);
+    FUZZ_ASSERT(a && b);
+    outcomes(local, a, n);
+    outcomes(ds, b, n);
+    FUZZ_ASSERT(memcmp(a, b, n * sizeof *a) == 0);
+    free(a);
+    free(b);
+    FUZZ_ASSERT(gf_dataset_check_index(ds) == gf_dataset_check_index(local));
+  } else {
+    for (uint64_t i = 0; i < gf_dataset_count(ds); i++)
+      use_record(ds, i);
+    (void)gf_dataset_check_index(ds);
+  }
+  gf_dataset_close(ds);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5)
     return 0;
@@ -278,6 +360,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   gf_dataset *ds = NULL;
   int rc = gf_dataset_open(dir, &ds);
+  char local_path[sizeof gf_last_error()->path];
+  snprintf(local_path, sizeof local_path, "%s",
+           rc < 0 ? gf_last_error()->path : "");
   if (rc < 0) {
     FUZZ_CHECK_FAILURE(rc, "gf_dataset_open");
   } else {
@@ -308,7 +393,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
       check_sizes(ds);
     }
+    rc = 0;
   }
+#ifdef GPUFEED_TESTING
+  compare_paged(dir, rc, local_path, ds);
+#endif
   gf_dataset_close(ds);
   free(ix.p);
   for (int i = 0; i < nsh; i++)
