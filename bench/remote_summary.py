@@ -83,6 +83,11 @@ def main():
         s = (big["create_ms"] + big["first_batch_ms"]) / 1000
         print(f"R4   1,000,000 samples at +{a.latency:g} ms: create {big['create_ms']:.0f} ms, "
               f"first batch {big['first_batch_ms']:.0f} ms after it")
+        idx = big.get("remote", {}).get("index")
+        if idx:
+            print(f"     the index: {idx['pages']} pages of 4 KiB in memory "
+                  f"({idx['bytes'] / 2**20:.1f} MiB in {idx['reads']} reads) "
+                  f"of the 64 MiB a million records take")
         target("R4", s, 2.0, "seconds from create to the first batch", higher=False)
 
     peer, ours = res.get("r5_peer"), res.get("r5_gpufeed")

@@ -244,12 +244,13 @@ typedef struct gf_sample_info {
 
 /* Opens a dataset directory, or a dataset's URL (http://, https://:
  * gf_dataset_open_with's defaults). Maps the index (O(1) in the sample
- * count; a remote index is read into memory), checks the header, the
- * tables and every shard's size, and returns a handle in *out that the
- * caller closes with gf_dataset_close(). Records are validated when they
- * are read. Returns 0, -ENOENT/-EACCES/..., GF_EFORMAT, GF_EVERSION,
- * GF_ETRUNCATED or GF_ECORRUPT, or a server's error (named, never with a
- * secret). Any thread. */
+ * count; a remote index is read in pages as its records are used, see
+ * docs/FORMAT.md), checks the header, the summary and the tables and
+ * every shard's size and header (a remote dataset's shards when each is
+ * first used), and returns a handle in *out that the caller closes with
+ * gf_dataset_close(). Records are validated when they are read. Returns 0,
+ * -ENOENT/-EACCES/..., GF_EFORMAT, GF_EVERSION, GF_ETRUNCATED or GF_ECORRUPT,
+ * or a server's error (named, never with a secret). Any thread. */
 GF_API int gf_dataset_open(const char *dir, gf_dataset **out);
 /* The same with how a server is read (retries, timeouts, TLS, the disk
  * cache tier: gf_remote_config below; NULL: defaults). */
@@ -273,8 +274,10 @@ GF_API const char *gf_dataset_shard_path(const gf_dataset *ds, uint32_t i);
 GF_API uint32_t gf_dataset_alignment(const gf_dataset *ds);
 
 /* Fills *info for sample idx after checking the record against the shard
- * sizes and the limits of a valid record. Returns 0, -ERANGE (idx beyond the
- * count) or GF_ECORRUPT (with context). Any thread. */
+ * sizes and the limits of a valid record (a remote index: its record's
+ * page and its source name's are read on first use). Returns 0, -ERANGE
+ * (idx beyond the count), GF_ECORRUPT (with context) or, remote, the read's
+ * error naming the index and the byte range. Any thread. */
 GF_API int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
                                   gf_sample_info *info);
 
@@ -285,8 +288,10 @@ GF_API int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
 GF_API int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
                                size_t cap);
 
-/* Checks the CRC32C over all index records (O(n); open does not). Returns 0
- * or GF_ECORRUPT. Any thread. */
+/* Checks every index record, the CRC32C over all of them and over the
+ * source names, and that the summary table agrees with the records (O(n);
+ * open does not). Returns 0 or GF_ECORRUPT (or, remote, a read's error).
+ * Any thread. */
 GF_API int gf_dataset_check_index(const gf_dataset *ds);
 
 /* CRC32C (Castagnoli) of buf, continuing from crc (start with 0). */
@@ -1040,7 +1045,13 @@ typedef struct gf_loader_stats {
   uint64_t disk_cache_misses;  /* reads it did not hold */
   uint64_t disk_cache_bytes_read, disk_cache_bytes_written;
   uint64_t disk_cache_evictions;
-  uint64_t reserved4[6];
+  /* A remote dataset's index, read in pages as its records are used
+   * (docs/FORMAT.md): reads, their bytes, 4 KiB pages in memory. */
+  uint64_t index_reads, index_bytes, index_pages;
+  uint64_t fetch_unprepared; /* samples whose records could not be read
+                                ahead (a failed read): their workers read
+                                them again, and report */
+  uint64_t reserved4[2];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */

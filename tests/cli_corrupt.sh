@@ -23,6 +23,15 @@ put32() {
   # shellcheck disable=SC2059
   printf "$s" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
+# get64 FILE OFFSET: a little-endian u64 read (below 2^63).
+get64() {
+  local v=0 i b
+  for i in 7 6 5 4 3 2 1 0; do
+    b=$(od -An -tu1 -j $(($2 + i)) -N1 "$1" | tr -d ' ')
+    v=$((v * 256 + b))
+  done
+  echo "$v"
+}
 fresh() { # fresh NAME: a copy of the good dataset
   rm -rf "${T:?}/$1"
   cp -r "$T/good" "$T/$1"
@@ -104,33 +113,35 @@ no_crash
 
 # A future version (the u32 at offset 8 of both headers, docs/FORMAT.md).
 fresh version
-put32 "$T/version/index.gfi" 8 2
-gf 1 verify "$T/version" && has err "index.gfi" && has err "version 2"
+put32 "$T/version/index.gfi" 8 3
+gf 1 verify "$T/version" && has err "index.gfi" && has err "version 3"
 no_crash
-gf 1 inspect "$T/version" && has err "version 2"
+gf 1 inspect "$T/version" && has err "version 3"
 fresh sversion
 put32 "$T/sversion/shard-000000.gfs" 8 7
 gf 1 verify "$T/sversion" && has err "shard-000000.gfs" && has err "version 7"
 no_crash
 
-# A damaged index record (sample 3's data checksum field, at 128 + 3 * 64 +
-# 44): the index checksum fails, and sample 3 is reported at its record's
-# place in the index (byte 320), the other samples are fine.
+# A damaged index record (sample 3's data checksum field, at records_offset
+# (the header's u64 at 40) + 3 * 64 + 44): the index checksum fails, and
+# sample 3 is reported at its record's place in the index, the other
+# samples are fine.
+recs=$(get64 "$T/good/index.gfi" 40)
 fresh record
-flip "$T/record/index.gfi" $((128 + 3 * 64 + 44))
+flip "$T/record/index.gfi" $((recs + 3 * 64 + 44))
 if gf 1 verify "$T/record"; then
   has err "index.gfi"
   has err "and the index checksum is wrong"
-  has out "sample 3: index.gfi offset 320: "
+  has out "sample 3: index.gfi offset $((recs + 3 * 64)): "
   has out "1 of 12 samples bad"
 fi
 no_crash
 # A record pointing far outside its shard (high bits of sample 7's offset
 # field): refused by the record's checks, never read.
 fresh record2
-put32 "$T/record2/index.gfi" $((128 + 7 * 64 + 4)) 4096
+put32 "$T/record2/index.gfi" $((recs + 7 * 64 + 4)) 4096
 if gf 1 verify "$T/record2"; then
-  has out "sample 7: index.gfi offset 576: "
+  has out "sample 7: index.gfi offset $((recs + 7 * 64)): "
   has out "1 of 12 samples bad"
 fi
 no_crash

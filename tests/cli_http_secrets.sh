@@ -63,9 +63,13 @@ grep -qF "{\"source\":\"$shown\"" "$T/bench_json.out" || fail "bench --json: $(c
 # Runs that fail. Every GET of a shard: 503.
 net_ctl add status 503 method=GET path=/ds/shard-
 run 1 verify_503 env GPUFEED_LOG=debug "$G" verify "$URL"
-grep -qF "$shown/shard-" "$T/verify_503.err" && grep -q "HTTP 503" "$T/verify_503.err" &&
-  grep -q "5 attempts" "$T/verify_503.err" && grep -q "bytes [0-9]*-[0-9]*" "$T/verify_503.err" ||
-  fail "verify's error does not name the URL, range, status and attempts: $(cat "$T/verify_503.err")"
+# The shards are opened on first use: the samples are listed bad (stdout),
+# each with why; the error line (stderr) counts them.
+cat "$T/verify_503.out" "$T/verify_503.err" >"$T/verify_503.all"
+grep -qF "$shown/shard-" "$T/verify_503.all" && grep -q "HTTP 503" "$T/verify_503.all" &&
+  grep -q "5 attempts" "$T/verify_503.all" && grep -q "bytes [0-9]*-[0-9]*" "$T/verify_503.all" &&
+  grep -q "samples bad" "$T/verify_503.err" ||
+  fail "verify's error does not name the URL, range, status and attempts: $(cat "$T/verify_503.all")"
 run 1 bench_503 env GPUFEED_LOG=debug "$G" bench "$URL" --device cpu --batch 8 --epochs 1 --json
 grep -q "HTTP 503" "$T/bench_503.err" || fail "bench: $(cat "$T/bench_503.err")"
 # The index: 403.

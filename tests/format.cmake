@@ -14,6 +14,11 @@ gpufeed_add_test(test_format_bigindex SOURCES ${_fmt}/test_format_bigindex.c
                  TIMEOUT 120)
 gpufeed_add_test(test_format_threads SOURCES ${_fmt}/test_format_threads.c
                  TIMEOUT 120 LABELS threaded)
+# A remote dataset (slow://) from many threads at once: pages read once,
+# shards opened once, every answer the local open's.
+gpufeed_add_test(test_dataset_lazy_threads
+                 SOURCES ${_fmt}/test_dataset_lazy_threads.c
+                 TIMEOUT 300 LABELS threaded)
 gpufeed_add_test(test_folder_scan SOURCES ${_fmt}/test_folder_scan.c
                  TIMEOUT 60)
 gpufeed_add_test(test_folder_opts SOURCES ${_fmt}/test_folder_opts.c

@@ -13,11 +13,15 @@
 #include <unistd.h>
 
 _Atomic uint32_t slow_storage_latency_us;
+_Atomic uint32_t slow_storage_engine_threads;
 _Atomic uint64_t slow_storage_fail_nth;
 _Atomic int slow_storage_fail_sticky;
 _Atomic uint64_t slow_storage_reads, slow_storage_bytes;
 _Atomic uint64_t slow_storage_engine_reads;
 _Atomic uint32_t slow_storage_inflight_max;
+_Atomic uint64_t slow_storage_index_reads, slow_storage_index_bytes;
+_Atomic uint64_t slow_storage_index_sync_reads;
+_Atomic uint64_t slow_storage_heads;
 
 void slow_storage_reset(void) {
   slow_storage_latency_us = 0;
@@ -27,6 +31,11 @@ void slow_storage_reset(void) {
   slow_storage_engine_reads = 0;
   slow_storage_bytes = 0;
   slow_storage_inflight_max = 0;
+  slow_storage_index_reads = 0;
+  slow_storage_index_bytes = 0;
+  slow_storage_index_sync_reads = 0;
+  slow_storage_heads = 0;
+  slow_storage_engine_threads = 0;
 }
 
 typedef struct slow_storage {
@@ -37,9 +46,18 @@ typedef struct slow_storage {
 typedef struct slow_object {
   gf_object base;
   gf_object *inner;
+  bool index; /* a dataset's index.gfi */
 } slow_object;
 
 extern const gf_storage_ops slow_storage_ops;
+
+static void nap(void) {
+  uint32_t us = slow_storage_latency_us;
+  if (us) {
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
 
 static bool slow_claims(const char *location) {
   return strncmp(location, "slow://", 7) == 0;
@@ -71,15 +89,21 @@ static void slow_close(gf_storage *st) {
 
 static int slow_stat(gf_storage *st, const char *name, bool follow,
                      gf_stat *out) {
+  slow_storage_heads++;
+  nap();
   return gf_storage_stat(((slow_storage *)st)->inner, name, follow, out);
 }
 
 static int slow_obj_open(gf_storage *st, const char *name, uint32_t flags,
                          gf_object **out) {
   (void)flags;
+  slow_storage_heads++;
+  nap();
   slow_object *o = calloc(1, sizeof *o);
   if (!o)
     return -ENOMEM;
+  size_t nl = strlen(name);
+  o->index = nl >= 9 && strcmp(name + nl - 9, "index.gfi") == 0;
   int rc = gf_object_open(((slow_storage *)st)->inner, name, 0, &o->inner);
   if (rc < 0) {
     free(o);
@@ -103,14 +127,6 @@ static void slow_obj_close(gf_object *ob) {
   free(o);
 }
 
-static void nap(void) {
-  uint32_t us = slow_storage_latency_us;
-  if (us) {
-    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-  }
-}
-
 /* A read's fault, if this one is to fail. */
 static int fault(void) {
   uint64_t n = ++slow_storage_reads, f = slow_storage_fail_nth;
@@ -125,15 +141,22 @@ static int64_t slow_obj_read(gf_object *ob, void *buf, uint64_t off,
   int e = fault();
   if (e)
     return gf_fail(e, ob->display, GF_NO_INDEX, off, "injected failure");
-  int64_t n = gf_object_read_upto(((slow_object *)ob)->inner, buf, off, len);
+  slow_object *o = (slow_object *)ob;
+  int64_t n = gf_object_read_upto(o->inner, buf, off, len);
   if (n > 0)
     slow_storage_bytes += (uint64_t)n;
+  if (o->index) {
+    slow_storage_index_reads++;
+    slow_storage_index_sync_reads++;
+    slow_storage_index_bytes += n > 0 ? (uint64_t)n : 0;
+  }
   return n;
 }
 
 /* ---- the engine: threads that take slots from a queue ------------------ */
 
-#define THREADS 8
+#define THREADS_DEFAULT 8
+#define THREADS_MAX 256
 
 typedef struct engine {
   gf_io_slot *slots;
@@ -144,7 +167,7 @@ typedef struct engine {
   uint32_t *done, dh, dn;  /* run */
   uint32_t running;
   bool stop, woken;
-  pthread_t t[THREADS];
+  pthread_t t[THREADS_MAX];
   int nt;
 } engine;
 
@@ -178,6 +201,10 @@ static void *engine_main(void *arg) {
       slow_object *o = (slow_object *)s->req.obj;
       int64_t n = gf_object_read_upto(o->inner, s->req.buf, s->req.offset,
                                       s->req.length);
+      if (o->index) {
+        slow_storage_index_reads++;
+        slow_storage_index_bytes += n > 0 ? (uint64_t)n : 0;
+      }
       if (n >= 0 && (uint64_t)n < s->req.length &&
           !(s->req.flags & GF_READ_EOF_OK))
         n = GF_ETRUNCATED;
@@ -214,7 +241,12 @@ static int eng_create(gf_storage *st, gf_io_slot *slots, uint32_t nslots,
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->work, NULL);
   pthread_cond_init(&e->done_cv, NULL);
-  for (int i = 0; i < THREADS; i++)
+  uint32_t want = slow_storage_engine_threads;
+  if (!want)
+    want = THREADS_DEFAULT;
+  if (want > THREADS_MAX)
+    want = THREADS_MAX;
+  for (uint32_t i = 0; i < want; i++)
     if (pthread_create(&e->t[i], NULL, engine_main, e) == 0)
       e->nt++;
   *out = e;

@@ -89,8 +89,10 @@ int main(void) {
   /* A flipped byte near the end: open does not notice, the check does. */
   int fd = open(index, O_RDWR);
   CHECK(fd >= 0);
-  off_t off =
-      GF_INDEX_HEADER_SIZE + (off_t)(COUNT - 7) * GF_RECORD_SIZE + GF_REC_LABEL;
+  uint8_t h[GF_INDEX_HEADER_SIZE];
+  CHECK(pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h);
+  off_t off = (off_t)gf_le64(h + GF_IH_RECORDS_OFF) +
+              (off_t)(COUNT - 7) * GF_RECORD_SIZE + GF_REC_LABEL;
   uint8_t b;
   CHECK(pread(fd, &b, 1, off) == 1);
   b ^= 1;

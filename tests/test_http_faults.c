@@ -408,6 +408,9 @@ int main(void) {
       if (gf_dataset_sample_info(ds, i, &info) == 0 && info.shard == 1)
         break;
     uint8_t *buf = malloc(info.length);
+    /* Read once first: the shard is opened (its header read and checked)
+     * on first use, and the flip is meant for the sample's bytes. */
+    CHECK(gf_dataset_read(ds, i, buf, info.length) == (int64_t)info.length);
     http_ctl(&f, "add flip at=3 method=GET path=/ds/" SHARD " times=1");
     CHECK_ERR(gf_dataset_read(ds, i, buf, info.length), GF_ECORRUPT);
     CHECK(gf_net_proxy_stat(&f.px, "flip") == 1);

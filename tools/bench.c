@@ -516,7 +516,8 @@ int gfc_bench(const gfc_bench_opts *o) {
              "\"wait_ms\":%.1f,\"in_flight_max\":%u,\"held_max_bytes\":%llu,"
              "\"budget_bytes\":%llu,\"disk_cache\":{\"hits\":%llu,"
              "\"misses\":%llu,\"bytes_read\":%llu,\"bytes_written\":%llu,"
-             "\"evictions\":%llu}}",
+             "\"evictions\":%llu},\"index\":{\"reads\":%llu,\"bytes\":%llu,"
+             "\"pages\":%llu},\"unprepared\":%llu}",
              (unsigned long long)st.fetch_requests,
              (unsigned long long)st.fetch_bytes,
              (unsigned long long)st.fetch_failed,
@@ -529,7 +530,11 @@ int gfc_bench(const gfc_bench_opts *o) {
              (unsigned long long)st.disk_cache_misses,
              (unsigned long long)st.disk_cache_bytes_read,
              (unsigned long long)st.disk_cache_bytes_written,
-             (unsigned long long)st.disk_cache_evictions);
+             (unsigned long long)st.disk_cache_evictions,
+             (unsigned long long)st.index_reads,
+             (unsigned long long)st.index_bytes,
+             (unsigned long long)st.index_pages,
+             (unsigned long long)st.fetch_unprepared);
     }
     if (o->trace) {
       printf(",\"trace\":{\"file\":");
@@ -642,6 +647,15 @@ int gfc_bench(const gfc_bench_opts *o) {
                gfc_fmt_bytes(st.disk_cache_bytes_read, b1, sizeof b1),
                gfc_fmt_bytes(st.disk_cache_bytes_written, b2, sizeof b2),
                (unsigned long long)st.disk_cache_evictions);
+      if (st.index_reads)
+        printf("  index             %llu pages of 4 KiB in memory, read in "
+               "%llu reads (%s)%s\n",
+               (unsigned long long)st.index_pages,
+               (unsigned long long)st.index_reads,
+               gfc_fmt_bytes(st.index_bytes, b1, sizeof b1),
+               st.fetch_unprepared ? "; some records not read ahead (a "
+                                     "failed read)"
+                                   : "");
     }
     if (st.skipped)
       printf("  skipped           %llu bad samples (last: %s)\n",

@@ -643,7 +643,7 @@ int gfc_build(const gfc_build_opts *o) {
     gfc_error_last(CMD, gf_last_error()->code);
     goto out;
   }
-  gf_writer_opts wo = {o->shard_size, o->alignment};
+  gf_writer_opts wo = {o->shard_size, o->alignment, 0};
   if ((rc = gf_writer_create(tmp, &wo, &w)) != 0) {
     report_out(o, tmp, rc);
     goto out;

@@ -379,6 +379,12 @@ int gfc_inspect(const gfc_inspect_opts *o) {
   }
   for (uint32_t i = 0; i < gf_dataset_num_shards(ds); i++)
     st.shard_bytes += gf_dataset_shard_size(ds, i);
+  /* Every record below: a remote index read whole, many reads at once,
+   * rather than a page at a time. */
+  if ((rc = gf_dataset_load_index(ds)) != 0) {
+    gfc_error_last(CMD, rc);
+    goto out;
+  }
   for (uint64_t i = 0; i < n; i++) {
     gf_sample_info s;
     if ((rc = gf_dataset_sample_info(ds, i, &s)) != 0) {

@@ -1,32 +1,68 @@
 /* The dataset reader (docs/FORMAT.md, "What the reader checks, and when"):
- * the index is mapped read-only (or, from a storage without descriptors,
- * read into memory) and checked in O(1) of the sample count at open; each
- * record is checked when used; stored bytes are checked against their
- * CRC32C on every read. Files are opened and read through the storage the
- * dataset lies in (io/storage.h). After open nothing in the handle
- * changes, so every accessor may run on any thread at once. */
+ * the index is mapped read-only, or, from a storage without descriptors
+ * (HTTP, S3), read in pages on demand (pages.h): its header, summary and
+ * shard and class tables at open, each records page when a record on it
+ * is first used, the source names when asked for; either way it is
+ * checked in O(1) of the sample count at open, each record is checked
+ * when used, and stored bytes are checked against their CRC32C on every
+ * read. Files are opened and read through the storage the dataset lies
+ * in (io/storage.h). A local dataset opens and checks every shard at
+ * open; one without descriptors opens each shard when a sample of it is
+ * first used (the same checks), so that an open costs a few round trips
+ * whatever the number of shards.
+ *
+ * Threads: every accessor may run on any thread at once. What changes
+ * after open (pages read, shards opened) is filled in once under a lock
+ * and published with release stores; what is in memory never changes
+ * after. */
 #include "format/format.h"
+#include "format/pages.h"
 #include "io/storage.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+/* The first read of an index without descriptors: the header and, in a
+ * version 2 index, the summary, shard and class tables that follow it
+ * (up to about 7,000 shards), with one round trip; a small index whole. */
+#define GF_INDEX_FIRST_READ (64u << 10)
+/* Threads that open the shards a batch needs at once (each an open and a
+ * header read: two round trips over a network; the threads wait, they do
+ * not compute). As many as a remote storage's default connections: a
+ * batch of random samples of 100 shards opens them in two waves (16
+ * threads took seven, 0.35 s at 25 ms a round trip). */
+#define GF_SHARD_OPEN_THREADS 64u
+
+#ifdef GPUFEED_TESTING
+uint32_t gf_dataset__test_first_read;
+#endif
+
 typedef struct gf_shard {
-  gf_object *obj; /* its display name is the shard's path in messages */
+  /* Open, or NULL until first used (lazy shards). Its display name is the
+   * shard's path in messages. */
+  gf_object *_Atomic obj;
   const char *path;
-  uint64_t size;
+  char *own_path; /* lazy shards: the path, before any open */
+  uint64_t size;  /* from the shard table */
+  bool opening;   /* lazy shards: a thread opens it (under mu) */
 } gf_shard;
 
 struct gf_dataset {
   gf_storage *st;
   bool own_st;
   char *index_path;
-  const uint8_t *map; /* the whole index file, read-only */
+  const uint8_t *map; /* the whole index file, read-only (paged: the image,
+                         valid where its pages are read) */
   size_t map_len;
-  bool mapped; /* map is an mmap (else malloc'd) */
+  bool mapped;          /* map is an mmap of the file */
+  gf_pages *pages;      /* no descriptors: the index read in pages */
+  gf_object *index_obj; /* paged: kept open for the pages */
+  uint32_t version;
   uint64_t count;
   uint32_t nshards;
   uint32_t nclasses;
@@ -35,10 +71,19 @@ struct gf_dataset {
   uint64_t dataset_id;
   uint64_t records_off;
   uint64_t names_off, names_size;
+  uint32_t summary_size; /* version 2 */
   uint32_t records_crc, names_crc;
   const char **class_names; /* into map, each NUL-terminated */
   gf_shard *shards;
+  bool lazy_shards;
+  pthread_mutex_t mu; /* lazy shards' opening */
+  pthread_cond_t cv;  /* an open ended */
+  bool sync_init;
 };
+
+/* The handle's parts that change after open (shards opened on first use)
+ * are written through this, under mu. */
+static gf_dataset *mut(const gf_dataset *ds) { return (gf_dataset *)ds; }
 
 /* The storage's words for the error it just recorded (its message), for
  * a message of ours that gives the context. */
@@ -82,11 +127,11 @@ static int check_header(const uint8_t *h, size_t got, const char *path) {
                    "%u bytes)",
                    got, GF_INDEX_HEADER_SIZE);
   uint32_t version = gf_le32(h + GF_IH_VERSION);
-  if (version != GF_FORMAT_VERSION)
+  if (version < GF_INDEX_VERSION_MIN || version > GF_INDEX_VERSION)
     return gf_fail(GF_EVERSION, path, GF_NO_INDEX, GF_IH_VERSION,
                    "dataset format version %u; this build of gpufeed reads "
-                   "version %u",
-                   version, GF_FORMAT_VERSION);
+                   "versions %u to %u",
+                   version, GF_INDEX_VERSION_MIN, GF_INDEX_VERSION);
   if (got < GF_INDEX_HEADER_SIZE)
     return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, GF_NO_INDEX,
                    "the index is only %zu bytes long (its header alone is "
@@ -119,9 +164,25 @@ static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
     return BAD(GF_IH_ALIGNMENT,
                "alignment %u, expected a power of two from 1 to %u", align,
                GF_MAX_ALIGNMENT);
-  if (gf_le32(h + GF_IH_FLAGS) || gf_le32(h + GF_IH_RESERVED))
-    return BAD(GF_IH_FLAGS, "flags 0x%08x and reserved 0x%08x, expected 0",
-               gf_le32(h + GF_IH_FLAGS), gf_le32(h + GF_IH_RESERVED));
+  ds->version = gf_le32(h + GF_IH_VERSION);
+  uint32_t sm_size = 0;
+  if (ds->version == 1) {
+    if (gf_le32(h + GF_IH_FLAGS) || gf_le32(h + GF_IH_RESERVED))
+      return BAD(GF_IH_FLAGS, "flags 0x%08x and reserved 0x%08x, expected 0",
+                 gf_le32(h + GF_IH_FLAGS), gf_le32(h + GF_IH_RESERVED));
+  } else {
+    sm_size = gf_le32(h + GF_IH_SUMMARY_SIZE);
+    if (gf_le32(h + GF_IH_FLAGS))
+      return BAD(GF_IH_FLAGS, "flags 0x%08x, expected 0",
+                 gf_le32(h + GF_IH_FLAGS));
+    if (sm_size < GF_SUMMARY_HEAD_SIZE || sm_size > GF_SUMMARY_MAX_SIZE ||
+        (sm_size - GF_SUMMARY_HEAD_SIZE) % GF_SUMMARY_ENTRY_SIZE)
+      return BAD(GF_IH_SUMMARY_SIZE,
+                 "summary table of %u bytes (expected %u + %u an entry, at "
+                 "most %u entries)",
+                 sm_size, GF_SUMMARY_HEAD_SIZE, GF_SUMMARY_ENTRY_SIZE,
+                 GF_SUMMARY_MAX_ENTRIES);
+  }
   ds->count = gf_le64(h + GF_IH_COUNT);
   ds->nshards = gf_le32(h + GF_IH_SHARDS);
   ds->nclasses = gf_le32(h + GF_IH_CLASSES);
@@ -165,12 +226,18 @@ static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
                "inside the %llu-byte file",
                (unsigned long long)nm_size, (unsigned long long)nm_off,
                (unsigned long long)fsize);
-  const uint64_t t[4][2] = {{rec_off, rec_size},
+  if (!table_in(GF_INDEX_HEADER_SIZE, sm_size, GF_INDEX_HEADER_SIZE, fsize))
+    return BAD(GF_IH_SUMMARY_SIZE,
+               "summary table (%u bytes at offset %u) does not lie inside "
+               "the %llu-byte file",
+               sm_size, GF_INDEX_HEADER_SIZE, (unsigned long long)fsize);
+  const uint64_t t[5][2] = {{rec_off, rec_size},
                             {sh_off, sh_size},
                             {cl_off, cl_size},
-                            {nm_off, nm_size}};
-  for (int i = 0; i < 4; i++)
-    for (int j = i + 1; j < 4; j++)
+                            {nm_off, nm_size},
+                            {GF_INDEX_HEADER_SIZE, sm_size}};
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
       if (tables_overlap(t[i][0], t[i][1], t[j][0], t[j][1]))
         return BAD(GF_IH_RECORDS_OFF, "index tables overlap");
   if (ds->count && !ds->nshards)
@@ -183,6 +250,7 @@ static int check_fields(gf_dataset *ds, const uint8_t *h, const char *path,
     return BAD(GF_IH_FILE_SIZE, "index of %llu bytes cannot be mapped",
                (unsigned long long)fsize);
   ds->records_off = rec_off;
+  ds->summary_size = sm_size;
   ds->names_off = nm_off;
   ds->names_size = nm_size;
   *file_size = fsize;
@@ -226,11 +294,76 @@ static int parse_classes(gf_dataset *ds, const uint8_t *tab, uint64_t size,
   return 0;
 }
 
-static int open_shard(gf_dataset *ds, uint32_t i, uint64_t want_size) {
-  gf_shard *s = &ds->shards[i];
+static int check_shard(const gf_dataset *ds, uint32_t i, uint64_t want_size,
+                       gf_object *o) {
+  const char *path = o->display;
+  uint64_t size = o->size;
+  if (size < want_size)
+    return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, size,
+                   "shard %u is %llu bytes long; the index says %llu", i,
+                   (unsigned long long)size, (unsigned long long)want_size);
+  if (size > want_size)
+    return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, want_size,
+                   "shard %u is %llu bytes long; the index says %llu", i,
+                   (unsigned long long)size, (unsigned long long)want_size);
+  uint8_t h[GF_SHARD_HEADER_SIZE];
+  int64_t n = gf_object_read_upto(o, h, 0, sizeof h);
+  if (n < 0) {
+    char why[512];
+    storage_why(why, sizeof why);
+    return gf_fail((int)n, path, GF_NO_INDEX, 0, "reading the shard header: %s",
+                   why);
+  }
+  if (n < (int64_t)sizeof h)
+    return gf_fail(GF_ETRUNCATED, path, GF_NO_INDEX, (uint64_t)n,
+                   "shard %u ended while reading its header", i);
+  if (memcmp(h + GF_SH_MAGIC, GF_SHARD_MAGIC, 8) != 0)
+    return gf_fail(GF_EFORMAT, path, GF_NO_INDEX, 0,
+                   "not a gpufeed shard: expected the magic \"%s\"",
+                   GF_SHARD_MAGIC);
+  uint32_t version = gf_le32(h + GF_SH_VERSION);
+  if (version != GF_SHARD_VERSION)
+    return gf_fail(GF_EVERSION, path, GF_NO_INDEX, GF_SH_VERSION,
+                   "shard format version %u; this build of gpufeed reads "
+                   "version %u",
+                   version, GF_SHARD_VERSION);
+  uint32_t crc = gf_crc32c(0, h, GF_SH_HEADER_CRC);
+  uint32_t want = gf_le32(h + GF_SH_HEADER_CRC);
+  if (crc != want)
+    return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, 0,
+                   "shard header checksum 0x%08x, expected 0x%08x", crc, want);
+  uint32_t num = gf_le32(h + GF_SH_SHARD);
+  uint32_t align = gf_le32(h + GF_SH_ALIGNMENT);
+  uint32_t start = gf_le32(h + GF_SH_DATA_START);
+  uint64_t id = gf_le64(h + GF_SH_DATASET_ID);
+  if (num != i || align != ds->alignment || start != ds->data_start)
+    return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, 0,
+                   "shard header says shard %u, alignment %u, data at %u; "
+                   "expected shard %u, alignment %u, data at %llu",
+                   num, align, start, i, ds->alignment,
+                   (unsigned long long)ds->data_start);
+  if (id != ds->dataset_id)
+    return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, GF_SH_DATASET_ID,
+                   "shard belongs to dataset 0x%016llx, not to this index's "
+                   "0x%016llx (a shard from another dataset?)",
+                   (unsigned long long)id, (unsigned long long)ds->dataset_id);
+  for (unsigned k = GF_SH_RESERVED; k < GF_SH_HEADER_CRC; k++)
+    if (h[k])
+      return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, k,
+                     "shard header: reserved bytes are not zero");
+  return 0;
+}
+
+/* Opens shard i and checks it against the shard table and the index
+ * (FORMAT.md, "at open", step 6): *out on success, nothing left open on
+ * failure. Touches nothing of ds but reads: any thread. */
+static int open_shard(const gf_dataset *ds, uint32_t i, uint64_t want_size,
+                      gf_object **out) {
+  *out = NULL;
   char name[32];
   snprintf(name, sizeof name, GF_SHARD_FMT, i);
-  int rc = gf_object_open(ds->st, name, 0, &s->obj);
+  gf_object *o;
+  int rc = gf_object_open(ds->st, name, 0, &o);
   if (rc < 0) {
     char why[512], path[1024];
     storage_why(why, sizeof why);
@@ -242,68 +375,99 @@ static int open_shard(gf_dataset *ds, uint32_t i, uint64_t want_size) {
                    "cannot open shard %u of %u: %s%s", i, ds->nshards, why,
                    open_hint(rc));
   }
-  s->path = s->obj->display;
-  uint64_t size = s->obj->size;
-  if (size < want_size)
-    return gf_fail(GF_ETRUNCATED, s->path, GF_NO_INDEX, size,
-                   "shard %u is %llu bytes long; the index says %llu", i,
-                   (unsigned long long)size, (unsigned long long)want_size);
-  if (size > want_size)
-    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, want_size,
-                   "shard %u is %llu bytes long; the index says %llu", i,
-                   (unsigned long long)size, (unsigned long long)want_size);
-  s->size = size;
-  uint8_t h[GF_SHARD_HEADER_SIZE];
-  int64_t n = gf_object_read_upto(s->obj, h, 0, sizeof h);
-  if (n < 0) {
-    char why[512];
-    storage_why(why, sizeof why);
-    return gf_fail((int)n, s->path, GF_NO_INDEX, 0,
-                   "reading the shard header: %s", why);
+  rc = check_shard(ds, i, want_size, o);
+  if (rc < 0) {
+    gf_object_close(o);
+    return rc;
   }
-  if (n < (int64_t)sizeof h)
-    return gf_fail(GF_ETRUNCATED, s->path, GF_NO_INDEX, (uint64_t)n,
-                   "shard %u ended while reading its header", i);
-  if (memcmp(h + GF_SH_MAGIC, GF_SHARD_MAGIC, 8) != 0)
-    return gf_fail(GF_EFORMAT, s->path, GF_NO_INDEX, 0,
-                   "not a gpufeed shard: expected the magic \"%s\"",
-                   GF_SHARD_MAGIC);
-  uint32_t version = gf_le32(h + GF_SH_VERSION);
-  if (version != GF_FORMAT_VERSION)
-    return gf_fail(GF_EVERSION, s->path, GF_NO_INDEX, GF_SH_VERSION,
-                   "shard format version %u; this build of gpufeed reads "
-                   "version %u",
-                   version, GF_FORMAT_VERSION);
-  uint32_t crc = gf_crc32c(0, h, GF_SH_HEADER_CRC);
-  uint32_t want = gf_le32(h + GF_SH_HEADER_CRC);
-  if (crc != want)
-    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, 0,
-                   "shard header checksum 0x%08x, expected 0x%08x", crc, want);
-  uint32_t num = gf_le32(h + GF_SH_SHARD);
-  uint32_t align = gf_le32(h + GF_SH_ALIGNMENT);
-  uint32_t start = gf_le32(h + GF_SH_DATA_START);
-  uint64_t id = gf_le64(h + GF_SH_DATASET_ID);
-  if (num != i || align != ds->alignment || start != ds->data_start)
-    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, 0,
-                   "shard header says shard %u, alignment %u, data at %u; "
-                   "expected shard %u, alignment %u, data at %llu",
-                   num, align, start, i, ds->alignment,
-                   (unsigned long long)ds->data_start);
-  if (id != ds->dataset_id)
-    return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, GF_SH_DATASET_ID,
-                   "shard belongs to dataset 0x%016llx, not to this index's "
-                   "0x%016llx (a shard from another dataset?)",
-                   (unsigned long long)id, (unsigned long long)ds->dataset_id);
-  for (unsigned k = GF_SH_RESERVED; k < GF_SH_HEADER_CRC; k++)
-    if (h[k])
-      return gf_fail(GF_ECORRUPT, s->path, GF_NO_INDEX, k,
-                     "shard header: reserved bytes are not zero");
+  *out = o;
   return 0;
 }
 
-/* Maps (or, from a storage without descriptors, reads into memory) the
- * first fsize bytes of the index. */
-static int load_index(gf_dataset *ds, gf_object *o, uint64_t fsize) {
+/* Shard i's object: open already, or opened now (lazy shards: by one
+ * thread, others waiting for it; a failed open is tried again by the next
+ * use). Returns 0 or the open's error, the shard named. */
+static int shard_get(const gf_dataset *ds, uint32_t i, gf_object **out) {
+  gf_shard *s = &mut(ds)->shards[i];
+  gf_object *o = atomic_load_explicit(&s->obj, memory_order_acquire);
+  if (o || !ds->lazy_shards) {
+    *out = o;
+    return o ? 0
+             : gf_fail(GF_EINTERNAL, s->path, GF_NO_INDEX, GF_NO_INDEX,
+                       "shard %u is not open", i);
+  }
+  pthread_mutex_t *mu = &mut(ds)->mu;
+  pthread_mutex_lock(mu);
+  while (!(o = atomic_load_explicit(&s->obj, memory_order_acquire)) &&
+         s->opening)
+    pthread_cond_wait(&mut(ds)->cv, mu);
+  if (o) {
+    pthread_mutex_unlock(mu);
+    *out = o;
+    return 0;
+  }
+  s->opening = true;
+  pthread_mutex_unlock(mu);
+  int rc = open_shard(ds, i, s->size, &o);
+  pthread_mutex_lock(mu);
+  s->opening = false;
+  if (rc == 0)
+    atomic_store_explicit(&s->obj, o, memory_order_release);
+  pthread_cond_broadcast(&mut(ds)->cv);
+  pthread_mutex_unlock(mu);
+  *out = o;
+  return rc;
+}
+
+/* Opens the listed shards (lazy shards not yet open), several at once. */
+typedef struct opener {
+  const gf_dataset *ds;
+  const uint32_t *list;
+  size_t n;
+  _Atomic size_t next;
+} opener;
+
+static void *opener_main(void *arg) {
+  opener *op = arg;
+  size_t k;
+  while ((k = atomic_fetch_add(&op->next, 1)) < op->n) {
+    gf_object *o;
+    /* A failure is the sample's to report, when it is used. */
+    (void)shard_get(op->ds, op->list[k], &o);
+  }
+  return NULL;
+}
+
+static void open_shards(const gf_dataset *ds, const uint32_t *list, size_t n) {
+  opener op = {.ds = ds, .list = list, .n = n};
+  atomic_init(&op.next, 0);
+  pthread_t t[GF_SHARD_OPEN_THREADS];
+  size_t started = 0;
+  gf_error_info saved = *gf_last_error();
+  while (started + 1 < GF_SHARD_OPEN_THREADS && started + 1 < n &&
+         pthread_create(&t[started], NULL, opener_main, &op) == 0)
+    started++;
+  opener_main(&op); /* the calling thread opens its share */
+  for (size_t i = 0; i < started; i++)
+    pthread_join(t[i], NULL);
+  gf_error_restore(&saved);
+}
+
+/* Bytes [off, off + len) of the index in memory: at once when mapped or
+ * already read, else read now (pages.h). */
+static int need(const gf_dataset *ds, uint64_t off, uint64_t len,
+                uint64_t sample) {
+  if (!ds->pages || gf_pages_ready(ds->pages, off, len))
+    return 0;
+  gf_range r = {off, len};
+  return gf_pages_load(ds->pages, &r, 1, sample);
+}
+
+/* Maps the first fsize bytes of the index (a local file), or makes the
+ * image its pages are read into (no descriptors), holding the `got` bytes
+ * read from its start. */
+static int load_index(gf_dataset *ds, gf_object *o, uint64_t fsize,
+                      const uint8_t *first, size_t got) {
   const char *path = ds->index_path;
   if (fsize > SIZE_MAX)
     return gf_fail(-EFBIG, path, GF_NO_INDEX, GF_NO_INDEX,
@@ -320,21 +484,12 @@ static int load_index(gf_dataset *ds, gf_object *o, uint64_t fsize) {
     ds->map = map;
     ds->mapped = true;
   } else {
-    uint8_t *buf = malloc((size_t)fsize);
-    if (!buf)
-      return gf_fail(-ENOMEM, path, GF_NO_INDEX, GF_NO_INDEX,
-                     "out of memory for the %llu-byte index",
-                     (unsigned long long)fsize);
-    int rc = gf_object_read(o, buf, 0, fsize);
-    if (rc < 0) {
-      free(buf);
-      char why[512];
-      storage_why(why, sizeof why);
-      return gf_fail(rc, path, GF_NO_INDEX, GF_NO_INDEX,
-                     "reading the %llu-byte index: %s",
-                     (unsigned long long)fsize, why);
-    }
-    ds->map = buf;
+    int rc = gf_pages_create(o, fsize, path, &ds->pages);
+    if (rc < 0)
+      return rc;
+    gf_pages_fill(ds->pages, first, got);
+    ds->map = gf_pages_image(ds->pages);
+    ds->index_obj = o;
   }
   ds->map_len = (size_t)fsize;
   return 0;
@@ -369,6 +524,9 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
   }
   ds->st = st;
   ds->own_st = own;
+  pthread_mutex_init(&ds->mu, NULL);
+  pthread_cond_init(&ds->cv, NULL);
+  ds->sync_init = true;
   char ipath[4200];
   gf_storage_name_display(st, GF_INDEX_NAME, ipath, sizeof ipath);
   if (!(ds->index_path = strdup(ipath))) {
@@ -378,6 +536,7 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
   const char *path = ds->index_path;
   int rc = 0;
   gf_object *io;
+  uint8_t *first = NULL;
   rc = gf_object_open(st, GF_INDEX_NAME, 0, &io);
   if (rc < 0) {
     char why[512];
@@ -390,14 +549,29 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
                        rc == -ENOENT ? " (not a gpufeed dataset folder?)" : "");
     goto fail;
   }
-  uint8_t h[GF_INDEX_HEADER_SIZE];
-  int64_t got = gf_object_read_upto(io, h, 0, sizeof h);
+  /* The header; without descriptors, the first bytes with it: in a
+   * version 2 index the summary, shard and class tables lie there. */
+  bool paged = io->fd < 0;
+  size_t want = paged ? GF_INDEX_FIRST_READ : GF_INDEX_HEADER_SIZE;
+#ifdef GPUFEED_TESTING
+  if (paged && gf_dataset__test_first_read)
+    want = gf_dataset__test_first_read > GF_INDEX_HEADER_SIZE
+               ? gf_dataset__test_first_read
+               : GF_INDEX_HEADER_SIZE;
+#endif
+  first = malloc(want);
+  if (!first) {
+    rc = gf_fail(-ENOMEM, path, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+    goto fail_obj;
+  }
+  int64_t got = gf_object_read_upto(io, first, 0, want);
   if (got < 0) {
     char why[512];
     storage_why(why, sizeof why);
     rc = gf_fail((int)got, path, GF_NO_INDEX, 0, "reading the header: %s", why);
     goto fail_obj;
   }
+  const uint8_t *h = first;
   uint64_t fsize = 0, osize = io->size;
   if ((rc = check_header(h, (size_t)got, path)) < 0 ||
       (rc = check_fields(ds, h, path, &fsize)) < 0)
@@ -414,22 +588,36 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
                  (unsigned long long)osize, (unsigned long long)fsize);
     goto fail_obj;
   }
-  rc = load_index(ds, io, fsize);
-  gf_object_close(io);
-  if (rc < 0)
-    goto fail;
+  if ((rc = load_index(ds, io, fsize, first, (size_t)got)) < 0)
+    goto fail_obj;
+  if (!ds->index_obj)
+    gf_object_close(io); /* mapped: the map stays valid */
+  io = NULL;
 
   uint64_t sh_off = gf_le64(h + GF_IH_SHARDS_OFF);
   uint64_t cl_off = gf_le64(h + GF_IH_CLASSES_OFF);
   uint64_t cl_size = gf_le64(h + GF_IH_CLASSES_SIZE);
   uint64_t sh_size = (uint64_t)ds->nshards * 8;
+  uint32_t want_crc = gf_le32(h + GF_IH_TABLES_CRC);
+  /* What open checks, read together where they are not in memory yet (a
+   * version 1 index keeps its tables after the records). */
+  if (ds->pages) {
+    gf_range r[3] = {{GF_INDEX_HEADER_SIZE, ds->summary_size},
+                     {sh_off, sh_size},
+                     {cl_off, cl_size}};
+    if ((rc = gf_pages_load(ds->pages, r, 3, GF_NO_INDEX)) < 0)
+      goto fail;
+  }
+  if (ds->summary_size &&
+      (rc = gf_summary_check(ds->map + GF_INDEX_HEADER_SIZE, ds->summary_size,
+                             ds->count, path)) < 0)
+    goto fail;
   uint32_t crc = gf_crc32c(0, ds->map + sh_off, (size_t)sh_size);
   crc = gf_crc32c(crc, ds->map + cl_off, (size_t)cl_size);
-  uint32_t want = gf_le32(h + GF_IH_TABLES_CRC);
-  if (crc != want) {
+  if (crc != want_crc) {
     rc = gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, sh_off,
                  "shard and class tables: checksum 0x%08x, expected 0x%08x",
-                 crc, want);
+                 crc, want_crc);
     goto fail;
   }
   if ((rc = parse_classes(ds, ds->map + cl_off, cl_size, cl_off)) < 0)
@@ -442,7 +630,11 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
       goto fail;
     }
   }
+  /* Without descriptors every open is a round trip (or two): each shard
+   * is opened and checked when a sample of it is first used. */
+  ds->lazy_shards = paged;
   for (uint32_t i = 0; i < ds->nshards; i++) {
+    gf_shard *s = &ds->shards[i];
     uint64_t size = gf_le64(ds->map + sh_off + (uint64_t)i * 8);
     if (size < ds->data_start || size % ds->alignment ||
         size > (uint64_t)INT64_MAX) {
@@ -453,15 +645,32 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out) {
                    (unsigned long long)ds->data_start, ds->alignment);
       goto fail;
     }
-    if ((rc = open_shard(ds, i, size)) < 0)
+    s->size = size;
+    if (ds->lazy_shards) {
+      char name[32], sp[1024];
+      snprintf(name, sizeof name, GF_SHARD_FMT, i);
+      gf_storage_name_display(ds->st, name, sp, sizeof sp);
+      if (!(s->path = s->own_path = strdup(sp))) {
+        rc = gf_fail(-ENOMEM, path, GF_NO_INDEX, GF_NO_INDEX,
+                     "out of memory for %u shards", ds->nshards);
+        goto fail;
+      }
+      continue;
+    }
+    gf_object *o;
+    if ((rc = open_shard(ds, i, size, &o)) < 0)
       goto fail;
+    atomic_store_explicit(&s->obj, o, memory_order_relaxed);
+    s->path = o->display;
   }
+  free(first);
   *out = ds;
   return 0;
 
 fail_obj:
   gf_object_close(io);
 fail:
+  free(first);
   gf_dataset_close(ds);
   return rc;
 }
@@ -470,16 +679,22 @@ void gf_dataset_close(gf_dataset *ds) {
   if (!ds)
     return;
   if (ds->shards) {
-    for (uint32_t i = 0; i < ds->nshards; i++)
-      gf_object_close(ds->shards[i].obj);
+    for (uint32_t i = 0; i < ds->nshards; i++) {
+      gf_object_close(atomic_load(&ds->shards[i].obj));
+      free(ds->shards[i].own_path);
+    }
     free(ds->shards);
   }
   if (ds->map && ds->mapped)
     munmap((void *)ds->map, ds->map_len);
-  else
-    free((void *)ds->map);
+  gf_pages_destroy(ds->pages); /* its image is the map */
+  gf_object_close(ds->index_obj);
   free(ds->class_names);
   free(ds->index_path);
+  if (ds->sync_init) {
+    pthread_mutex_destroy(&ds->mu);
+    pthread_cond_destroy(&ds->cv);
+  }
   if (ds->own_st)
     gf_storage_close(ds->st);
   free(ds);
@@ -502,15 +717,23 @@ uint32_t gf_dataset_alignment(const gf_dataset *ds) {
   return ds ? ds->alignment : 0;
 }
 gf_object *gf_dataset_shard_object(const gf_dataset *ds, uint32_t i) {
-  return ds && i < ds->nshards ? ds->shards[i].obj : NULL;
+  return ds && i < ds->nshards
+             ? atomic_load_explicit(&ds->shards[i].obj, memory_order_acquire)
+             : NULL;
+}
+int gf_dataset_shard_open(const gf_dataset *ds, uint32_t i, gf_object **out) {
+  if (!ds || i >= ds->nshards)
+    return gf_fail(-ERANGE, ds ? ds->index_path : NULL, GF_NO_INDEX,
+                   GF_NO_INDEX, "no shard %u", i);
+  return shard_get(ds, i, out);
 }
 gf_storage *gf_dataset_storage(const gf_dataset *ds) { return ds->st; }
 uint64_t gf_dataset_shard_size(const gf_dataset *ds, uint32_t i) {
   return ds && i < ds->nshards ? ds->shards[i].size : 0;
 }
 
-int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
-                           gf_sample_info *info) {
+int gf_dataset_record(const gf_dataset *ds, uint64_t idx,
+                      gf_sample_info *info) {
   if (!ds || !info)
     return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
                    "gf_dataset_sample_info: dataset and info are required");
@@ -519,6 +742,9 @@ int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
                    "sample index beyond the %llu samples of the dataset",
                    (unsigned long long)ds->count);
   uint64_t roff = ds->records_off + idx * GF_RECORD_SIZE;
+  int rc = need(ds, roff, GF_RECORD_SIZE, idx);
+  if (rc < 0)
+    return rc;
   const uint8_t *r = ds->map + roff;
   const char *path = ds->index_path;
 #define BAD(...)                                                               \
@@ -590,23 +816,40 @@ int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
   info->shape = shape;
   info->label = label;
   info->checksum = gf_le32(r + GF_REC_DATA_CRC);
-  info->source = (const char *)ds->map + ds->names_off + name_off;
+  info->source = NULL; /* gf_dataset_sample_info's */
   info->source_len = name_len;
+  return 0;
+}
+
+int gf_dataset_sample_info(const gf_dataset *ds, uint64_t idx,
+                           gf_sample_info *info) {
+  int rc = gf_dataset_record(ds, idx, info);
+  if (rc < 0)
+    return rc;
+  /* The record's checks put the name inside the blob. */
+  uint64_t roff = ds->records_off + idx * GF_RECORD_SIZE;
+  uint64_t name_off = gf_le64(ds->map + roff + GF_REC_NAME_OFF);
+  if ((rc = need(ds, ds->names_off + name_off, info->source_len, idx)) < 0)
+    return rc;
+  info->source = (const char *)ds->map + ds->names_off + name_off;
   return 0;
 }
 
 int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
                         size_t cap) {
   gf_sample_info info;
-  int rc = gf_dataset_sample_info(ds, idx, &info);
+  int rc = gf_dataset_record(ds, idx, &info);
   if (rc < 0)
     return rc;
   const gf_shard *s = &ds->shards[info.shard];
+  gf_object *obj;
+  if ((rc = shard_get(ds, info.shard, &obj)) < 0)
+    return gf_fail_context(rc, NULL, idx, NULL);
   if (!buf || cap < info.length)
     return gf_fail(-ENOBUFS, s->path, idx, info.offset,
                    "a buffer of %zu bytes cannot hold the %llu stored bytes",
                    cap, (unsigned long long)info.length);
-  int64_t n = gf_object_read_upto(s->obj, buf, info.offset, info.length);
+  int64_t n = gf_object_read_upto(obj, buf, info.offset, info.length);
   if (n < 0) {
     char why[512];
     storage_why(why, sizeof why);
@@ -628,21 +871,35 @@ int64_t gf_dataset_read(const gf_dataset *ds, uint64_t idx, void *buf,
   return n;
 }
 
+int gf_dataset_load_index(const gf_dataset *ds) {
+  if (!ds || !ds->pages)
+    return 0;
+  gf_range all = {0, ds->map_len};
+  return gf_pages_load(ds->pages, &all, 1, GF_NO_INDEX);
+}
+
 int gf_dataset_check_index(const gf_dataset *ds) {
   if (!ds)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_dataset_check_index: no dataset");
+  /* A remote index whole, many reads at once, rather than a page a
+   * record. */
+  int rc = gf_dataset_load_index(ds);
+  if (rc < 0)
+    return rc;
   /* Each record first (its own CRC and fields: the message names the
    * sample), then the table CRC, which also catches a record rewritten
-   * with a matching record CRC. */
+   * with a matching record CRC, then the summary the records give. */
   gf_sample_info info;
+  gf_summary_acc sum;
+  gf_summary_init(&sum);
   uint32_t crc = 0;
   for (uint64_t i = 0; i < ds->count; i++) {
-    int rc = gf_dataset_sample_info(ds, i, &info);
-    if (rc < 0)
+    if ((rc = gf_dataset_sample_info(ds, i, &info)) < 0)
       return rc;
     crc = gf_crc32c(crc, ds->map + ds->records_off + i * GF_RECORD_SIZE,
                     GF_REC_RECORD_CRC);
+    gf_summary_add(&sum, (int)info.codec, &info.shape, info.length);
   }
   if (crc != ds->records_crc)
     return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, ds->records_off,
@@ -654,18 +911,97 @@ int gf_dataset_check_index(const gf_dataset *ds) {
     return gf_fail(GF_ECORRUPT, ds->index_path, GF_NO_INDEX, ds->names_off,
                    "source-name blob: checksum 0x%08x, expected 0x%08x", crc,
                    ds->names_crc);
+  if (ds->summary_size &&
+      (rc = gf_summary_compare(ds->map + GF_INDEX_HEADER_SIZE, &sum,
+                               ds->index_path)) < 0)
+    return rc;
   return 0;
 }
 
-void gf_dataset_scan_sizes(const gf_dataset *ds, gf_dataset_scan_fn fn,
-                           void *ctx) {
-  /* Plain field reads over the mapped records, no per-record checks:
-   * what is read here only sizes buffers (bounded by the limits by the
-   * caller); every record is still checked when its sample is read. */
+int gf_dataset_max_sizes(const gf_dataset *ds, const gf_decode_opts *opts,
+                         bool use_summary, gf_record_sizes *out) {
+  if (use_summary && ds->summary_size &&
+      gf_summary_sizes(ds->map + GF_INDEX_HEADER_SIZE, opts, out))
+    return 1;
+  /* A pass over the records (of a remote index read whole first), plain
+   * field reads without the per-record checks: what is read here only
+   * sizes buffers (bounded by the limits); every record is still checked
+   * when its sample is read. */
+  gf_range recs = {ds->records_off, ds->count * GF_RECORD_SIZE};
+  if (ds->pages) {
+    int rc = gf_pages_load(ds->pages, &recs, 1, GF_NO_INDEX);
+    if (rc < 0)
+      return rc;
+  }
+  gf_sizes_scan sc;
+  gf_sizes_scan_init(&sc, opts);
   const uint8_t *rec = ds->map + ds->records_off;
   for (uint64_t i = 0; i < ds->count; i++, rec += GF_RECORD_SIZE) {
     gf_shape s = {gf_le32(rec + GF_REC_HEIGHT), gf_le32(rec + GF_REC_WIDTH),
                   rec[GF_REC_CHANNELS], rec[GF_REC_DTYPE]};
-    fn(ctx, gf_le16(rec + GF_REC_CODEC), &s, gf_le64(rec + GF_REC_LENGTH));
+    gf_sizes_scan_add(&sc, gf_le16(rec + GF_REC_CODEC), &s,
+                      gf_le64(rec + GF_REC_LENGTH));
   }
+  *out = sc.out;
+  return 0;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n) {
+  if (!ds || !ds->pages || !n)
+    return 0;
+  gf_range *r = malloc(n * sizeof *r);
+  if (!r)
+    return gf_fail(-ENOMEM, ds->index_path, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory");
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (idx[i] < ds->count)
+      r[m++] =
+          (gf_range){ds->records_off + idx[i] * GF_RECORD_SIZE, GF_RECORD_SIZE};
+  int rc = gf_pages_load(ds->pages, r, m, GF_NO_INDEX);
+  /* The shards these records name, not open yet, opened together. A
+   * record is not checked here (its use checks it): a damaged one costs
+   * at most a needless open. */
+  uint32_t *list = ds->lazy_shards ? malloc(m * sizeof *list) : NULL;
+  size_t nl = 0;
+  for (size_t i = 0; list && i < m; i++) {
+    if (!gf_pages_ready(ds->pages, r[i].off, r[i].len))
+      continue;
+    uint32_t sh = gf_le32(ds->map + r[i].off + GF_REC_SHARD);
+    if (sh < ds->nshards &&
+        !atomic_load_explicit(&ds->shards[sh].obj, memory_order_acquire))
+      list[nl++] = sh;
+  }
+  if (nl > 1) {
+    qsort(list, nl, sizeof *list, cmp_u32);
+    size_t u = 1;
+    for (size_t i = 1; i < nl; i++)
+      if (list[i] != list[u - 1])
+        list[u++] = list[i];
+    nl = u;
+  }
+  if (nl)
+    open_shards(ds, list, nl);
+  free(list);
+  free(r);
+  return rc;
+}
+
+bool gf_dataset_paged(const gf_dataset *ds) { return ds && ds->pages; }
+
+void gf_dataset_index_counters(const gf_dataset *ds, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages) {
+  *reads = *bytes = *pages = 0;
+  if (ds && ds->pages)
+    gf_pages_counters(ds->pages, reads, bytes, pages);
+}
+
+const uint8_t *gf_dataset_summary(const gf_dataset *ds, uint32_t *size) {
+  *size = ds ? ds->summary_size : 0;
+  return *size ? ds->map + GF_INDEX_HEADER_SIZE : NULL;
 }

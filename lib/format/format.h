@@ -13,12 +13,16 @@
 #define GF_SHARD_FMT "shard-%06u.gfs"
 #define GF_DEFAULT_SHARD_SIZE (1ull << 30)
 
-/* On-disk layout, version 1 (docs/FORMAT.md is the specification; these
- * names are its tables' fields, as byte offsets). */
+/* On-disk layout (docs/FORMAT.md is the specification; these names are
+ * its tables' fields, as byte offsets). The index is at version 2 (a
+ * summary table after the header); version 1 indexes are still read. The
+ * shards' layout has not changed since version 1. */
 #define GF_INDEX_TMP_NAME "index.gfi.tmp"
 #define GF_INDEX_MAGIC "GFEEDIDX"
 #define GF_SHARD_MAGIC "GFEEDSHD"
-#define GF_FORMAT_VERSION 1u
+#define GF_INDEX_VERSION 2u     /* what the writer writes */
+#define GF_INDEX_VERSION_MIN 1u /* the oldest the reader reads */
+#define GF_SHARD_VERSION 1u
 #define GF_INDEX_HEADER_SIZE 128u
 #define GF_RECORD_SIZE 64u
 #define GF_SHARD_HEADER_SIZE 64u
@@ -47,8 +51,41 @@ enum gf_index_header_field {
   GF_IH_RECORDS_CRC = 108,
   GF_IH_TABLES_CRC = 112,
   GF_IH_NAMES_CRC = 116,
-  GF_IH_RESERVED = 120,
+  GF_IH_RESERVED = 120,     /* version 1: must be zero */
+  GF_IH_SUMMARY_SIZE = 120, /* version 2: the summary table's bytes */
   GF_IH_HEADER_CRC = 124,
+};
+
+/* The summary table (version 2): at GF_INDEX_HEADER_SIZE, a 16-byte head
+ * then one entry per (codec, dtype) the records hold, in increasing
+ * order: what sizing a loader's buffers needs, without a pass over the
+ * records (summary.c). */
+#define GF_SUMMARY_HEAD_SIZE 16u
+#define GF_SUMMARY_ENTRY_SIZE 40u
+/* A writer of this version writes at most GF_CODEC_COUNT_ x 2 entries;
+ * the bound leaves room for later codecs and keeps the table small: at
+ * most 41 KiB, inside the first 64 KiB of the index, which a remote open
+ * reads first. */
+#define GF_SUMMARY_MAX_ENTRIES 1024u
+#define GF_SUMMARY_MAX_SIZE                                                    \
+  (GF_SUMMARY_HEAD_SIZE + GF_SUMMARY_MAX_ENTRIES * GF_SUMMARY_ENTRY_SIZE)
+
+enum gf_summary_field {
+  GF_SM_ENTRIES = 0,    /* u32: entry count */
+  GF_SM_ENTRY_SIZE = 4, /* u32: GF_SUMMARY_ENTRY_SIZE */
+  GF_SM_RESERVED = 8,   /* u32: must be zero */
+  GF_SM_CRC = 12,       /* u32: CRC32C of bytes 0-11 and the entries */
+};
+
+enum gf_summary_entry_field {
+  GF_SE_CODEC = 0,    /* u16 */
+  GF_SE_DTYPE = 2,    /* u8 */
+  GF_SE_CHANNELS = 3, /* u8: the most channels of a record */
+  GF_SE_RESERVED = 4, /* u32: must be zero */
+  GF_SE_COUNT = 8,    /* u64: records */
+  GF_SE_PIXELS = 16,  /* u64: the largest height x width */
+  GF_SE_VALUES = 24,  /* u64: the largest height x width x channels */
+  GF_SE_LENGTH = 32,  /* u64: the largest stored length */
 };
 
 enum gf_record_field {
@@ -101,6 +138,9 @@ typedef struct gf_writer_opts {
                           larger than it gets a shard of its own */
   uint32_t alignment;  /* 0 or 1: packed; a power of two up to 1 MiB (4096
                           for O_DIRECT): each extent starts aligned */
+  uint32_t index_version; /* 0: GF_INDEX_VERSION; 1: a version 1 index (no
+                             summary table), as gpufeed wrote before it,
+                             for tests and measurements of such datasets */
 } gf_writer_opts;
 
 /* Creates a writer that writes shards and the index into the existing,
@@ -268,6 +308,70 @@ int gf_folder_scan_in(gf_storage *st, const char *labels_file,
                       const gf_folder_opts *opts, gf_folder **out);
 void gf_folder_free(gf_folder *f);
 
+/* ---- The summary table (summary.c; docs/FORMAT.md, "Summary table") ---- */
+
+/* One entry: records of one codec and dtype. */
+typedef struct gf_summary_entry {
+  uint16_t codec;
+  uint8_t dtype, channels;
+  uint64_t count, pixels, values, length;
+} gf_summary_entry;
+
+/* The summary of valid records, as they are added (the writer's, and
+ * gf_dataset_check_index's from the records it checked). */
+typedef struct gf_summary_acc {
+  gf_summary_entry e[GF_CODEC_COUNT_][2]; /* [codec][dtype] */
+} gf_summary_acc;
+void gf_summary_init(gf_summary_acc *a);
+/* Adds one record that passed the record checks (others are ignored). */
+void gf_summary_add(gf_summary_acc *a, int codec, const gf_shape *s,
+                    uint64_t length);
+/* Its entries (with a count). */
+uint32_t gf_summary_entries(const gf_summary_acc *a);
+/* Writes the table (head and entries, CRC included) into out, which holds
+ * GF_SUMMARY_HEAD_SIZE + gf_summary_entries() * GF_SUMMARY_ENTRY_SIZE
+ * bytes; returns that size. */
+uint32_t gf_summary_write(const gf_summary_acc *a, uint8_t *out);
+/* Checks the table at p (size bytes, at GF_INDEX_HEADER_SIZE of the index
+ * `path`) of an index of `count` records: its head, CRC, order, and each
+ * entry within what valid records give; the counts sum to `count`.
+ * Returns 0 or GF_ECORRUPT naming the index and the offset. O(entries). */
+int gf_summary_check(const uint8_t *p, uint64_t size, uint64_t count,
+                     const char *path);
+/* The checked table at p against what the records give (a): 0, or
+ * GF_ECORRUPT naming the first entry that differs, both versions. */
+int gf_summary_compare(const uint8_t *p, const gf_summary_acc *a,
+                       const char *path);
+
+/* What a loader sizes its buffers with (source_dataset.c), under decode
+ * options: the largest sample decoded (the conversion rules of
+ * gf_decode), stored, and as its codec gives it before any conversion (a
+ * png record taken 16 bits wide); the most channels a decoded sample has
+ * (0: no record counted); the records of each known codec. Samples
+ * beyond the options' limit on decoded bytes are not counted (they fail
+ * when read). */
+typedef struct gf_record_sizes {
+  uint64_t max_decoded, max_stored, max_native;
+  uint32_t max_channels;
+  uint64_t by_codec[GF_CODEC_COUNT_];
+} gf_record_sizes;
+/* The same from a pass over the records: init, add each record (the
+ * fields as stored, unchecked), then read .out. */
+typedef struct gf_sizes_scan {
+  gf_decode_opts opts, native;
+  uint64_t max_bytes;
+  gf_record_sizes out;
+} gf_sizes_scan;
+void gf_sizes_scan_init(gf_sizes_scan *sc, const gf_decode_opts *opts);
+void gf_sizes_scan_add(gf_sizes_scan *sc, int codec, const gf_shape *shape,
+                       uint64_t length);
+/* From a checked summary table: fills *out with exactly what a scan of
+ * records that agree with it gives and returns true, or returns false
+ * when only a scan can tell (an entry's largest sample lies beyond the
+ * options' limit, which a scan leaves out record by record). O(entries). */
+bool gf_summary_sizes(const uint8_t *p, const gf_decode_opts *opts,
+                      gf_record_sizes *out);
+
 /* Opens the dataset at the root of storage `st` (gf_dataset_open opens the
  * storage of a path or URL and calls this). With own, the dataset closes
  * st (also when the open fails); else st must outlive it. */
@@ -275,18 +379,58 @@ int gf_dataset_open_in(gf_storage *st, bool own, gf_dataset **out);
 /* The storage the dataset lies in (owned by the dataset or its caller). */
 gf_storage *gf_dataset_storage(const gf_dataset *ds);
 /* Shard i's object, open for reading and owned by the dataset, or NULL
- * when i is out of range. For the loader's readers. */
+ * when i is out of range or the shard is not open yet (a dataset without
+ * descriptors opens each shard on first use: gf_dataset_shard_open). */
 gf_object *gf_dataset_shard_object(const gf_dataset *ds, uint32_t i);
-/* Calls fn for every record with its codec, shape and stored length, read
- * straight from the mapped index without the per-record checks (O(n) but
- * only a pass over memory: the loader sizes its buffers with it at
- * create). The values may be damaged: callers bound what they derive. */
-typedef void (*gf_dataset_scan_fn)(void *ctx, int codec, const gf_shape *shape,
-                                   uint64_t length);
-void gf_dataset_scan_sizes(const gf_dataset *ds, gf_dataset_scan_fn fn,
-                           void *ctx);
+/* Shard i's object (*out, owned by the dataset), opened and checked now if
+ * it was not (by one thread; others wait for it). Returns 0, -ERANGE, or
+ * the open's or the checks' error naming the shard (FORMAT.md, "at open",
+ * step 6). Any thread. */
+int gf_dataset_shard_open(const gf_dataset *ds, uint32_t i, gf_object **out);
 
-/* Size in bytes of shard i as checked at open, 0 when out of range. */
+/* gf_dataset_sample_info without the source name: info->source is NULL
+ * (source_len is set), so a remote index reads the record's page only.
+ * The loader's call. Any thread. */
+int gf_dataset_record(const gf_dataset *ds, uint64_t idx, gf_sample_info *info);
+/* The records of samples idx[0..n) (any order, repeats allowed) read
+ * together, and the shards they name opened together (up to 64 at once),
+ * so that their use costs no round trip each: at once for a mapped index.
+ * Returns 0 or the first page read's error (the opens' errors are left
+ * to the samples' use, which reports them). Any thread. */
+int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n);
+/* The whole index in memory (a remote one read with many reads at once:
+ * before a pass over every record). 0 at once for a mapped index. Returns
+ * 0 or the read's error. Any thread. */
+int gf_dataset_load_index(const gf_dataset *ds);
+/* The loader's buffer sizes under opts (format.h's gf_record_sizes): from
+ * the summary table when use_summary, the index has one and it is exact
+ * under opts (returns 1, O(1)), else from a pass over the records
+ * (returns 0; a remote index is read whole first). Negative: that read's
+ * error. Any thread. */
+int gf_dataset_max_sizes(const gf_dataset *ds, const gf_decode_opts *opts,
+                         bool use_summary, gf_record_sizes *out);
+/* The summary table (its bytes, *size of them), or NULL and 0 for a
+ * version 1 index. */
+const uint8_t *gf_dataset_summary(const gf_dataset *ds, uint32_t *size);
+/* Whether the index is read in pages (a storage without descriptors)
+ * rather than mapped. */
+bool gf_dataset_paged(const gf_dataset *ds);
+/* What the index's pages cost so far (0 for a mapped index): reads,
+ * bytes, pages in memory. */
+void gf_dataset_index_counters(const gf_dataset *ds, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages);
+
+#ifdef GPUFEED_TESTING
+/* Test builds only (common/fault.h says which those are): the first read
+ * of an index without descriptors, in bytes (0: 64 KiB; the header is read
+ * whatever it says). A test sets it to GF_INDEX_HEADER_SIZE so that every
+ * table and record of even a small index comes through the pages. Set
+ * before an open. */
+extern uint32_t gf_dataset__test_first_read;
+#endif
+
+/* Size in bytes of shard i as the shard table gives it (checked against
+ * the file when the shard is opened), 0 when out of range. */
 uint64_t gf_dataset_shard_size(const gf_dataset *ds, uint32_t i);
 
 #endif

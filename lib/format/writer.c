@@ -1,7 +1,8 @@
 /* The dataset writer (docs/FORMAT.md): shards written through a buffer as
  * samples arrive, records and names kept in memory (64 bytes a sample plus
- * the names), the index written last under a temporary name and renamed.
- * Deterministic: the same calls give byte-identical files. */
+ * the names), the index (with its summary table) written last under a
+ * temporary name and renamed. Deterministic: the same calls give
+ * byte-identical files. */
 #include "common/fault.h" /* gf_sys_*: system calls tests can fail */
 #include "format/format.h"
 
@@ -23,6 +24,7 @@ struct gf_writer {
   uint64_t shard_size;
   uint32_t align;
   uint64_t data_start;
+  uint32_t index_version;
 
   /* The shard being written (fd < 0 when none). Bytes [buf_off, buf_off +
    * buf_len) of it are in buf; pos is its logical size so far (a test hole
@@ -171,7 +173,7 @@ static void shard_header(uint8_t h[GF_SHARD_HEADER_SIZE], uint32_t shard,
                          uint32_t align, uint64_t id) {
   memset(h, 0, GF_SHARD_HEADER_SIZE);
   memcpy(h + GF_SH_MAGIC, GF_SHARD_MAGIC, 8);
-  gf_put32(h + GF_SH_VERSION, GF_FORMAT_VERSION);
+  gf_put32(h + GF_SH_VERSION, GF_SHARD_VERSION);
   gf_put32(h + GF_SH_DATA_START, (uint32_t)gf_shard_data_start(align));
   gf_put32(h + GF_SH_SHARD, shard);
   gf_put32(h + GF_SH_ALIGNMENT, align);
@@ -277,6 +279,12 @@ int gf_writer_create(const char *dir, const gf_writer_opts *opts,
     return gf_fail(-EINVAL, dir, GF_NO_INDEX, GF_NO_INDEX,
                    "alignment %u is not a power of two from 1 to %u", align,
                    GF_MAX_ALIGNMENT);
+  uint32_t version =
+      opts && opts->index_version ? opts->index_version : GF_INDEX_VERSION;
+  if (version < GF_INDEX_VERSION_MIN || version > GF_INDEX_VERSION)
+    return gf_fail(-EINVAL, dir, GF_NO_INDEX, GF_NO_INDEX,
+                   "index version %u: this build writes versions %u to %u",
+                   version, GF_INDEX_VERSION_MIN, GF_INDEX_VERSION);
   if (strlen(dir) > PATH_MAX - 64)
     return gf_fail(-ENAMETOOLONG, dir, GF_NO_INDEX, GF_NO_INDEX,
                    "the folder's path is too long");
@@ -306,6 +314,7 @@ int gf_writer_create(const char *dir, const gf_writer_opts *opts,
   }
   w->shard_size = shard_size;
   w->align = align;
+  w->index_version = version;
   w->data_start = gf_shard_data_start(align);
   w->fd = -1;
   *out = w;
@@ -497,33 +506,34 @@ static int seal_shards(gf_writer *w, uint64_t id) {
 
 static uint64_t round8(uint64_t v) { return (v + 7) & ~(uint64_t)7; }
 
-static int write_index(gf_writer *w, const char *tmp, const uint8_t *head,
-                       const uint8_t *shards, uint64_t shards_size,
-                       uint64_t shards_off, uint64_t classes_off,
-                       uint64_t names_off, uint64_t file_size) {
+/* One table of the index: its bytes and where they go. */
+typedef struct piece {
+  uint64_t off;
+  const void *data;
+  uint64_t len;
+} piece;
+
+/* Writes the pieces (in increasing offset, not overlapping) with zero
+ * bytes in the gaps and up to file_size, fsyncs and closes. */
+static int write_index(const char *tmp, const piece *p, int n,
+                       uint64_t file_size) {
   int fd = gf_sys_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return gf_fail(fd, tmp, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot create the index: %s", gf_strerror(fd));
   static const uint8_t zeros[8];
-  uint64_t rec_size = w->count * GF_RECORD_SIZE;
-  int rc = pwrite_all(fd, head, GF_INDEX_HEADER_SIZE, 0, tmp);
-  if (rc == 0 && rec_size)
-    rc =
-        pwrite_all(fd, w->records, (size_t)rec_size, GF_INDEX_HEADER_SIZE, tmp);
-  if (rc == 0 && shards_size)
-    rc = pwrite_all(fd, shards, (size_t)shards_size, shards_off, tmp);
-  if (rc == 0 && w->classes_len)
-    rc = pwrite_all(fd, w->classes, (size_t)w->classes_len, classes_off, tmp);
-  if (rc == 0 && names_off > classes_off + w->classes_len)
-    rc = pwrite_all(fd, zeros,
-                    (size_t)(names_off - classes_off - w->classes_len),
-                    classes_off + w->classes_len, tmp);
-  if (rc == 0 && w->names_len)
-    rc = pwrite_all(fd, w->names, (size_t)w->names_len, names_off, tmp);
-  if (rc == 0 && file_size > names_off + w->names_len)
-    rc = pwrite_all(fd, zeros, (size_t)(file_size - names_off - w->names_len),
-                    names_off + w->names_len, tmp);
+  int rc = 0;
+  uint64_t at = 0;
+  for (int i = 0; i <= n && rc == 0; i++) {
+    uint64_t next = i < n ? p[i].off : file_size;
+    /* The gaps are the rounding of a table's start to 8: < 8 bytes. */
+    if (next > at)
+      rc = pwrite_all(fd, zeros, (size_t)(next - at), at, tmp);
+    if (rc == 0 && i < n && p[i].len)
+      rc = pwrite_all(fd, p[i].data, (size_t)p[i].len, p[i].off, tmp);
+    if (i < n)
+      at = p[i].off + p[i].len;
+  }
   if (rc == 0 && (rc = gf_sys_fsync(fd)) < 0)
     rc = gf_fail(rc, tmp, GF_NO_INDEX, GF_NO_INDEX, "fsync of the index: %s",
                  gf_strerror(rc));
@@ -557,13 +567,38 @@ int gf_writer_finish(gf_writer *w) {
     }
   }
 
-  /* Layout: header, records, shard table, class table, names (each table
-   * start rounded to 8). Sizes follow from counts already held in memory. */
+  /* Layout (each table's start rounded to 8; sizes follow from counts
+   * already held in memory). Version 2: header, summary, shard table,
+   * class table, records, names: everything an open reads lies in the
+   * first bytes, one ranged read of a remote index. Version 1: header,
+   * records, shard table, class table, names. */
+  gf_summary_acc sum;
+  gf_summary_init(&sum);
+  uint8_t summary[GF_SUMMARY_HEAD_SIZE +
+                  GF_CODEC_COUNT_ * 2 * GF_SUMMARY_ENTRY_SIZE];
+  uint32_t summary_size = 0;
   uint64_t rec_size = w->count * GF_RECORD_SIZE;
   uint64_t shards_size = (uint64_t)w->nshards * 8;
-  uint64_t shards_off = GF_INDEX_HEADER_SIZE + rec_size;
-  uint64_t classes_off = shards_off + shards_size;
-  uint64_t names_off = round8(classes_off + w->classes_len);
+  uint64_t records_off, shards_off, classes_off, names_off;
+  if (w->index_version >= 2) {
+    for (uint64_t i = 0; i < w->count; i++) {
+      const uint8_t *r = w->records + i * GF_RECORD_SIZE;
+      gf_shape sh = {gf_le32(r + GF_REC_HEIGHT), gf_le32(r + GF_REC_WIDTH),
+                     r[GF_REC_CHANNELS], r[GF_REC_DTYPE]};
+      gf_summary_add(&sum, gf_le16(r + GF_REC_CODEC), &sh,
+                     gf_le64(r + GF_REC_LENGTH));
+    }
+    summary_size = gf_summary_write(&sum, summary);
+    shards_off = GF_INDEX_HEADER_SIZE + summary_size;
+    classes_off = shards_off + shards_size;
+    records_off = round8(classes_off + w->classes_len);
+    names_off = records_off + rec_size;
+  } else {
+    records_off = GF_INDEX_HEADER_SIZE;
+    shards_off = records_off + rec_size;
+    classes_off = shards_off + shards_size;
+    names_off = round8(classes_off + w->classes_len);
+  }
   uint64_t file_size = round8(names_off + w->names_len);
 
   uint8_t *shards = malloc(shards_size ? (size_t)shards_size : 1);
@@ -588,14 +623,14 @@ int gf_writer_finish(gf_writer *w) {
   uint8_t head[GF_INDEX_HEADER_SIZE];
   memset(head, 0, sizeof head);
   memcpy(head + GF_IH_MAGIC, GF_INDEX_MAGIC, 8);
-  gf_put32(head + GF_IH_VERSION, GF_FORMAT_VERSION);
+  gf_put32(head + GF_IH_VERSION, w->index_version);
   gf_put32(head + GF_IH_HEADER_SIZE, GF_INDEX_HEADER_SIZE);
   gf_put64(head + GF_IH_COUNT, w->count);
   gf_put32(head + GF_IH_SHARDS, w->nshards);
   gf_put32(head + GF_IH_CLASSES, w->nclasses);
   gf_put32(head + GF_IH_RECORD_SIZE, GF_RECORD_SIZE);
   gf_put32(head + GF_IH_ALIGNMENT, w->align);
-  gf_put64(head + GF_IH_RECORDS_OFF, GF_INDEX_HEADER_SIZE);
+  gf_put64(head + GF_IH_RECORDS_OFF, records_off);
   gf_put64(head + GF_IH_SHARDS_OFF, shards_off);
   gf_put64(head + GF_IH_CLASSES_OFF, classes_off);
   gf_put64(head + GF_IH_CLASSES_SIZE, w->classes_len);
@@ -606,15 +641,28 @@ int gf_writer_finish(gf_writer *w) {
   gf_put32(head + GF_IH_RECORDS_CRC, records_crc);
   gf_put32(head + GF_IH_TABLES_CRC, tables_crc);
   gf_put32(head + GF_IH_NAMES_CRC, names_crc);
+  gf_put32(head + GF_IH_SUMMARY_SIZE, summary_size); /* version 1: 0 */
   gf_put32(head + GF_IH_HEADER_CRC, gf_crc32c(0, head, GF_IH_HEADER_CRC));
 
   char tmp[PATH_MAX], final[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s/%s", w->dir, GF_INDEX_TMP_NAME);
   snprintf(final, sizeof final, "%s/%s", w->dir, GF_INDEX_NAME);
   rc = seal_shards(w, id);
-  if (rc == 0)
-    rc = write_index(w, tmp, head, shards, shards_size, shards_off, classes_off,
-                     names_off, file_size);
+  if (rc == 0) {
+    const piece v2[6] = {{0, head, GF_INDEX_HEADER_SIZE},
+                         {GF_INDEX_HEADER_SIZE, summary, summary_size},
+                         {shards_off, shards, shards_size},
+                         {classes_off, w->classes, w->classes_len},
+                         {records_off, w->records, rec_size},
+                         {names_off, w->names, w->names_len}};
+    const piece v1[5] = {{0, head, GF_INDEX_HEADER_SIZE},
+                         {records_off, w->records, rec_size},
+                         {shards_off, shards, shards_size},
+                         {classes_off, w->classes, w->classes_len},
+                         {names_off, w->names, w->names_len}};
+    const piece *p = w->index_version >= 2 ? v2 : v1;
+    rc = write_index(tmp, p, w->index_version >= 2 ? 6 : 5, file_size);
+  }
   free(shards);
   if (rc == 0 && (rc = gf_sys_rename(tmp, final)) < 0)
     rc = gf_fail(rc, final, GF_NO_INDEX, GF_NO_INDEX,

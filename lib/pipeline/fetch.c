@@ -17,6 +17,10 @@
  * gaps between them (a dataset's alignment padding) of at most GAP. */
 #define UNIT_MAX (64ull << 20)
 #define GAP (1ull << 20)
+/* Records read ahead at once (a source with gf_source_prepare: a remote
+ * index's pages, read together): at most this many positions, at least a
+ * batch's (the first batch's records come in one wave of reads). */
+#define PREP_MAX 2048u
 
 enum { U_PLANNED, U_INFLIGHT, U_DONE, U_FAILED };
 
@@ -74,7 +78,28 @@ struct gf_fetch {
   uint64_t bsize; /* block size (1 outside GF_ORDER_BLOCK) */
   gf_fetch_counters st;
   bool warned_window;
+  /* The records read ahead (a source with gf_source_prepare), by a thread
+   * of their own so that the plan never waits on the network under mu:
+   * it walks the plan's positions from the same cursor, a chunk at a time,
+   * at most ecap ahead; the plan takes only positions already prepared
+   * (planned <= prepared: counts since the last reset). bad[] marks the
+   * positions of a chunk whose read failed (a ring of ecap): the plan
+   * leaves them to the workers, which read their records again and
+   * report. */
+  bool prep;
+  pthread_t prep_thread;
+  bool prep_started;
+  pthread_cond_t prep_cv;
+  gf_sampler rsm;
+  uint64_t r_epoch, r_pos, r_end;
+  bool r_ready;
+  uint64_t r_gen; /* a reset moves it: a chunk read meanwhile is dropped */
+  uint64_t planned, prepared;
+  uint8_t *bad;
+  uint64_t *ridx;
 };
+
+static void poke(gf_fetch *f);
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -92,7 +117,10 @@ void gf_fetch_sizes(uint64_t batch_size, uint32_t slots, uint64_t window,
   if (p > (1u << 24))
     p = 1u << 24;
   *positions = (uint32_t)p;
-  *table_bytes = p * (sizeof(entry) + sizeof(unit));
+  /* The ring, the units, and the records read ahead (a flag a position,
+   * a chunk's indices). */
+  *table_bytes =
+      p * (sizeof(entry) + sizeof(unit) + 1) + PREP_MAX * sizeof(uint64_t);
 }
 
 /* ---- the arena and the units ------------------------------------------- */
@@ -165,23 +193,28 @@ static uint64_t new_unit(gf_fetch *f, const gf_object *obj, uint64_t off,
 /* Moves the cursor to a position it can plan: the next epoch past the
  * current one's end. Returns false when there is none (epochs without a
  * position, which the loader never configures). */
-static bool cursor_ready(gf_fetch *f) {
+static bool walk_ready(const gf_fetch *f, gf_sampler *sm, uint64_t *epoch,
+                       uint64_t *pos, uint64_t *end, bool *ready) {
   for (int tries = 0; tries < 3; tries++) {
-    if (!f->p_ready) {
-      if (gf_sampler_epoch(&f->sm) != f->p_epoch)
-        gf_sampler_set_epoch(&f->sm, f->p_epoch);
-      uint64_t share = gf_sampler_samples_per_epoch(&f->sm);
+    if (!*ready) {
+      if (gf_sampler_epoch(sm) != *epoch)
+        gf_sampler_set_epoch(sm, *epoch);
+      uint64_t share = gf_sampler_samples_per_epoch(sm);
       uint64_t B = f->cfg.batch_size;
-      f->p_end = f->cfg.drop_last ? share - share % B : share;
-      f->p_ready = true;
+      *end = f->cfg.drop_last ? share - share % B : share;
+      *ready = true;
     }
-    if (f->p_pos < f->p_end)
+    if (*pos < *end)
       return true;
-    f->p_epoch++;
-    f->p_pos = 0;
-    f->p_ready = false;
+    ++*epoch;
+    *pos = 0;
+    *ready = false;
   }
   return false;
+}
+
+static bool cursor_ready(gf_fetch *f) {
+  return walk_ready(f, &f->sm, &f->p_epoch, &f->p_pos, &f->p_end, &f->p_ready);
 }
 
 /* Plans the next group of positions (a window in GF_ORDER_BLOCK, else one
@@ -202,6 +235,9 @@ static bool plan(gf_fetch *f, planned *scratch) {
   if (f->e_tail + count - f->e_head > f->ecap ||
       f->u_tail + count - f->u_head > f->ucap)
     return false;
+  if (f->prep && f->planned + count > f->prepared)
+    return false; /* the records are still being read: the prep thread
+                     pokes when they are in */
   /* The positions, their samples and extents. */
   uint64_t n = 0, bytes = 0;
   for (uint64_t i = 0; i < count; i++) {
@@ -210,6 +246,11 @@ static bool plan(gf_fetch *f, planned *scratch) {
     memset(e, 0, sizeof *e);
     e->unit = NONE;
     e->idx = gf_sampler_get(&f->sm, a + i);
+    if (f->prep && f->bad[(f->planned + i) % f->ecap]) {
+      f->st.unprepared++;
+      continue;
+    } /* its record could not be read ahead: the worker reads
+                   it (and its bytes) and reports */
     gf_src_sample smp;
     /* A damaged record fails its worker before it takes (not read). */
     if (gf_source_sample(f->cfg.src, e->idx, &smp) < 0 || !smp.obj) {
@@ -336,7 +377,57 @@ static bool plan(gf_fetch *f, planned *scratch) {
   }
   f->e_tail += count;
   f->p_pos = a + count;
+  if (f->prep) {
+    f->planned += count;
+    pthread_cond_signal(&f->prep_cv); /* room ahead */
+  }
   return true;
+}
+
+/* ---- the records read ahead ------------------------------------------- */
+
+static void *prep_main(void *arg) {
+  gf_fetch *f = arg;
+  pthread_mutex_lock(&f->mu);
+  while (!f->stop) {
+    uint64_t lead = f->prepared - f->planned;
+    if (lead >= f->ecap || !walk_ready(f, &f->rsm, &f->r_epoch, &f->r_pos,
+                                       &f->r_end, &f->r_ready)) {
+      pthread_cond_wait(&f->prep_cv, &f->mu);
+      continue;
+    }
+    uint64_t n = f->r_end - f->r_pos, room = f->ecap - lead;
+    uint64_t chunk =
+        f->cfg.batch_size < PREP_MAX ? f->cfg.batch_size : PREP_MAX;
+    if (chunk < 64)
+      chunk = 64;
+    if (n > room)
+      n = room;
+    if (n > chunk)
+      n = chunk;
+    for (uint64_t i = 0; i < n; i++)
+      f->ridx[i] = gf_sampler_get(&f->rsm, f->r_pos + i);
+    uint64_t gen = f->r_gen;
+    pthread_mutex_unlock(&f->mu);
+    gf_error_info saved = *gf_last_error();
+    int rc = gf_source_prepare(f->cfg.src, f->ridx, (size_t)n);
+    if (rc < 0)
+      gf_log(GF_LOG_WARN,
+             "fetch: reading the records of %llu samples ahead: %s (their "
+             "workers read them again)",
+             (unsigned long long)n, gf_last_error()->message);
+    gf_error_restore(&saved);
+    pthread_mutex_lock(&f->mu);
+    if (gen != f->r_gen)
+      continue; /* a restart: the cursor moved meanwhile */
+    for (uint64_t i = 0; i < n; i++)
+      f->bad[(f->prepared + i) % f->ecap] = rc < 0;
+    f->prepared += n;
+    f->r_pos += n;
+    poke(f);
+  }
+  pthread_mutex_unlock(&f->mu);
+  return NULL;
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -471,6 +562,14 @@ static void reset(gf_fetch *f) {
   f->u_head = f->u_tail = f->u_issue = 0;
   f->a_head = f->a_tail = 0;
   f->inflight = 0;
+  f->rsm = f->next_sm;
+  f->r_epoch = f->next_epoch;
+  f->r_pos = f->next_pos;
+  f->r_ready = false;
+  f->r_gen++;
+  f->planned = f->prepared = 0;
+  if (f->prep)
+    pthread_cond_signal(&f->prep_cv);
 }
 
 static void *fetch_main(void *arg) {
@@ -551,6 +650,8 @@ static void *fetch_main(void *arg) {
 /* Wakes the thread: it may have room now, or a restart or stop. Under mu. */
 static void poke(gf_fetch *f) {
   pthread_cond_signal(&f->work_cv);
+  if (f->prep)
+    pthread_cond_signal(&f->prep_cv);
   if (f->thread_blocked && f->reader)
     gf_reader_wake(f->reader);
 }
@@ -573,7 +674,10 @@ int gf_fetch_create(const gf_fetch_config *c, const gf_sampler *s,
   f->ent = calloc((size_t)f->ecap, sizeof *f->ent);
   f->units = calloc((size_t)f->ucap, sizeof *f->units);
   f->arena = malloc((size_t)f->abytes);
-  if (!f->ent || !f->units || !f->arena) {
+  f->prep = gf_source_can_prepare(c->src);
+  f->bad = calloc((size_t)f->ecap, 1);
+  f->ridx = malloc(PREP_MAX * sizeof *f->ridx);
+  if (!f->ent || !f->units || !f->arena || !f->bad || !f->ridx) {
     gf_fetch_destroy(f);
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "out of memory for the fetch stage's %llu bytes",
@@ -582,6 +686,7 @@ int gf_fetch_create(const gf_fetch_config *c, const gf_sampler *s,
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->work_cv, NULL);
   pthread_cond_init(&f->done_cv, NULL);
+  pthread_cond_init(&f->prep_cv, NULL);
   f->next_sm = *s;
   f->next_epoch = epoch;
   f->next_pos = pos;
@@ -597,6 +702,15 @@ int gf_fetch_create(const gf_fetch_config *c, const gf_sampler *s,
                    "cannot start the fetch thread: %s", strerror(rc));
   }
   f->started = true;
+  if (f->prep) {
+    if ((rc = pthread_create(&f->prep_thread, NULL, prep_main, f)) != 0) {
+      gf_fetch_destroy(f);
+      return gf_fail(-rc, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot start the fetch stage's record thread: %s",
+                     strerror(rc));
+    }
+    f->prep_started = true;
+  }
   *out = f;
   return 0;
 }
@@ -611,8 +725,11 @@ void gf_fetch_shutdown(gf_fetch *f) {
   bool join = !f->joined;
   f->joined = true;
   pthread_mutex_unlock(&f->mu);
-  if (join)
+  if (join) {
     pthread_join(f->thread, NULL);
+    if (f->prep_started)
+      pthread_join(f->prep_thread, NULL);
+  }
 }
 
 void gf_fetch_destroy(gf_fetch *f) {
@@ -622,8 +739,11 @@ void gf_fetch_destroy(gf_fetch *f) {
     gf_fetch_shutdown(f);
     pthread_cond_destroy(&f->work_cv);
     pthread_cond_destroy(&f->done_cv);
+    pthread_cond_destroy(&f->prep_cv);
     pthread_mutex_destroy(&f->mu);
   }
+  free(f->bad);
+  free(f->ridx);
   gf_reader_destroy(f->reader);
   free(f->ent);
   free(f->units);

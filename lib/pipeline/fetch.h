@@ -66,6 +66,8 @@ typedef struct gf_fetch_counters {
   uint64_t take_wait_ns; /* workers' time waiting for a read */
   uint32_t inflight_max; /* the most reads in flight at once */
   uint64_t bytes_max;  /* the most bytes held at once */
+  uint64_t unprepared; /* positions whose records could not be read ahead
+                          (left to their workers) */
 } gf_fetch_counters;
 
 /* The positions to plan ahead and the bytes a create allocates besides

@@ -101,6 +101,9 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
     o.disk_cache_bytes_read = sc.cache_bytes_read;
     o.disk_cache_bytes_written = sc.cache_bytes_written;
     o.disk_cache_evictions = sc.cache_evictions;
+    o.fetch_unprepared = fc.unprepared;
+    gf_source_record_counters(l->src, &o.index_reads, &o.index_bytes,
+                              &o.index_pages);
   }
   memcpy(st, &o, st->struct_size);
   return 0;

@@ -153,6 +153,23 @@ const char *gf_source_class_name(const gf_source *s, uint32_t i) {
   return s->ops->class_name(s->impl, i);
 }
 
+int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n) {
+  if (!s->ops->prepare || !n)
+    return 0;
+  return s->ops->prepare(s->impl, idx, n);
+}
+
+void gf_source_record_counters(const gf_source *s, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages) {
+  *reads = *bytes = *pages = 0;
+  if (s->ops->record_counters)
+    s->ops->record_counters(s->impl, reads, bytes, pages);
+}
+
+bool gf_source_can_prepare(const gf_source *s) {
+  return s->ops->prepare && s->ops->prepare(s->impl, NULL, 0) == 1;
+}
+
 int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,
                           size_t *len) {
   *name = "";

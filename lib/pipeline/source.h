@@ -81,6 +81,15 @@ typedef struct gf_source_ops {
                              size_t cap);
   /* The alignment of every sample's extent in its object (1: none). */
   uint32_t (*alignment)(const void *impl);
+  /* Optional (NULL: nothing to do): makes the descriptions of samples
+   * idx[0..n) cheap to ask for, with what they need read together (a
+   * remote index's pages, many reads in flight). idx NULL and n 0: 1 when
+   * it may ever read anything, else 0. */
+  int (*prepare)(const void *impl, const uint64_t *idx, size_t n);
+  /* Optional: what reading the records cost (a remote index's reads,
+   * bytes, pages in memory). */
+  void (*record_counters)(const void *impl, uint64_t *reads, uint64_t *bytes,
+                          uint64_t *pages);
 } gf_source_ops;
 
 /* Opens the source at `path` (a folder path or a URL; remote: how a
@@ -110,6 +119,22 @@ const char *gf_source_object_name(const gf_source *s, uint32_t i, char *buf,
 /* Fills *out for sample idx (dataset: the record, validated). Returns 0,
  * -ERANGE or GF_ECORRUPT. Any thread. */
 int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out);
+
+/* Reads ahead what the descriptions of samples idx[0..n) need (a remote
+ * dataset's index pages: together, many reads in flight), so that
+ * gf_source_sample on them then costs no round trip each. Indices beyond
+ * the count are left out. Returns 0 (at once for a source that has
+ * nothing to read) or the read's error; a failure is only a read ahead
+ * that did not happen: gf_source_sample reads again and reports. Any
+ * thread. */
+int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n);
+/* Whether gf_source_prepare may have anything to read (a dataset read
+ * through a storage without descriptors). */
+bool gf_source_can_prepare(const gf_source *s);
+/* What reading the records cost so far (0s when nothing is read for
+ * them: a mapped index, a folder). Any thread. */
+void gf_source_record_counters(const gf_source *s, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages);
 
 /* A fingerprint of the source's content, for resume states (gpufeed.h's
  * gf_loader_state): a dataset hashes every index entry's stored length,

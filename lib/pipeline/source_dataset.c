@@ -41,10 +41,11 @@ static uint64_t ds_count(const void *impl) { return gf_dataset_count(impl); }
 static int ds_sample(const void *impl, uint64_t idx, gf_src_sample *out) {
   const gf_dataset *ds = impl;
   gf_sample_info info;
-  int rc = gf_dataset_sample_info(ds, idx, &info);
+  int rc = gf_dataset_record(ds, idx, &info);
   if (rc < 0)
     return rc;
-  out->obj = gf_dataset_shard_object(ds, info.shard);
+  if ((rc = gf_dataset_shard_open(ds, info.shard, &out->obj)) < 0)
+    return gf_fail_context(rc, NULL, idx, NULL);
   out->object = info.shard;
   out->offset = info.offset;
   out->length = info.length;
@@ -64,12 +65,14 @@ static uint64_t ds_fingerprint(const void *impl) {
   uint64_t n = gf_dataset_count(ds);
   uint64_t h = fp_mix(0x9E3779B97F4A7C15ull, n);
   h = fp_mix(h, 0x64617461736574ull); /* "dataset" */
-  /* gf_dataset_sample_info reports a damaged entry as an error: keep the
-   * caller's error context. */
+  /* gf_dataset_record reports a damaged entry as an error: keep the
+   * caller's error context. A remote index is read whole first, many reads
+   * at once (a record that still cannot be read hashes as damaged). */
   gf_error_info saved = *gf_last_error();
+  (void)gf_dataset_load_index(ds);
   for (uint64_t i = 0; i < n; i++) {
     gf_sample_info info;
-    if (gf_dataset_sample_info(ds, i, &info) < 0) {
+    if (gf_dataset_record(ds, i, &info) < 0) {
       h = fp_mix(h, UINT64_MAX);
       continue;
     }
@@ -83,9 +86,23 @@ static uint64_t ds_fingerprint(const void *impl) {
   return h;
 }
 
+static int ds_prepare(const void *impl, const uint64_t *idx, size_t n) {
+  if (!idx && !n)
+    return gf_dataset_paged(impl) ? 1 : 0;
+  return gf_dataset_prepare(impl, idx, n);
+}
+
+static void ds_record_counters(const void *impl, uint64_t *reads,
+                               uint64_t *bytes, uint64_t *pages) {
+  gf_dataset_index_counters(impl, reads, bytes, pages);
+}
+
 static void ds_name(const void *impl, uint64_t idx, char *buf, size_t cap) {
   gf_sample_info info;
-  if (gf_dataset_sample_info(impl, idx, &info) == 0) {
+  gf_error_info saved = *gf_last_error(); /* a name for another's error */
+  int rc = gf_dataset_record(impl, idx, &info);
+  gf_error_restore(&saved);
+  if (rc == 0) {
     const char *shard = gf_dataset_shard_path(impl, info.shard);
     snprintf(buf, cap, "%s", shard ? shard : "");
     return;
@@ -93,68 +110,24 @@ static void ds_name(const void *impl, uint64_t idx, char *buf, size_t cap) {
   snprintf(buf, cap, "%s", "");
 }
 
-/* Decoded bytes of a record's output under opts: the conversion rules of
- * gf_decode (channels as requested, 16-bit kept only when asked). A png
- * record's shape was taken with 16-bit reduced, so keep_16bit may double
- * it. */
-static uint64_t out_bytes(int codec, const gf_shape *stored,
-                          const gf_decode_opts *o) {
-  gf_shape s = *stored;
-  if (o->channels)
-    s.channels = o->channels;
-  if (codec == GF_CODEC_PNG && o->keep_16bit)
-    s.dtype = GF_DTYPE_U16;
-  else if (s.dtype == GF_DTYPE_U16 && !o->keep_16bit)
-    s.dtype = GF_DTYPE_U8;
-  return gf_shape_bytes(&s);
-}
-
-typedef struct scan_ctx {
-  const gf_decode_opts *opts;
-  gf_decode_opts native; /* no conversion: channels 0, 16 bits kept */
-  gf_limits lim;
-  uint64_t max_decoded, max_stored, max_native;
-  uint32_t max_channels;
-  uint64_t by_codec[GF_CODEC_COUNT_];
-} scan_ctx;
-
-/* A damaged record cannot make the buffers larger than the limits allow:
- * sizes beyond them are left out here and refused when the sample is read. */
-static void scan_one(void *ctx, int codec, const gf_shape *shape,
-                     uint64_t length) {
-  scan_ctx *c = ctx;
-  if (codec >= 0 && codec < GF_CODEC_COUNT_)
-    c->by_codec[codec]++;
-  uint64_t d = out_bytes(codec, shape, c->opts);
-  uint64_t nat = out_bytes(codec, shape, &c->native);
-  if (nat <= c->lim.max_bytes && nat > c->max_native)
-    c->max_native = nat;
-  if (d <= c->lim.max_bytes && d > c->max_decoded)
-    c->max_decoded = d;
-  uint32_t ch = c->opts->channels ? c->opts->channels : shape->channels;
-  if (d <= c->lim.max_bytes && ch > c->max_channels)
-    c->max_channels = ch;
-  if (length <= c->lim.max_bytes && length > c->max_stored)
-    c->max_stored = length;
-}
-
 static int ds_max_sizes(const void *impl, const gf_decode_opts *opts,
                         uint64_t *max_decoded, uint64_t *max_stored,
                         uint64_t *max_native, uint32_t *max_channels,
                         uint64_t *by_codec) {
-  scan_ctx c = {
-      .opts = opts, .native = *opts, .lim = gf_limits_resolve(&opts->limits)};
-  c.native.channels = 0;
-  c.native.keep_16bit = 1;
-  gf_dataset_scan_sizes(impl, scan_one, &c);
-  *max_decoded = c.max_decoded;
-  *max_stored = c.max_stored;
+  /* The summary table when it is exact (O(1): a remote index needs no
+   * record for it), else a pass over every record. */
+  gf_record_sizes z;
+  int rc = gf_dataset_max_sizes(impl, opts, true, &z);
+  if (rc < 0)
+    return rc;
+  *max_decoded = z.max_decoded;
+  *max_stored = z.max_stored;
   if (by_codec)
-    memcpy(by_codec, c.by_codec, sizeof c.by_codec);
-  *max_native = c.max_native > c.max_decoded ? c.max_native : c.max_decoded;
+    memcpy(by_codec, z.by_codec, sizeof z.by_codec);
+  *max_native = z.max_native > z.max_decoded ? z.max_native : z.max_decoded;
   /* No record with a channel count: any of the 4. */
   *max_channels =
-      opts->channels ? opts->channels : (c.max_channels ? c.max_channels : 4);
+      opts->channels ? opts->channels : (z.max_channels ? z.max_channels : 4);
   return 0;
 }
 
@@ -211,4 +184,6 @@ const gf_source_ops gf_source_dataset = {
     .objects = ds_objects,
     .object_name = ds_object_name,
     .alignment = ds_alignment,
+    .prepare = ds_prepare,
+    .record_counters = ds_record_counters,
 };

@@ -413,7 +413,9 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
       U_(fetch_inflight) || U_(fetch_inflight_max) || U_(fetch_held_bytes) ||
       U_(fetch_held_max) || U_(fetch_budget) || U_(disk_cache_hits) ||
       U_(disk_cache_misses) || U_(disk_cache_bytes_read) ||
-      U_(disk_cache_bytes_written) || U_(disk_cache_evictions)) {
+      U_(disk_cache_bytes_written) || U_(disk_cache_evictions) ||
+      U_(index_reads) || U_(index_bytes) || U_(index_pages) ||
+      U_(fetch_unprepared)) {
     Py_DECREF(d);
     return NULL;
   }

@@ -3,9 +3,13 @@
  * Input layout:
  *   u8   flags    bit 0: repair every checksum (and dataset_id) before
  *                        writing, so mutations reach the field checks
- *                        behind the CRCs; bit 1: also repair each record's
- *                        data CRC (reads then reach the decoders); bit 2:
- *                        set the shard table to the real shard sizes
+ *                        behind the CRCs (the summary table's own CRC
+ *                        too); bit 1: also repair each record's data CRC
+ *                        (reads then reach the decoders); bit 2: set the
+ *                        shard table to the real shard sizes; bit 3: with
+ *                        bit 0, rewrite the summary table's entries from
+ *                        the records (where they take its size), so that
+ *                        mutated records still agree with it
  *   u32  L        length of the index (cut to what is there)
  *   L bytes       index.gfi
  *   then up to 4 shards, each: u32 length, bytes (cut to what is there)
@@ -15,10 +19,18 @@
  * (bounded) gf_decode, then gf_dataset_check_index. Each success is checked
  * against the promises of gpufeed.h and FORMAT.md (a record never points
  * outside its shard, a read returns exactly the record's length, a decode
- * the shape it announced); each failure must carry its context. */
+ * the shape it announced; an index that passes check_index sizes a loader
+ * from its summary table exactly as from a pass over its records); each
+ * failure must carry its context. In the test build (the ctest replay,
+ * GPUFEED_TESTING), the same folder is opened again through slow://
+ * (tests/slow_storage.h: no descriptors, so the index is read in pages and
+ * the shards opened on first use) and must give the same results. */
 #include "fuzz.h"
 
 #include "format/format.h"
+#ifdef GPUFEED_TESTING
+#include "slow_storage.h"
+#endif
 
 #define MAX_SHARDS 4
 /* Decoded bytes a sample may take here: keeps each input fast. */
@@ -79,6 +91,41 @@ static void repair(part *ix, part *sh, int nsh, unsigned flags) {
                    gf_crc32c(0, sh[shard].p + off, (size_t)len));
       fuzz_put32(rec + GF_REC_RECORD_CRC, gf_record_crc(n, rec));
       records_crc = gf_crc32c(records_crc, rec, GF_REC_RECORD_CRC);
+    }
+  }
+  /* The summary table (version 2): entries from the records with bit 3,
+   * then its CRC over what its head says it holds. */
+  uint32_t ssize = fuzz_le32(h + GF_IH_SUMMARY_SIZE);
+  if (fuzz_le32(h + GF_IH_VERSION) >= 2 && ssize >= GF_SUMMARY_HEAD_SIZE &&
+      fuzz_in(GF_INDEX_HEADER_SIZE, ssize, ix->len)) {
+    uint8_t *sm = h + GF_INDEX_HEADER_SIZE;
+    if ((flags & 8) && rsize == GF_RECORD_SIZE) {
+      gf_summary_acc acc;
+      gf_summary_init(&acc);
+      for (uint64_t n = 0; n < count; n++) {
+        if (n > (UINT64_MAX - roff) / GF_RECORD_SIZE - 1)
+          break;
+        uint64_t at = roff + n * GF_RECORD_SIZE;
+        if (!fuzz_in(at, GF_RECORD_SIZE, ix->len))
+          break;
+        const uint8_t *rec = h + at;
+        gf_shape s = {fuzz_le32(rec + GF_REC_HEIGHT),
+                      fuzz_le32(rec + GF_REC_WIDTH), rec[GF_REC_CHANNELS],
+                      rec[GF_REC_DTYPE]};
+        gf_summary_add(&acc, rec[GF_REC_CODEC] | rec[GF_REC_CODEC + 1] << 8, &s,
+                       fuzz_le64(rec + GF_REC_LENGTH));
+      }
+      if (GF_SUMMARY_HEAD_SIZE +
+              gf_summary_entries(&acc) * GF_SUMMARY_ENTRY_SIZE ==
+          ssize)
+        gf_summary_write(&acc, sm);
+    }
+    uint64_t n = fuzz_le32(sm + GF_SM_ENTRIES);
+    if (GF_SUMMARY_HEAD_SIZE + n * GF_SUMMARY_ENTRY_SIZE <= ssize) {
+      uint32_t c = gf_crc32c(0, sm, GF_SM_CRC);
+      c = gf_crc32c(c, sm + GF_SUMMARY_HEAD_SIZE,
+                    (size_t)n * GF_SUMMARY_ENTRY_SIZE);
+      fuzz_put32(sm + GF_SM_CRC, c);
     }
   }
   uint32_t nshards = fuzz_le32(h + GF_IH_SHARDS);
@@ -175,6 +222,100 @@ static void use_record(gf_dataset *ds, uint64_t idx) {
   free(buf);
 }
 
+/* An index that passed check_index: the summary's sizes (where it has one
+ * and they are exact) are a pass over the records', under a few decode
+ * options. */
+static void check_sizes(const gf_dataset *ds) {
+  static const uint32_t ch[] = {0, 1, 3, 4};
+  for (int k = 0; k < 8; k++) {
+    gf_decode_opts o = GF_DECODE_OPTS_INIT;
+    o.channels = ch[k % 4];
+    o.keep_16bit = (uint32_t)(k / 4);
+    o.limits.max_bytes = k == 5 ? 64 : 0;
+    gf_record_sizes a, b;
+    int ra = gf_dataset_max_sizes(ds, &o, true, &a);
+    int rb = gf_dataset_max_sizes(ds, &o, false, &b);
+    FUZZ_ASSERT(ra >= 0 && rb == 0);
+    FUZZ_ASSERT(memcmp(&a, &b, sizeof a) == 0);
+  }
+}
+
+/* Every record's results through ds, for comparing two opens. */
+typedef struct outcome {
+  int rc;
+  gf_sample_info info;
+  uint32_t data_crc, source_crc;
+  int64_t got;
+} outcome;
+
+static void outcomes(gf_dataset *ds, outcome *o, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) {
+    memset(&o[i], 0, sizeof o[i]);
+    o[i].rc = gf_dataset_sample_info(ds, i, &o[i].info);
+    if (o[i].rc < 0)
+      continue;
+    o[i].source_crc = gf_crc32c(0, o[i].info.source, o[i].info.source_len);
+    o[i].info.source = NULL; /* compared by content */
+    size_t len = (size_t)o[i].info.length;
+    uint8_t *buf = fuzz_alloc(len);
+    o[i].got = gf_dataset_read(ds, i, buf, len);
+    if (o[i].got > 0)
+      o[i].data_crc = gf_crc32c(0, buf, (size_t)o[i].got);
+    free(buf);
+  }
+}
+
+#ifdef GPUFEED_TESTING
+/* The folder opened again without descriptors: a local open's success is
+ * its success (a shard's damage may show only when the shard is used), a
+ * local failure in the index its failure; the same records, bytes and
+ * check. */
+static void compare_paged(const char *dir, int local_rc, const char *local_path,
+                          gf_dataset *local) {
+  static bool registered;
+  if (!registered) {
+    FUZZ_ASSERT(slow_storage_register() == 0);
+    registered = true;
+  }
+  char url[4200];
+  snprintf(url, sizeof url, "slow://%s", dir);
+  gf_dataset *ds = NULL;
+  /* Only the header in the first read: every table and record is read
+   * through the pages, as from a large index. */
+  gf_dataset__test_first_read = GF_INDEX_HEADER_SIZE;
+  int rc = gf_dataset_open(url, &ds);
+  gf_dataset__test_first_read = 0;
+  size_t pl = strlen(local_path);
+  bool index_err = pl >= 9 && strcmp(local_path + pl - 9, "index.gfi") == 0;
+  if (local_rc == 0)
+    FUZZ_ASSERT(rc == 0);
+  else if (index_err)
+    FUZZ_ASSERT(rc == local_rc);
+  if (rc < 0) {
+    FUZZ_CHECK_FAILURE(rc, "gf_dataset_open (paged)");
+    return;
+  }
+  if (local) {
+    uint64_t n = gf_dataset_count(ds);
+    FUZZ_ASSERT(n == gf_dataset_count(local));
+    outcome *a = calloc(n ? n : 1, sizeof *a),
+            *b = calloc(n ? n : 1, sizeof *b);
+    FUZZ_ASSERT(a && b);
+    outcomes(local, a, n);
+    outcomes(ds, b, n);
+    FUZZ_ASSERT(memcmp(a, b, n * sizeof *a) == 0);
+    free(a);
+    free(b);
+    FUZZ_ASSERT(gf_dataset_check_index(ds) == gf_dataset_check_index(local));
+  } else {
+    for (uint64_t i = 0; i < gf_dataset_count(ds); i++)
+      use_record(ds, i);
+    (void)gf_dataset_check_index(ds);
+  }
+  gf_dataset_close(ds);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5)
     return 0;
@@ -219,6 +360,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   gf_dataset *ds = NULL;
   int rc = gf_dataset_open(dir, &ds);
+  char local_path[sizeof gf_last_error()->path];
+  snprintf(local_path, sizeof local_path, "%s",
+           rc < 0 ? gf_last_error()->path : "");
   if (rc < 0) {
     FUZZ_CHECK_FAILURE(rc, "gf_dataset_open");
   } else {
@@ -246,9 +390,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc < 0) {
       FUZZ_CHECK_FAILURE(rc, "gf_dataset_check_index");
       FUZZ_ASSERT(rc == GF_ECORRUPT);
+    } else {
+      check_sizes(ds);
     }
-    gf_dataset_close(ds);
+    rc = 0;
   }
+#ifdef GPUFEED_TESTING
+  compare_paged(dir, rc, local_path, ds);
+#endif
+  gf_dataset_close(ds);
   free(ix.p);
   for (int i = 0; i < nsh; i++)
     free(sh[i].p);

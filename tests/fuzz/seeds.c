@@ -81,13 +81,14 @@ typedef struct ds_sample {
 } ds_sample;
 
 /* Builds a dataset with the writer and packs it as a fuzz_dataset input
- * (flags, index, shards), once with flags 0 and once with 7. */
-static void dataset_seed(const char *name, const ds_sample *s, int n,
-                         int classes, uint64_t shard_size, uint32_t align) {
+ * (flags, index, shards), with flags 0, 7 and 15. */
+static void dataset_seed_v(const char *name, const ds_sample *s, int n,
+                           int classes, uint64_t shard_size, uint32_t align,
+                           uint32_t version) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/%s", fuzz_tmpdir(), name);
   mkdir(dir, 0755);
-  gf_writer_opts wo = {shard_size, align};
+  gf_writer_opts wo = {shard_size, align, version};
   gf_writer *w;
   FUZZ_ASSERT(gf_writer_create(dir, &wo, &w) == 0);
   for (int c = 0; c < classes; c++) {
@@ -116,7 +117,7 @@ static void dataset_seed(const char *name, const ds_sample *s, int n,
   FUZZ_ASSERT(gf_writer_finish(w) == 0);
   gf_writer_destroy(w);
 
-  for (unsigned flags = 0; flags <= 7; flags += 7) {
+  for (unsigned flags = 0; flags <= 15; flags += flags ? 8 : 7) {
     buf b = {0};
     uint8_t f = (uint8_t)flags;
     add(&b, &f, 1);
@@ -144,6 +145,16 @@ static void dataset_seed(const char *name, const ds_sample *s, int n,
     put("fuzz_dataset", fname, b.p, b.len);
     free(b.p);
   }
+}
+
+/* Each dataset with a version 2 index (a summary table) and, named -v1,
+ * with a version 1 index. */
+static void dataset_seed(const char *name, const ds_sample *s, int n,
+                         int classes, uint64_t shard_size, uint32_t align) {
+  char v1[200];
+  snprintf(v1, sizeof v1, "%s-v1", name);
+  dataset_seed_v(name, s, n, classes, shard_size, align, GF_INDEX_VERSION);
+  dataset_seed_v(v1, s, n, classes, shard_size, align, 1);
 }
 
 static void dataset_seeds(void) {

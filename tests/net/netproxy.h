@@ -43,6 +43,8 @@ struct np_rule {
   char path[NP_TEXT_MAX]; /* substring of the request target; "" any */
   char method[16];        /* "" any */
   uint64_t nth;           /* fire on the nth match only; 0: every match */
+  uint64_t from;          /* fire on the matches from the from-th on; 0:
+                             from the first */
   double prob;            /* fire with this probability; 1 default */
   uint64_t rng;           /* the rule's generator (seed=) */
   uint64_t times;         /* fire at most this often; 0 unlimited */

@@ -107,6 +107,8 @@ struct np_rule *np_rule_parse(const char *text, char *err, size_t err_cap) {
       strcpy(r->method, val);
     } else if (strcmp(tok, "nth") == 0 && parse_i64(val, 1, INT64_MAX, &v)) {
       r->nth = (uint64_t)v;
+    } else if (strcmp(tok, "from") == 0 && parse_i64(val, 1, INT64_MAX, &v)) {
+      r->from = (uint64_t)v;
     } else if (strcmp(tok, "every") == 0 && !eq) {
       r->nth = 0;
     } else if (strcmp(tok, "prob") == 0 && eq) {
@@ -213,6 +215,8 @@ void np_rule_format(const struct np_rule *r, char *buf, size_t cap) {
     ADD(" method=%s", r->method);
   if (r->nth)
     ADD(" nth=%" PRIu64, r->nth);
+  if (r->from)
+    ADD(" from=%" PRIu64, r->from);
   if (r->prob < 1)
     ADD(" prob=%g", r->prob);
   if (r->times)
@@ -231,6 +235,8 @@ static bool rule_fires(struct np_rule *r, const char *method,
   if (r->times && r->fired >= r->times)
     return false;
   if (r->nth && r->seen != r->nth)
+    return false;
+  if (r->from && r->seen < r->from)
     return false;
   if (r->prob < 1) {
     double u = (double)(rng_next(&r->rng) >> 11) * 0x1.0p-53;
