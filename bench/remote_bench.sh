@@ -199,8 +199,8 @@ print(json.dumps({"name": sys.argv[1], "result": {
     "samples": {str(k): v for k, v in sorted(samples.items())}}}))
 PY
 }
-n=$("$gf" inspect "$root/ds-jpeg" --json | "${SUMMARY_PYTHON:-python3}" -c 'import json,sys; print(json.load(sys.stdin)["samples"])')
-echo "{\"name\":\"r3_dataset\",\"result\":{\"samples\":$n,\"block_size\":256,\"batch\":$B}}" >>"$out"
+read -r n shards < <("$gf" inspect "$root/ds-jpeg" --json | "${SUMMARY_PYTHON:-python3}" -c 'import json,sys; d = json.load(sys.stdin); print(d["samples"], d["shards"]["count"])')
+echo "{\"name\":\"r3_dataset\",\"result\":{\"samples\":$n,\"shards\":$shards,\"block_size\":256,\"batch\":$B}}" >>"$out"
 for order in block shuffle; do
   n0=$(wc -l <"$GF_NGINX_ACCESS_LOG")
   record "r3_${order}_run" "$gf" bench "$(where nginx ds-jpeg)" "${jpeg_opts[@]}" \

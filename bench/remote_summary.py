@@ -68,8 +68,12 @@ def main():
               f"{req['index_gets']} index GETs, {req['head']} HEADs, {req['other']} other; the trace "
               f"{traced} reads: {reads0} of epoch 0 holding {samples0} samples, the rest read ahead "
               f"({dict((k, v) for k, v in tr['reads'].items() if k != '0')})")
-        target("", 1.0 if traced == req["shard_gets"] else 0.0, 1.0,
-               f"{order}: nginx's shard GETs are the trace's reads ({req['shard_gets']} and {traced})")
+        # Besides the trace's reads, each shard's header is read once, when
+        # a sample of it is first used (its open's check).
+        shards = dset.get("shards", 0)
+        target("", 1.0 if traced <= req["shard_gets"] <= traced + shards else 0.0, 1.0,
+               f"{order}: nginx's shard GETs are the trace's reads and at most a header "
+               f"read a shard ({req['shard_gets']}; {traced} and {shards} shards)")
         if order == "block":
             blocks = -(-n // dset["block_size"])
             target("R3", reads0 / blocks, 1.0, f"block order: epoch 0's reads a block ({blocks} blocks)",
