@@ -15,7 +15,7 @@ target_link_libraries(gpufeed_http_fixture PUBLIC gpufeed_nettest gpufeed_testut
 foreach(spec "dataset;180;io http threaded" "faults;300;io http"
              "loader;240;pipeline http threaded"
              "outage;240;pipeline http threaded"
-             "records;180;pipeline http threaded")
+             "records;300;pipeline http threaded")
   list(GET spec 0 t)
   list(GET spec 1 secs)
   list(GET spec 2 labels)

@@ -89,7 +89,11 @@ int main(void) {
   http_ctl(&f, "clear");
   http_ctl(&f, "add status 503 method=GET path=/ds/index.gfi from=%llu",
            opens + 1);
-  l = make(f.proxy_url, &rc);
+  /* One attempt a read: each of a batch's samples reads its record
+   * again, and fails, on its own. */
+  gf_remote_config once = rc;
+  once.max_attempts = 1;
+  l = make(f.proxy_url, &once);
   if (l) {
     gf_batch *b;
     int r;
@@ -103,6 +107,7 @@ int main(void) {
     CHECK(r != GF_EEPOCHEND && ok < N);
     CHECK(strstr(m, "index.gfi") != NULL);
     CHECK(strstr(m, "HTTP 503") != NULL);
+    CHECK(strstr(m, "sample ") != NULL);
     CHECK(strstr(m, "bytes ") != NULL);
     gf_loader_stats st = {.struct_size = sizeof st};
     CHECK_OK(gf_loader_stats_get(l, &st));

@@ -377,6 +377,9 @@ static bool plan(gf_fetch *f, planned *scratch) {
   }
   f->e_tail += count;
   f->p_pos = a + count;
+  /* Takers may wait for these positions: one left to its worker (no unit:
+   * cached, or its record not read ahead) is never announced by a read. */
+  pthread_cond_broadcast(&f->done_cv);
   if (f->prep) {
     f->planned += count;
     pthread_cond_signal(&f->prep_cv); /* room ahead */
@@ -824,6 +827,14 @@ int gf_fetch_take(gf_fetch *f, uint64_t seq, uint64_t idx,
 
 void gf_fetch_release(gf_fetch *f, uint64_t seq) {
   pthread_mutex_lock(&f->mu);
+  /* A worker may give a position up before it is planned (its record
+   * could not be read): the release waits for the plan, or the position
+   * would stay held once planned and the ring would fill. */
+  uint64_t gen = f->gen;
+  while (seq >= f->e_tail && !f->stop && f->gen == gen) {
+    poke(f);
+    pthread_cond_wait(&f->done_cv, &f->mu);
+  }
   if (seq >= f->e_head && seq < f->e_tail) {
     entry *e = E(f, seq);
     if (!e->released) {

@@ -98,11 +98,13 @@ void gf_fetch_restart(gf_fetch *f, const gf_sampler *s, uint64_t epoch,
 /* Position seq's stored bytes (its sample is idx): waits until they are
  * read. Returns 1 with *data and *len (valid until gf_fetch_release of
  * seq); 0 when the stage did not read it (the cache held it when planned:
- * the caller reads it itself if the cache no longer gives it); or the
+ * the caller reads it itself if the cache no longer gives it; or its
+ * record could not be read ahead: the caller reads it and reports); or the
  * read's error with the object, range and what the server said. */
 int gf_fetch_take(gf_fetch *f, uint64_t seq, uint64_t idx,
                   const uint8_t **data, uint64_t *len);
-/* The caller is done with position seq (taken or not). */
+/* The caller is done with position seq (taken or not; not yet planned:
+ * waits until it is). */
 void gf_fetch_release(gf_fetch *f, uint64_t seq);
 
 void gf_fetch_counters_get(gf_fetch *f, gf_fetch_counters *out);
