@@ -6,6 +6,8 @@ gpufeed_add_test(test_format_roundtrip SOURCES ${_fmt}/test_format_roundtrip.c
                  TIMEOUT 120)
 gpufeed_add_test(test_format_corrupt SOURCES ${_fmt}/test_format_corrupt.c
                  TIMEOUT 120)
+gpufeed_add_test(test_format_summary SOURCES ${_fmt}/test_format_summary.c
+                 TIMEOUT 60)
 gpufeed_add_test(test_format_faults SOURCES ${_fmt}/test_format_faults.c
                  TIMEOUT 60)
 gpufeed_add_test(test_format_commit SOURCES ${_fmt}/test_format_commit.c

@@ -158,6 +158,20 @@ int gf_summary_check(const uint8_t *p, uint64_t size, uint64_t count,
 #undef BAD
 }
 
+/* An entry in words for a message, or "nothing" (NULL). */
+static void describe(const gf_summary_entry *e, char *buf, size_t cap) {
+  if (!e) {
+    snprintf(buf, cap, "nothing");
+    return;
+  }
+  snprintf(buf, cap,
+           "codec %u, dtype %u: %llu records, at most %llu pixels, %llu "
+           "values, %u channels, %llu bytes",
+           e->codec, e->dtype, (unsigned long long)e->count,
+           (unsigned long long)e->pixels, (unsigned long long)e->values,
+           e->channels, (unsigned long long)e->length);
+}
+
 int gf_summary_compare(const uint8_t *p, const gf_summary_acc *a,
                        const char *path) {
   uint8_t
@@ -175,24 +189,8 @@ int gf_summary_compare(const uint8_t *p, const gf_summary_acc *a,
     if (i < wn)
       entry_read(want + off, &r);
     char says[200], gives[200];
-    if (i < n)
-      snprintf(says, sizeof says,
-               "codec %u, dtype %u: %llu records, at most %llu pixels, %llu "
-               "values, %u channels, %llu bytes",
-               s.codec, s.dtype, (unsigned long long)s.count,
-               (unsigned long long)s.pixels, (unsigned long long)s.values,
-               s.channels, (unsigned long long)s.length);
-    else
-      snprintf(says, sizeof says, "nothing");
-    if (i < wn)
-      snprintf(gives, sizeof gives,
-               "codec %u, dtype %u: %llu records, at most %llu pixels, %llu "
-               "values, %u channels, %llu bytes",
-               r.codec, r.dtype, (unsigned long long)r.count,
-               (unsigned long long)r.pixels, (unsigned long long)r.values,
-               r.channels, (unsigned long long)r.length);
-    else
-      snprintf(gives, sizeof gives, "nothing");
+    describe(i < n ? &s : NULL, says, sizeof says);
+    describe(i < wn ? &r : NULL, gives, sizeof gives);
     return gf_fail(GF_ECORRUPT, path, GF_NO_INDEX, GF_INDEX_HEADER_SIZE + off,
                    "summary table disagrees with the records: its entry %u "
                    "says %s; the records give %s",
