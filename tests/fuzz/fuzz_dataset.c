@@ -240,6 +240,7 @@ static void check_sizes(const gf_dataset *ds) {
   }
 }
 
+#ifdef GPUFEED_TESTING
 /* Every record's results through ds, for comparing two opens. */
 typedef struct outcome {
   int rc;
@@ -265,7 +266,6 @@ static void outcomes(gf_dataset *ds, outcome *o, uint64_t n) {
   }
 }
 
-#ifdef GPUFEED_TESTING
 /* The folder opened again without descriptors: a local open's success is
  * its success (a shard's damage may show only when the shard is used), a
  * local failure in the index its failure; the same records, bytes and
