@@ -377,9 +377,10 @@ static bool plan(gf_fetch *f, planned *scratch) {
   }
   f->e_tail += count;
   f->p_pos = a + count;
-  /* Takers may wait for these positions: one left to its worker (no unit:
-   * cached, or its record not read ahead) is never announced by a read. */
-  pthread_cond_broadcast(&f->done_cv);
+  /* A position left to its worker (no unit: cached, or its record not
+   * read ahead) is never announced by a read: its taker may be waiting. */
+  if (n < count)
+    pthread_cond_broadcast(&f->done_cv);
   if (f->prep) {
     f->planned += count;
     pthread_cond_signal(&f->prep_cv); /* room ahead */
