@@ -43,7 +43,9 @@
 # RAW_COUNT (default 6000), EPOCHS (default 3), PEER_EPOCHS (default 2),
 # PEER_COUNT (images the peer reads, an evenly spread subset; default
 # COUNT), LATENCY_MS (default 25), PYTHON (the peer's python, default python3),
-# BIG=0 (skip R4), ROUNDS (repeats of R1/R2's runs, default 1). Raw JSON
+# BIG=0 (skip R4), ROUNDS (repeats of R1/R2's runs, default 1), PROXIES
+# (netproxy processes sharing each proxy's port, default 1), NGINX_WORKERS
+# (default one a four cores). Raw JSON
 # lines go to WORK/results.jsonl, nginx's log to WORK/run/nginx/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +57,8 @@ threads=${THREADS:-$(nproc)} device=${DEVICE:-auto}
 count=${COUNT:-20000} raw_count=${RAW_COUNT:-6000}
 epochs=${EPOCHS:-3} peer_epochs=${PEER_EPOCHS:-2}
 lat=${LATENCY_MS:-25} py=${PYTHON:-python3} big=${BIG:-1}
-rounds=${ROUNDS:-1}
+rounds=${ROUNDS:-1} proxies=${PROXIES:-1}
+ngx_workers=${NGINX_WORKERS:-$(( $(nproc) >= 8 ? $(nproc) / 4 : 1 ))}
 gf=$bin/gpufeed
 proxy_bin=$bin/tests/netproxy
 for f in "$gf" "$proxy_bin" "$bin/bench/make_index"; do
@@ -130,22 +133,33 @@ cleanup() {
   bash "$here/tests/net/nginx.sh" stop "$run/nginx" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-eval "$(bash "$here/tests/net/nginx.sh" start "$root" "$run/nginx" --owner $$)"
+# A server with a worker a four cores and room for every connection: one
+# nginx worker is one thread, and would be what limits the figures.
+eval "$(bash "$here/tests/net/nginx.sh" start "$root" "$run/nginx" --owner $$ \
+  --workers "$ngx_workers" --connections 8192)"
 declare -A url
 url[nginx]=$GF_NGINX_URL
 start_proxy() { # NAME [netproxy options]; not in a subshell (the proxy
-  # dies with its parent)
+  # dies with its parent). PROXIES processes on one port (--reuseport):
+  # one proxy is one thread, and must not be what limits a figure.
   local name=$1; shift
-  "$proxy_bin" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run/$name.env" \
-    --die-with-parent "$@" >/dev/null 2>"$run/$name.err" &
-  pids+=($!)
-  local i
-  for i in $(seq 1 200); do
-    [ -s "$run/$name.env" ] && break
-    sleep 0.05
+  local k i listen=()
+  for k in $(seq 1 "$proxies"); do
+    "$proxy_bin" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run/$name.$k.env" \
+      --die-with-parent --reuseport "${listen[@]}" "$@" \
+      >/dev/null 2>"$run/$name.$k.err" &
+    pids+=($!)
+    for i in $(seq 1 200); do
+      [ -s "$run/$name.$k.env" ] && break
+      sleep 0.05
+    done
+    [ -s "$run/$name.$k.env" ] || { cat "$run/$name.$k.err" >&2; exit 1; }
+    if [ "$k" = 1 ]; then
+      url[$name]=$(sed -n 's/^GF_PROXY_URL=//p' "$run/$name.1.env")
+      listen=(--listen "127.0.0.1:$(sed -n 's/^GF_PROXY_PORT=//p' "$run/$name.1.env")")
+    fi
   done
-  url[$name]=$(sed -n 's/^GF_PROXY_URL=//p' "$run/$name.env")
-  [ -n "${url[$name]}" ] || { cat "$run/$name.err" >&2; exit 1; }
+  [ -n "${url[$name]}" ] || { cat "$run/$name.1.err" >&2; exit 1; }
 }
 start_proxy proxy0
 start_proxy delayed --latency "$lat"

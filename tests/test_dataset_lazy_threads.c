@@ -78,7 +78,7 @@ static void *worker(void *arg) {
     default: /* a fetch stage's prepare of a few */
       for (int k = 0; k < 32; k++)
         batch[k] = gf_test_rand(&seed) % N;
-      if (gf_dataset_prepare(g_remote, batch, 32) < 0)
+      if (gf_dataset_prepare(g_remote, batch, 32, NULL) < 0)
         g_bad++;
       for (int k = 0; k < 32; k++) {
         gf_object *o;

@@ -54,11 +54,12 @@ static void same_dataset(gf_dataset *a, gf_dataset *b) {
 }
 
 /* Reads through the reader's engine: every shard in pieces of 1000 bytes
- * and a few odd ranges, 3 at a time on the wire, against pread. */
-static void engine_reads(gf_storage *st, const char *local) {
+ * and a few odd ranges, `depth` at a time on the wire (over the lanes the
+ * storage's fetch_threads give), against pread. */
+static void engine_reads(gf_storage *st, const char *local, unsigned depth) {
   gf_reader_opts ro = GF_READER_OPTS_INIT;
   ro.storage = st;
-  ro.queue_depth = 3;
+  ro.queue_depth = depth;
   ro.max_pending = 16;
   gf_reader *r;
   CHECK_OK(gf_reader_create(&ro, &r));
@@ -209,12 +210,19 @@ int main(void) {
   }
   gf_dataset_close(remote);
 
-  /* The reader's engine. */
+  /* The reader's engine: one lane, then three lanes (threads with their
+   * own connections) sharing the reads. */
   gf_remote_config rc = http_test_remote();
   gf_storage *st;
+  for (uint32_t lanes = 1; lanes <= 3; lanes += 2) {
+    rc.fetch_threads = lanes;
+    CHECK_OK(gf_storage_open(f.url, &rc, &st));
+    if (st)
+      engine_reads(st, f.local, 3 * lanes);
+    gf_storage_close(st);
+  }
+  rc.fetch_threads = 0;
   CHECK_OK(gf_storage_open(f.url, &rc, &st));
-  if (st)
-    engine_reads(st, f.local);
 
   /* A missing object: -ENOENT naming its URL, not retried. */
   gf_object *o = NULL;

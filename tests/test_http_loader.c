@@ -1,7 +1,8 @@
 /* The loader over HTTP (host mode, gf_loader_config.source a URL): its
  * workers read through the storage's engine, and every batch of two
  * shuffled epochs is byte for byte the batch the local source gives
- * (indices, labels, shapes and pixels), with 1 and 3 workers. Then,
+ * (indices, labels, shapes and pixels), with 1 and 3 workers (and as many
+ * fetch lanes). Then,
  * through netproxy: 503s on every shard are retried and the batches stay
  * identical; a shard that keeps failing makes next() fail with the
  * shard's URL, the range, the status and the attempts in the message,
@@ -94,14 +95,18 @@ int main(void) {
   run local, remote;
   CHECK_OK(epochs(f.local, NULL, 2, &local));
   CHECK(local.batches == 30);
+  /* 1 worker and 1 fetch lane; 3 workers and 3 lanes. */
   for (uint32_t threads = 1; threads <= 3; threads += 2) {
+    rc.fetch_threads = threads;
     CHECK_OK(epochs(f.url, &rc, threads, &remote));
-    same_runs(threads == 1 ? "http, 1 worker" : "http, 3 workers", &local,
-              &remote);
+    same_runs(threads == 1 ? "http, 1 worker" : "http, 3 workers, 3 lanes",
+              &local, &remote);
     free(remote.hash);
   }
 
-  /* Through the proxy: every shard's GETs fail twice with 503 first. */
+  /* Through the proxy: every shard's GETs fail twice with 503 first (the
+   * retries on two lanes). */
+  rc.fetch_threads = 2;
   for (int s = 0; s < 4; s++)
     http_ctl(&f, "add status 503 method=GET path=/ds/shard-00000%d times=2", s);
   CHECK_OK(epochs(f.proxy_url, &rc, 2, &remote));

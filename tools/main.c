@@ -139,8 +139,11 @@ static const char build_usage[] =
   "  --connect-timeout-ms MS   (default 10000)\n"                              \
   "  --stall-ms MS    a transfer moving no byte this long is retried\n"        \
   "                   (default 15000)\n"                                       \
-  "  --max-connections N   to one server (default: --fetch-requests)\n"        \
-  "  --fetch-requests N    reads in flight ahead of decode (default 256)\n"    \
+  "  --max-connections N   to one server (default: --fetch-requests, at\n"     \
+  "                   most half of ulimit -n)\n"                               \
+  "  --fetch-requests N    reads in flight ahead of decode (default 1024)\n"   \
+  "  --fetch-threads N     threads moving bytes off the network (default:\n"   \
+  "                   one a two cores, 1 to 8)\n"                              \
   "  --fetch-bytes SIZE    bytes read ahead, at most (default 256M, at "       \
   "least\n"                                                                    \
   "                   the batches in flight)\n"                                \
@@ -672,6 +675,8 @@ static bool remote_arg(args *a, gf_remote_config *r) {
         (uint32_t)parse_u64(a, "--max-connections", v, 1, 4096);
   else if (opt(a, "--fetch-requests", &v))
     r->fetch_requests = (uint32_t)parse_u64(a, "--fetch-requests", v, 1, 65536);
+  else if (opt(a, "--fetch-threads", &v))
+    r->fetch_threads = (uint32_t)parse_u64(a, "--fetch-threads", v, 1, 64);
   else if (opt(a, "--fetch-bytes", &v))
     r->fetch_bytes = parse_size(a, "--fetch-bytes", v, 1, 1ull << 50);
   else if (opt(a, "--cache-dir", &v))

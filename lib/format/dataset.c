@@ -951,7 +951,10 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n) {
+int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n,
+                       uint8_t *unready) {
+  if (unready)
+    memset(unready, 0, n);
   if (!ds || !ds->pages || !n)
     return 0;
   gf_range *r = malloc(n * sizeof *r);
@@ -987,6 +990,15 @@ int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n) {
   }
   if (nl)
     open_shards(ds, list, nl);
+  for (size_t i = 0; unready && i < n; i++) {
+    uint64_t off = ds->records_off + idx[i] * GF_RECORD_SIZE;
+    bool ok =
+        idx[i] < ds->count && gf_pages_ready(ds->pages, off, GF_RECORD_SIZE);
+    uint32_t sh = ok ? gf_le32(ds->map + off + GF_REC_SHARD) : 0;
+    unready[i] =
+        !ok || sh >= ds->nshards ||
+        !atomic_load_explicit(&ds->shards[sh].obj, memory_order_acquire);
+  }
   free(list);
   free(r);
   return rc;

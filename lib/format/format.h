@@ -395,9 +395,14 @@ int gf_dataset_record(const gf_dataset *ds, uint64_t idx, gf_sample_info *info);
 /* The records of samples idx[0..n) (any order, repeats allowed) read
  * together, and the shards they name opened together (up to 64 at once),
  * so that their use costs no round trip each: at once for a mapped index.
- * Returns 0 or the first page read's error (the opens' errors are left
- * to the samples' use, which reports them). Any thread. */
-int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n);
+ * unready (NULL: not wanted; else n flags): 1 where sample idx[i]'s record
+ * is not in memory or its shard not open after it (a read or an open that
+ * failed), so that the caller can leave it to a use that reports, rather
+ * than ask for it and wait on the network. Returns 0 or the first page
+ * read's error (the opens' errors are left to the samples' use, which
+ * reports them). Any thread. */
+int gf_dataset_prepare(const gf_dataset *ds, const uint64_t *idx, size_t n,
+                       uint8_t *unready);
 /* The whole index in memory (a remote one read with many reads at once:
  * before a pass over every record). 0 at once for a mapped index. Returns
  * 0 or the read's error. Any thread. */

@@ -16,8 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#define THREADS 4
+/* Threads: 4, or one a two cores on a machine of 8 or more (at most
+ * THREADS_MAX), where hits are served on them too: a hit's copy on the
+ * pushing thread alone caps a tier at one core's copy rate. */
+#define THREADS_MIN 4
+#define THREADS_MAX 8
 
 enum { J_NEW, J_WAIT, J_INNER, J_STORE, J_PASS };
 
@@ -63,8 +68,9 @@ typedef struct ceng {
   uint32_t *scratch;  /* ids to and from the inner engine (reaper only) */
   uint32_t inner_out; /* pushed to the inner engine, not reaped */
   bool stop, woken, reaper_in_inner;
-  pthread_t th[THREADS];
+  pthread_t th[THREADS_MAX];
   int nth;
+  bool hits_inline; /* hits served on the pushing thread (few cores) */
 } ceng;
 
 /* Makes the reaper look: it may be blocked in the inner engine's reap.
@@ -304,7 +310,12 @@ static int eng_create(gf_storage *st, gf_io_slot *slots, uint32_t nslots,
     eng_destroy(e);
     return rc;
   }
-  for (int i = 0; i < THREADS; i++) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = THREADS_MIN;
+  if (cores >= 8)
+    want = cores / 2 > THREADS_MAX ? THREADS_MAX : (int)(cores / 2);
+  e->hits_inline = cores < 8;
+  for (int i = 0; i < want; i++) {
     if ((rc = pthread_create(&e->th[i], NULL, thread_main, e)) != 0)
       break;
     e->nth++;
@@ -351,10 +362,14 @@ static void eng_destroy(void *p) {
   free(e);
 }
 
-/* A hit the page cache holds is served at once, on the pushing thread:
- * no handoff to a thread and back (two wakeups a read); anything else
- * (not held, or the disk would be waited for) goes to the threads. */
+/* With few cores, a hit the page cache holds is served at once, on the
+ * pushing thread: no handoff to a thread and back (two wakeups a read);
+ * anything else (not held, or the disk would be waited for) goes to the
+ * threads. With many, every read goes to the threads, which copy in
+ * parallel. */
 static bool serve_inline(ceng *e, uint32_t id) {
+  if (!e->hits_inline)
+    return false;
   gf_io_slot *s = &e->slots[id];
   gf_cached_object *o = (gf_cached_object *)s->req.obj;
   if (!gf_dcache_cacheable(o, s->req.offset, s->req.length) ||

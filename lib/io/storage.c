@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* The storages, asked in order whether they serve a location; the local
  * file system last: it serves what no scheme claims. */
@@ -19,7 +20,7 @@ static const gf_storage_ops *const storages[] = {
 #define GF_REMOTE_RETRY_MS 60000u
 #define GF_REMOTE_CONNECT_MS 10000u
 #define GF_REMOTE_STALL_MS 15000u
-#define GF_REMOTE_FETCH_REQUESTS 256u
+#define GF_REMOTE_FETCH_REQUESTS 1024u
 #define GF_REMOTE_FETCH_BYTES (256ull << 20)
 #define GF_REMOTE_CACHE_BYTES (64ull << 30)
 
@@ -49,6 +50,10 @@ int gf_remote_resolve(const gf_remote_config *in, gf_remote_config *out) {
     return remote_bad("max_connections", "is above 4096");
   if (out->fetch_requests > 65536)
     return remote_bad("fetch_requests", "is above 65536");
+  if (out->fetch_threads > 64)
+    return remote_bad("fetch_threads", "is above 64");
+  if (out->reserved32)
+    return remote_bad("reserved32", "must be zero");
   if (!out->max_attempts)
     out->max_attempts = GF_REMOTE_ATTEMPTS;
   if (!out->retry_ms)
@@ -60,10 +65,17 @@ int gf_remote_resolve(const gf_remote_config *in, gf_remote_config *out) {
   if (!out->fetch_requests)
     out->fetch_requests = GF_REMOTE_FETCH_REQUESTS;
   /* HTTP/1.1 carries one request at a time a connection: as many as the
-   * reads in flight, so that fetch_requests is what is on the wire. */
-  if (!out->max_connections)
-    out->max_connections =
-        out->fetch_requests < 4096 ? out->fetch_requests : 4096;
+   * reads in flight, so that fetch_requests is what is on the wire; but
+   * at most half the descriptors the process may open (ulimit -n), so
+   * that a loader never runs out of them. */
+  if (!out->max_connections) {
+    uint32_t m = out->fetch_requests < 4096 ? out->fetch_requests : 4096;
+    struct rlimit fds;
+    if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY &&
+        fds.rlim_cur / 2 < m)
+      m = fds.rlim_cur / 2 > 16 ? (uint32_t)(fds.rlim_cur / 2) : 16;
+    out->max_connections = m;
+  }
   if (!out->fetch_bytes)
     out->fetch_bytes = GF_REMOTE_FETCH_BYTES;
   if (out->cache_dir && !out->cache_dir[0])

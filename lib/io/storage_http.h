@@ -5,7 +5,9 @@
  *
  *   storage_http.c         the storage's table: open, stat, objects,
  *                          reads from any thread (a pool of easy handles)
- *   storage_http_engine.c  the reader's engine: one multi handle, many
+ *   storage_http_engine.c  the reader's engine: reads spread over lanes,
+ *                          completions gathered for the reader
+ *   storage_http_lanes.c   a lane: a thread, its multi handle, many
  *                          transfers on the wire, retries on timers
  *   storage_http_xfer.c    one request on an easy handle: its options,
  *                          callbacks and outcome
@@ -16,7 +18,7 @@
  *
  * Only the files of this storage include curl.h (tests/check_layers.py);
  * this header does not: handles are kept as void pointers here. Calls go
- * storage_http -> engine -> xfer -> url, reply, retry, never back.
+ * storage_http -> engine -> lanes -> xfer -> url, reply, retry, never back.
  *
  * Secrets (a URL's user:password and query, the bearer token of
  * GPUFEED_HTTP_BEARER_TOKEN) live in gf_http_url, the request URLs and
@@ -25,6 +27,7 @@
 #ifndef GF_IO_STORAGE_HTTP_H
 #define GF_IO_STORAGE_HTTP_H
 
+#include "io/slot.h"
 #include "io/storage.h"
 
 #include <pthread.h>
@@ -241,8 +244,34 @@ int gf_http_xfer_end(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
  * (text cap bytes, in place). */
 void gf_http_scrub(const gf_http_storage *st, char *text, size_t cap);
 
+/* ---- the engine's lanes (storage_http_lanes.c) -------------------------- */
+
+/* Lanes: threads, each driving its own libcurl multi handle over the
+ * reader's slots. A slot pushed to a lane is its until handed back. */
+typedef struct gf_http_lanes gf_http_lanes;
+/* Called from a lane's thread with the ids it completed (each slot's
+ * result, done and why set, as backend.h says). */
+typedef void (*gf_http_lanes_done)(void *ctx, const uint32_t *ids, unsigned n);
+/* nlanes lanes (at least 1, at most depth) sharing depth transfers on the
+ * wire and st's max_connections. Returns 0, or a negative code with the
+ * reason in why. */
+int gf_http_lanes_create(gf_http_storage *st, gf_io_slot *slots,
+                         uint32_t nslots, unsigned depth, unsigned nlanes,
+                         gf_http_lanes_done done, void *ctx,
+                         gf_http_lanes **out, char *why, size_t why_len);
+/* Stops the threads and every transfer: no slot buffer is written and no
+ * callback made after it returns. NULL accepted. */
+void gf_http_lanes_destroy(gf_http_lanes *a);
+unsigned gf_http_lanes_count(const gf_http_lanes *a);
+/* Starts the reads of slots ids[0..n) on lane k (0 <= k < count). */
+void gf_http_lanes_push(gf_http_lanes *a, unsigned k, const uint32_t *ids,
+                        unsigned n);
+
 /* ---- the engine (storage_http_engine.c) --------------------------------- */
 
 extern const gf_io_engine_ops gf_http_engine;
+/* The lanes an engine runs: rc->fetch_threads, else one a two cores of
+ * the machine, from 1 to 8. */
+unsigned gf_http_lanes_auto(const gf_remote_config *rc);
 
 #endif /* GF_IO_STORAGE_HTTP_H */

@@ -97,6 +97,7 @@ struct gf_fetch {
   uint64_t planned, prepared;
   uint8_t *bad;
   uint64_t *ridx;
+  uint8_t *runready; /* a chunk's samples not made ready */
 };
 
 static void poke(gf_fetch *f);
@@ -108,10 +109,12 @@ static uint64_t now_ns(void) {
 }
 
 void gf_fetch_sizes(uint64_t batch_size, uint32_t slots, uint64_t window,
-                    uint32_t *positions, uint64_t *table_bytes) {
-  /* Every position dispatched and not yet released must fit, a window
-   * planned at once beside them, and a window ahead. */
-  uint64_t p = (uint64_t)(slots + 2) * batch_size;
+                    uint32_t requests, uint32_t *positions,
+                    uint64_t *table_bytes) {
+  /* Every position dispatched and not yet released must fit, and the
+   * reads in flight beyond them (one a position in shuffled order), or a
+   * window planned at once beside them, and a window ahead. */
+  uint64_t p = (uint64_t)(slots + 2) * batch_size + requests;
   if (p < 2 * window + batch_size)
     p = 2 * window + batch_size;
   if (p > (1u << 24))
@@ -119,8 +122,8 @@ void gf_fetch_sizes(uint64_t batch_size, uint32_t slots, uint64_t window,
   *positions = (uint32_t)p;
   /* The ring, the units, and the records read ahead (a flag a position,
    * a chunk's indices). */
-  *table_bytes =
-      p * (sizeof(entry) + sizeof(unit) + 1) + PREP_MAX * sizeof(uint64_t);
+  *table_bytes = p * (sizeof(entry) + sizeof(unit) + 1) +
+                 PREP_MAX * (sizeof(uint64_t) + 1);
 }
 
 /* ---- the arena and the units ------------------------------------------- */
@@ -414,7 +417,7 @@ static void *prep_main(void *arg) {
     uint64_t gen = f->r_gen;
     pthread_mutex_unlock(&f->mu);
     gf_error_info saved = *gf_last_error();
-    int rc = gf_source_prepare(f->cfg.src, f->ridx, (size_t)n);
+    int rc = gf_source_prepare(f->cfg.src, f->ridx, (size_t)n, f->runready);
     if (rc < 0)
       gf_log(GF_LOG_WARN,
              "fetch: reading the records of %llu samples ahead: %s (their "
@@ -424,8 +427,10 @@ static void *prep_main(void *arg) {
     pthread_mutex_lock(&f->mu);
     if (gen != f->r_gen)
       continue; /* a restart: the cursor moved meanwhile */
+    /* A position whose record or shard is not ready is left to its
+     * worker: the plan, under mu, never goes to the network for it. */
     for (uint64_t i = 0; i < n; i++)
-      f->bad[(f->prepared + i) % f->ecap] = rc < 0;
+      f->bad[(f->prepared + i) % f->ecap] = rc < 0 || f->runready[i];
     f->prepared += n;
     f->r_pos += n;
     poke(f);
@@ -681,7 +686,9 @@ int gf_fetch_create(const gf_fetch_config *c, const gf_sampler *s,
   f->prep = gf_source_can_prepare(c->src);
   f->bad = calloc((size_t)f->ecap, 1);
   f->ridx = malloc(PREP_MAX * sizeof *f->ridx);
-  if (!f->ent || !f->units || !f->arena || !f->bad || !f->ridx) {
+  f->runready = malloc(PREP_MAX);
+  if (!f->ent || !f->units || !f->arena || !f->bad || !f->ridx ||
+      !f->runready) {
     gf_fetch_destroy(f);
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "out of memory for the fetch stage's %llu bytes",
@@ -748,6 +755,7 @@ void gf_fetch_destroy(gf_fetch *f) {
   }
   free(f->bad);
   free(f->ridx);
+  free(f->runready);
   gf_reader_destroy(f->reader);
   free(f->ent);
   free(f->units);

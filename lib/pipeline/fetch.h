@@ -74,9 +74,11 @@ typedef struct gf_fetch_counters {
  * the budget (the ring of positions and the table of reads), from the
  * config alone: for the memory plan. window: the most positions one
  * window spans (GF_ORDER_BLOCK: block_size x window_blocks; else 1),
- * slots: the loader's batch slots. */
+ * slots: the loader's batch slots, requests: the reads in flight (each
+ * may be a position of its own, beyond those the slots hold). */
 void gf_fetch_sizes(uint64_t batch_size, uint32_t slots, uint64_t window,
-                    uint32_t *positions, uint64_t *table_bytes);
+                    uint32_t requests, uint32_t *positions,
+                    uint64_t *table_bytes);
 
 /* Creates the stage (its thread, its reader over the source's storage,
  * the arena) at (epoch, pos) of sampler *s. Returns 0 or the error with

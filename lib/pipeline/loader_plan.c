@@ -402,8 +402,8 @@ static int fetch_sizes(const gf_loader_config *c, gf_loader_sizes *z) {
     uint64_t bs = c->block_size ? c->block_size : GF_SAMPLER_DEFAULT_BLOCK_SIZE;
     window = bs * GF_SAMPLER_DEFAULT_WINDOW_BLOCKS;
   }
-  gf_fetch_sizes(c->batch_size, z->slots, window, &z->fetch_positions,
-                 &z->fetch_table_bytes);
+  gf_fetch_sizes(c->batch_size, z->slots, window, rc.fetch_requests,
+                 &z->fetch_positions, &z->fetch_table_bytes);
   return 0;
 }
 

@@ -153,10 +153,13 @@ const char *gf_source_class_name(const gf_source *s, uint32_t i) {
   return s->ops->class_name(s->impl, i);
 }
 
-int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n) {
+int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n,
+                      uint8_t *unready) {
+  if (unready && n)
+    memset(unready, 0, n);
   if (!s->ops->prepare || !n)
     return 0;
-  return s->ops->prepare(s->impl, idx, n);
+  return s->ops->prepare(s->impl, idx, n, unready);
 }
 
 void gf_source_record_counters(const gf_source *s, uint64_t *reads,
@@ -167,7 +170,7 @@ void gf_source_record_counters(const gf_source *s, uint64_t *reads,
 }
 
 bool gf_source_can_prepare(const gf_source *s) {
-  return s->ops->prepare && s->ops->prepare(s->impl, NULL, 0) == 1;
+  return s->ops->prepare && s->ops->prepare(s->impl, NULL, 0, NULL) == 1;
 }
 
 int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,

@@ -83,9 +83,11 @@ typedef struct gf_source_ops {
   uint32_t (*alignment)(const void *impl);
   /* Optional (NULL: nothing to do): makes the descriptions of samples
    * idx[0..n) cheap to ask for, with what they need read together (a
-   * remote index's pages, many reads in flight). idx NULL and n 0: 1 when
-   * it may ever read anything, else 0. */
-  int (*prepare)(const void *impl, const uint64_t *idx, size_t n);
+   * remote index's pages, many reads in flight), and says in unready
+   * (NULL, or n flags) which are still not (gf_source_prepare). idx NULL
+   * and n 0: 1 when it may ever read anything, else 0. */
+  int (*prepare)(const void *impl, const uint64_t *idx, size_t n,
+                 uint8_t *unready);
   /* Optional: what reading the records cost (a remote index's reads,
    * bytes, pages in memory). */
   void (*record_counters)(const void *impl, uint64_t *reads, uint64_t *bytes,
@@ -123,11 +125,14 @@ int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out);
 /* Reads ahead what the descriptions of samples idx[0..n) need (a remote
  * dataset's index pages: together, many reads in flight), so that
  * gf_source_sample on them then costs no round trip each. Indices beyond
- * the count are left out. Returns 0 (at once for a source that has
- * nothing to read) or the read's error; a failure is only a read ahead
- * that did not happen: gf_source_sample reads again and reports. Any
- * thread. */
-int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n);
+ * the count are left out. unready (NULL, or n flags): 1 where sample
+ * idx[i] could not be made ready (gf_source_sample on it would go to the
+ * network again, and may wait out its retries). Returns 0 (at once for a
+ * source that has nothing to read) or the read's error; a failure is only
+ * a read ahead that did not happen: gf_source_sample reads again and
+ * reports. Any thread. */
+int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n,
+                      uint8_t *unready);
 /* Whether gf_source_prepare may have anything to read (a dataset read
  * through a storage without descriptors). */
 bool gf_source_can_prepare(const gf_source *s);

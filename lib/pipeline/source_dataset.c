@@ -86,10 +86,11 @@ static uint64_t ds_fingerprint(const void *impl) {
   return h;
 }
 
-static int ds_prepare(const void *impl, const uint64_t *idx, size_t n) {
+static int ds_prepare(const void *impl, const uint64_t *idx, size_t n,
+                      uint8_t *unready) {
   if (!idx && !n)
     return gf_dataset_paged(impl) ? 1 : 0;
-  return gf_dataset_prepare(impl, idx, n);
+  return gf_dataset_prepare(impl, idx, n, unready);
 }
 
 static void ds_record_counters(const void *impl, uint64_t *reads,

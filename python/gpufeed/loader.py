@@ -88,19 +88,20 @@ def _resolve_device(device, local_rank):
 
 
 _REMOTE_INTS = ("max_attempts", "retry_ms", "connect_timeout_ms", "stall_ms",
-                "max_connections", "fetch_requests")
+                "max_connections", "fetch_requests", "fetch_threads")
 
 
 def _remote_config(remote):
     """The ``remote=`` dict (docs/REMOTE.md) as gf_remote_config fields:
     tls_verify (default True), ca_file, max_attempts, retry_ms,
     connect_timeout_ms, stall_ms, max_connections, fetch_requests,
-    fetch_bytes and cache_dir_bytes (ints or sizes such as "256M"),
+    fetch_threads, fetch_bytes and cache_dir_bytes (ints or sizes such as "256M"),
     cache_dir."""
     if not isinstance(remote, dict):
         raise ConfigError("remote must be a dict (tls_verify, ca_file, "
                           "max_attempts, retry_ms, connect_timeout_ms, "
                           "stall_ms, max_connections, fetch_requests, "
+                          "fetch_threads, "
                           "fetch_bytes, cache_dir, cache_dir_bytes), not %r"
                           % (remote,))
     out = {}

@@ -46,13 +46,19 @@ static const field transform_fields[] = {
 #undef T_
 #define R_(name, t)                                                            \
   { #name, offsetof(gf_remote_config, name), t, 1 }
-static const field remote_fields[] = {
-    R_(tls_no_verify, F_U32),      R_(ca_file, F_STR),
-    R_(max_attempts, F_U32),       R_(retry_ms, F_U32),
-    R_(connect_timeout_ms, F_U32), R_(stall_ms, F_U32),
-    R_(max_connections, F_U32),    R_(fetch_requests, F_U32),
-    R_(fetch_bytes, F_U64),        R_(cache_dir, F_STR),
-    R_(cache_dir_bytes, F_U64),    {NULL, 0, F_U32, 0}};
+static const field remote_fields[] = {R_(tls_no_verify, F_U32),
+                                      R_(ca_file, F_STR),
+                                      R_(max_attempts, F_U32),
+                                      R_(retry_ms, F_U32),
+                                      R_(connect_timeout_ms, F_U32),
+                                      R_(stall_ms, F_U32),
+                                      R_(max_connections, F_U32),
+                                      R_(fetch_requests, F_U32),
+                                      R_(fetch_bytes, F_U64),
+                                      R_(cache_dir, F_STR),
+                                      R_(cache_dir_bytes, F_U64),
+                                      R_(fetch_threads, F_U32),
+                                      {NULL, 0, F_U32, 0}};
 #undef R_
 #define L_(name, t) {#name, offsetof(gf_limits, name), t, 1}
 static const field limits_fields[] = {

@@ -11,7 +11,7 @@ def test_remote_options_accepted(folder):
     remote = {"tls_verify": True, "max_attempts": 3, "retry_ms": 5000,
               "connect_timeout_ms": 2000, "stall_ms": 3000,
               "max_connections": 8, "fetch_requests": 32,
-              "fetch_bytes": "64M", "cache_dir": None,
+              "fetch_threads": 2, "fetch_bytes": "64M", "cache_dir": None,
               "cache_dir_bytes": "1G", "ca_file": None}
     with gpufeed.Loader(folder, 10, device="cpu", remote=remote) as loader:
         assert loader.next_batch().count == 10
@@ -33,6 +33,8 @@ def test_remote_bad_values(folder):
     # Range checks are the C library's: named in the error.
     with pytest.raises(gpufeed.Error, match="max_attempts"):
         gpufeed.Loader(folder, 10, device="cpu", remote={"max_attempts": 1000})
+    with pytest.raises(gpufeed.Error, match="fetch_threads"):
+        gpufeed.Loader(folder, 10, device="cpu", remote={"fetch_threads": 65})
 
 
 def test_unknown_scheme_named_without_the_rest(tmp_path):

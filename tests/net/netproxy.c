@@ -3,7 +3,7 @@
  *
  *   netproxy --upstream HOST:PORT [--listen HOST:PORT] [--control-port N]
  *            [--latency MS] [--rule RULE]... [--pipe-bytes N]
- *            [--port-file FILE] [--die-with-parent] [-v]
+ *            [--port-file FILE] [--die-with-parent] [--reuseport] [-v]
  *   netproxy ctl CONTROL_PORT COMMAND...
  *
  * It prints GF_PROXY_URL=, GF_PROXY_PORT=, GF_PROXY_CONTROL_PORT= and
@@ -19,7 +19,7 @@ static void usage(void) {
   fputs("usage: netproxy --upstream HOST:PORT [--listen HOST:PORT]\n"
         "                [--control-port N] [--latency MS] [--rule RULE]...\n"
         "                [--pipe-bytes N] [--port-file FILE]\n"
-        "                [--die-with-parent] [-v]\n"
+        "                [--die-with-parent] [--reuseport] [-v]\n"
         "       netproxy ctl CONTROL_PORT COMMAND...\n"
         "rules and commands: docs/TESTING.md\n",
         stderr);
@@ -90,6 +90,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(a, "--die-with-parent") == 0) {
       cfg.die_with_parent = true;
+      continue;
+    }
+    if (strcmp(a, "--reuseport") == 0) {
+      cfg.reuseport = true;
       continue;
     }
     if (!v) {

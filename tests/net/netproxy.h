@@ -105,6 +105,8 @@ size_t np_synth_response(const struct np_txn *txn, char *buf, size_t cap);
 struct np_config {
   const char *listen_host;
   int listen_port; /* 0: any free port */
+  bool reuseport;  /* SO_REUSEPORT: several netproxy processes on one
+                      port, the kernel spreading the connections */
   const char *upstream_host;
   int upstream_port;
   int control_port; /* 0: any free port */

@@ -20,7 +20,8 @@
 #include <sys/un.h> /* the upstream as a unix socket */
 #include <unistd.h>
 
-static int listen_on(const char *host, int port, int *bound_port) {
+static int listen_on(const char *host, int port, bool reuseport,
+                     int *bound_port) {
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
@@ -34,6 +35,8 @@ static int listen_on(const char *host, int port, int *bound_port) {
     return -1;
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (reuseport)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 1024) < 0) {
     fprintf(stderr, "netproxy: listen on %s:%d: %s\n", host, port,
             strerror(errno));
@@ -194,7 +197,8 @@ static void control(struct np_proxy *p, char *line, char *out, size_t cap) {
   } else if (strcmp(line, "resume") == 0) {
     if (p->refusing) {
       int port;
-      p->lfd = listen_on(p->cfg->listen_host, p->port, &port);
+      p->lfd =
+          listen_on(p->cfg->listen_host, p->port, p->cfg->reuseport, &port);
       if (p->lfd < 0) {
         snprintf(out, cap, "err cannot listen on port %d again", p->port);
         return;
@@ -391,8 +395,9 @@ int np_run(struct np_config *cfg) {
     goto out;
   p->ep = epoll_create1(EPOLL_CLOEXEC);
   p->sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-  p->lfd = listen_on(cfg->listen_host, cfg->listen_port, &p->port);
-  p->cfd = listen_on("127.0.0.1", cfg->control_port, &p->cport);
+  p->lfd =
+      listen_on(cfg->listen_host, cfg->listen_port, cfg->reuseport, &p->port);
+  p->cfd = listen_on("127.0.0.1", cfg->control_port, false, &p->cport);
   if (p->ep < 0 || p->sfd < 0 || p->lfd < 0 || p->cfd < 0)
     goto out;
   p->lep.kind = NP_EP_LISTEN;

@@ -3,7 +3,8 @@
 # part of the library). Nothing in /etc or /var is read or written: the
 # configuration, pid file, logs and temp folders live in RUNDIR.
 #
-#   nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--owner PID]
+#   nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--connections N]
+#                  [--owner PID]
 #   nginx.sh stop RUNDIR
 #   nginx.sh check          exit 0 when nginx can be run, else 1 with the
 #                           reason on stdout
@@ -99,7 +100,7 @@ make_tls() {
 }
 
 write_conf() {
-  local run=$1 root=$2 port=$3 tport=$4 hport=$5 workers=$6 sock=$7 user=""
+  local run=$1 root=$2 port=$3 tport=$4 hport=$5 workers=$6 sock=$7 conns=$8 user=""
   # As root, nginx's workers would run as nobody, who may not read ROOT
   # (a folder under /root): they run as the current user instead.
   if [ "$(id -u)" = 0 ]; then
@@ -115,7 +116,7 @@ pid $run/nginx.pid;
 lock_file $run/nginx.lock;
 error_log $run/error.log info;
 events {
-  worker_connections 1000;
+  worker_connections $conns;
 }
 http {
   types { }
@@ -171,14 +172,15 @@ cmd_check() {
 }
 
 cmd_start() {
-  [ $# -ge 2 ] || die "usage: nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--owner PID]"
-  local root=$1 run=$2 tls=0 h2c=0 workers=1 owner="" nginx
+  [ $# -ge 2 ] || die "usage: nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--connections N] [--owner PID]"
+  local root=$1 run=$2 tls=0 h2c=0 workers=1 conns=1000 owner="" nginx
   shift 2
   while [ $# -gt 0 ]; do
     case "$1" in
       --tls) tls=1 ;;
       --h2c) h2c=1 ;;
       --workers) workers=$2; shift ;;
+      --connections) conns=$2; shift ;;
       --owner) owner=$2; shift ;;
       *) die "unknown option $1" ;;
     esac
@@ -209,7 +211,7 @@ cmd_start() {
       { [ "$tport" != 0 ] && [ "$tport" = "$hport" ]; }; then
       continue
     fi
-    write_conf "$run" "$root" "$port" "$tport" "$hport" "$workers" "$sock"
+    write_conf "$run" "$root" "$port" "$tport" "$hport" "$workers" "$sock" "$conns"
     : >"$run/error.log"
     rm -f "$sock"
     # nginx forks its master and returns once the sockets are bound; its
