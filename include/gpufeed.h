@@ -1055,8 +1055,9 @@ typedef struct gf_loader_stats {
    * (docs/FORMAT.md): reads, their bytes, 4 KiB pages in memory. */
   uint64_t index_reads, index_bytes, index_pages;
   uint64_t fetch_unprepared; /* samples whose records could not be read
-                                ahead (a failed read): their workers read
-                                them again, and report */
+                                ahead or whose shards could not be opened
+                                (a failed read): their workers read them
+                                again, and report */
   uint64_t reserved4[2];
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any

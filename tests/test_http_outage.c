@@ -263,6 +263,47 @@ static void skip_a_shard(void) {
   gf_loader_destroy(l);
 }
 
+/* 4. A shard that cannot be opened (its header's GET fails from the
+ * start): the read-ahead says its samples are not ready, the plan leaves
+ * them to their workers (which report and skip them) instead of opening
+ * the shard again under the fetch stage's lock, where every retry would
+ * hold up the other shards' samples. */
+static void shard_never_opens(void) {
+  http_ctl(&f, "add status 503 method=GET path=/ds/shard-000002");
+  gf_remote_config rc = remote(2, 2000);
+  rc.fetch_requests = 64;
+  gf_loader *l = make(f.proxy_url, &rc, GF_ON_ERROR_SKIP);
+  if (!l) {
+    http_ctl(&f, "clear");
+    return;
+  }
+  uint32_t seen[N] = {0};
+  gf_batch *b;
+  int got;
+  while ((got = gf_loader_next(l, &b)) == 0) {
+    take(b, seen);
+    CHECK_OK(gf_loader_release(l, b));
+  }
+  CHECK(got == GF_EEPOCHEND);
+  gf_loader_stats st = {.struct_size = sizeof st};
+  CHECK_OK(gf_loader_stats_get(l, &st));
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    bad += shard_of[i] == 2 ? seen[i] != 0 : seen[i] != 1;
+  }
+  CHECK(bad == 0);
+  /* Shard 2's samples were left to the workers by the plan. */
+  CHECK(st.fetch_unprepared > 0);
+  if (bad || !st.fetch_unprepared)
+    fprintf(stderr,
+            "shard never opens: %u wrong, %llu unprepared, %llu "
+            "skipped: %s\n",
+            bad, (unsigned long long)st.fetch_unprepared,
+            (unsigned long long)st.skipped, st.last_skip_reason);
+  http_ctl(&f, "clear");
+  gf_loader_destroy(l);
+}
+
 int main(void) {
   if (http_fixture_start(&f, N, 24, HTTP_PROXY) < 0)
     return 1;
@@ -292,6 +333,7 @@ int main(void) {
   killed_and_back();
   down_for_good();
   skip_a_shard();
+  shard_never_opens();
   CHECK(http_fixture_stop(&f) == 0);
   return gf_test_finish();
 }
