@@ -21,6 +21,8 @@ gpufeed_require_pc(ZSTD libzstd libzstd-dev)
 # The HTTP(S) storage (lib/io/storage_http*.c). The OpenSSL flavour: its
 # TLS reads the system's CA store (ca-certificates) by default.
 gpufeed_require_pc(CURL libcurl libcurl4-openssl-dev)
+# S3's request signing (lib/io/s3_sigv4.c): OpenSSL's SHA-256 and HMAC.
+gpufeed_require_pc(CRYPTO libcrypto libssl-dev)
 find_package(PNG QUIET)
 if(NOT PNG_FOUND)
   message(FATAL_ERROR "gpufeed: libpng not found. On Debian: apt-get install libpng-dev")
@@ -37,7 +39,7 @@ find_package(Threads REQUIRED)
 # position-independent code, so it cannot go into a shared object.
 add_library(gpufeed_deps_dynamic INTERFACE)
 target_link_libraries(gpufeed_deps_dynamic INTERFACE
-  PkgConfig::URING PkgConfig::ZSTD PkgConfig::CURL PNG::PNG JPEG::JPEG m
+  PkgConfig::URING PkgConfig::ZSTD PkgConfig::CURL PkgConfig::CRYPTO PNG::PNG JPEG::JPEG m
   Threads::Threads)
 
 # gpufeed_deps: what the static library and the programs link, the same
@@ -55,7 +57,7 @@ if(GPUFEED_STATIC_DEPS)
   # libcurl stays a shared object even here: Debian ships no libcurl.a
   # (and a static one would pull in OpenSSL, nghttp2, libssh2, GSSAPI...
   # with it), so the static binary still needs libcurl4 installed.
-  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::CURL m
+  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::CURL PkgConfig::CRYPTO m
                         Threads::Threads)
 else()
   target_link_libraries(gpufeed_deps INTERFACE gpufeed_deps_dynamic)

@@ -49,7 +49,7 @@ typedef struct lane {
   uint32_t nwaiting;
   uint32_t *done; /* ids complete, not yet handed on */
   uint32_t ndone;
-  unsigned wire; /* transfers in the multi handle */
+  unsigned wire;   /* transfers in the multi handle */
   uint32_t *taken; /* scratch: what the thread took from in */
 } lane;
 
@@ -376,8 +376,8 @@ static int lane_init(gf_http_lanes *a, lane *l, unsigned depth,
   l->done = calloc(c, sizeof *l->done);
   l->taken = calloc(c, sizeof *l->taken);
   l->multi = curl_multi_init();
-  if (!l->idle || !l->in || !l->queue || !l->waiting || !l->done ||
-      !l->taken || !l->multi)
+  if (!l->idle || !l->in || !l->queue || !l->waiting || !l->done || !l->taken ||
+      !l->multi)
     return CURLM_OUT_OF_MEMORY;
   CURLMcode mc = curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                                    (long)(conns ? conns : 1));
