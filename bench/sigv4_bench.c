@@ -54,7 +54,8 @@ int main(int argc, char **argv) {
                           GF_SIGV4_UNSIGNED,
                           "us-west-2",
                           "s3",
-                          time(NULL)};
+                          time(NULL),
+                          false};
   gf_sigv4_pair q[] = {
       {"list-type", "2"},
       {"prefix", "imagenet/train/"},
@@ -65,7 +66,7 @@ int main(int argc, char **argv) {
       3,           NULL,
       0,           NULL,
       "us-west-2", "s3",
-      time(NULL)};
+      time(NULL),  false};
   double g = rounds(&get, &k, n), l = rounds(&list, &k, n);
   printf("{\"bench\":\"sigv4\",\"requests\":%ld,\"ranged_get_us\":%.3f,"
          "\"listing_us\":%.3f,\"target_us\":5}\n",

@@ -242,7 +242,7 @@ typedef struct gf_sample_info {
   uint32_t reserved1;
 } gf_sample_info;
 
-/* Opens a dataset directory, or a dataset's URL (http://, https://:
+/* Opens a dataset directory, or a dataset's URL (http://, https://, s3://:
  * gf_dataset_open_with's defaults). Maps the index (O(1) in the sample
  * count; a remote index is read in pages as its records are used, see
  * docs/FORMAT.md), checks the header, the summary and the tables and
@@ -478,8 +478,8 @@ typedef struct gf_loader_config {
   const char *source;     /* a dataset folder (gpufeed build) or a folder of
                              PNG and JPEG files (.png, .jpg, .jpeg, mixed
                              freely) in the ImageFolder convention; or a
-                             dataset's URL (http://, https://: see
-                             remote) */
+                             dataset's URL (http://, https://,
+                             s3://bucket/prefix: see remote) */
   const char *labels_file;/* image folder source: flat folder + labels
                              file */
   uint64_t seed;          /* permutation seed (default 0) */

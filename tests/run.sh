@@ -9,7 +9,8 @@
 #
 # Extra arguments after -- go to ctest (e.g. -- -R format). On a machine
 # with a GPU, GPUFEED_REQUIRE_GPU=1 makes every GPU test's skip a failure;
-# GPUFEED_REQUIRE_HTTP=1 does the same for the network tests (CI sets it).
+# GPUFEED_REQUIRE_HTTP=1 does the same for the network tests and
+# GPUFEED_REQUIRE_S3=1 for the S3 tests (CI sets both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 san=""
@@ -25,6 +26,16 @@ done
 # The Python package's tests run in the suite too (tests/python.cmake), and
 # the network tests (tests/net.cmake: nginx, curl, openssl).
 GPUFEED_WITH_PYTHON=1 GPUFEED_WITH_NET=1 bash cmake/install-deps.sh
+# The S3 tests talk to moto's S3 server (PyPI's moto[server] and boto3, in
+# a venv of their own, build-s3venv/): installed when GPUFEED_REQUIRE_S3=1
+# (CI sets it) or GPUFEED_WITH_S3=1; without them those tests skip.
+if [ "${GPUFEED_REQUIRE_S3:-0}" = 1 ] || [ "${GPUFEED_WITH_S3:-0}" = 1 ]; then
+  if ! build-s3venv/bin/python -c 'import moto.server, boto3' 2>/dev/null; then
+    python3 -m venv build-s3venv
+    build-s3venv/bin/pip install -q 'moto[server]' boto3
+  fi
+  export GPUFEED_S3_PYTHON=$PWD/build-s3venv/bin/python
+fi
 jobs=$(nproc)
 dir=build
 opts=(-DGPUFEED_WERROR=ON)

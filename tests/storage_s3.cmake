@@ -2,3 +2,7 @@
 gpufeed_add_test(test_s3_sigv4
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_s3_sigv4.c TIMEOUT 60
   LABELS io s3)
+
+# The CLI over S3: moto's server checking signatures (tests/s3/s3_server.py);
+# skips without moto and boto3 unless GPUFEED_REQUIRE_S3=1.
+gpufeed_add_script_test(cli_s3 SCRIPT cli_s3.sh TIMEOUT 240 LABELS cli s3 net)

@@ -129,8 +129,11 @@ static const char build_usage[] =
 #define REMOTE_USAGE                                                           \
   "\n"                                                                         \
   "A DATASET or SOURCE may be a dataset's URL (http://host/path,\n"            \
-  "https://...; an image folder needs a local path: plain HTTP has no\n"       \
-  "listing). Reading one:\n"                                                   \
+  "https://..., s3://bucket/prefix; an image folder needs a local path:\n"     \
+  "plain HTTP has no listing). s3:// finds its credentials, region and\n"      \
+  "endpoint as the AWS CLI does (AWS_ACCESS_KEY_ID, AWS_PROFILE,\n"            \
+  "~/.aws/credentials and config, AWS_REGION, AWS_ENDPOINT_URL_S3...;\n"       \
+  "docs/S3.md). Reading one:\n"                                                \
   "  --max-attempts N tries of one request, the first included (default 5):\n" \
   "                   5xx, 429, resets, refused connections, stalls and\n"     \
   "                   timeouts are retried with backoff\n"                     \

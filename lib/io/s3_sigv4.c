@@ -319,7 +319,10 @@ int gf_sigv4_sign(const gf_sigv4_request *r, const gf_sigv4_key *k,
   /* The canonical request. */
   sb_str(&c, r->method);
   sb_put(&c, "\n", 1);
-  sb_encode(&c, r->path, true);
+  if (r->path_encoded)
+    sb_str(&c, r->path);
+  else
+    sb_encode(&c, r->path, true);
   sb_put(&c, "\n", 1);
   for (size_t i = 0; i < q; i++) {
     if (i)

@@ -49,6 +49,8 @@ typedef struct gf_sigv4_request {
   const char *region;       /* "us-east-1" */
   const char *service;      /* "s3" */
   time_t when;              /* the request's time (UTC) */
+  bool path_encoded;        /* path is already URI-encoded as S3 wants
+                               (the request URL's): taken as it is */
 } gf_sigv4_request;
 
 /* What a signed request must carry besides its own headers. */

@@ -11,6 +11,7 @@
 /* The storages, asked in order whether they serve a location; the local
  * file system last: it serves what no scheme claims. */
 static const gf_storage_ops *const storages[] = {
+    &gf_storage_s3,
     &gf_storage_http,
     &gf_storage_local,
 };

@@ -286,6 +286,7 @@ char *gf_location_redact(const char *location, char *buf, size_t cap);
 
 /* The storages (storage.c's table). */
 extern const gf_storage_ops gf_storage_http;
+extern const gf_storage_ops gf_storage_s3;
 extern const gf_storage_ops gf_storage_local;
 
 #endif /* GF_IO_STORAGE_H */

@@ -52,6 +52,9 @@ static void share_unlock(CURL *h, curl_lock_data data, void *user) {
 
 static void http_close(gf_storage *base) {
   gf_http_storage *s = (gf_http_storage *)base;
+  if (s->sign_free)
+    s->sign_free(s->sign_ctx);
+  free(s->display_root);
   for (unsigned i = 0; i < s->npool; i++)
     gf_http_easy_free(s->pool[i]);
   if (s->share)
@@ -104,9 +107,32 @@ static int bearer(gf_http_storage *s) {
 static int http_open(const char *location, const gf_remote_config *remote,
                      gf_storage **out) {
   *out = NULL;
-  pthread_once(&curl_once, curl_init);
   char shown[1024];
   gf_location_redact(location, shown, sizeof shown);
+  gf_http_storage *s;
+  int rc = gf_http_storage_open(location, shown, remote, &s);
+  if (rc == 0)
+    *out = &s->base;
+  return rc;
+}
+
+void gf_http_storage_display(const gf_http_storage *s, const char *name,
+                             char *buf, size_t cap) {
+  if (!s->display_root) {
+    gf_http_url_display(&s->url, name, s->base.insecure, buf, cap);
+    return;
+  }
+  if (name && name[0])
+    snprintf(buf, cap, "%s/%s", s->display_root, name);
+  else
+    snprintf(buf, cap, "%s", s->display_root);
+}
+
+int gf_http_storage_open(const char *location, const char *shown,
+                         const gf_remote_config *remote,
+                         gf_http_storage **out) {
+  *out = NULL;
+  pthread_once(&curl_once, curl_init);
   if (curl_init_rc != CURLE_OK)
     return gf_fail(GF_EREMOTE, shown, GF_NO_INDEX, GF_NO_INDEX,
                    "libcurl did not initialise: %s",
@@ -180,7 +206,7 @@ static int http_open(const char *location, const gf_remote_config *remote,
            "(gf_remote_config.tls_no_verify); its messages are marked "
            "\"%s\"",
            disp + strlen(GF_TLS_UNVERIFIED_MARK), GF_TLS_UNVERIFIED_MARK);
-  *out = &s->base;
+  *out = s;
   return 0;
 }
 
@@ -271,7 +297,7 @@ static int http_stat(gf_storage *base, const char *name, bool follow,
     return 0;
   }
   char shown[1024];
-  gf_http_url_display(&s->url, name, s->base.insecure, shown, sizeof shown);
+  gf_http_storage_display(s, name, shown, sizeof shown);
   int rc = head(s, name, shown, &out->size, out->version, sizeof out->version);
   if (rc == 0)
     out->type = GF_ENTRY_FILE;
@@ -316,7 +342,7 @@ static int http_obj_open(gf_storage *base, const char *name, uint32_t flags,
                          gf_object **out) {
   gf_http_storage *s = (gf_http_storage *)base;
   char shown[1024];
-  gf_http_url_display(&s->url, name, s->base.insecure, shown, sizeof shown);
+  gf_http_storage_display(s, name, shown, sizeof shown);
   if (flags & GF_OBJ_DIRECT)
     return gf_fail(-EINVAL, shown, GF_NO_INDEX, GF_NO_INDEX,
                    "O_DIRECT is for local files, not a server's objects");
@@ -383,7 +409,8 @@ static void http_counters(gf_storage *st, gf_storage_counters *out) {
 static void http_describe(gf_storage *st, char *buf, size_t cap) {
   gf_http_storage *s = (gf_http_storage *)st;
   unsigned port = s->url.port ? s->url.port : s->url.tls ? 443 : 80;
-  snprintf(buf, cap, "%s %s:%u%s", s->url.tls ? "https" : "http", s->url.host,
+  snprintf(buf, cap, "%s %s:%u%s",
+           s->scheme ? s->scheme : s->url.tls ? "https" : "http", s->url.host,
            port,
            !s->url.tls        ? ""
            : s->base.insecure ? ", TLS NOT VERIFIED"

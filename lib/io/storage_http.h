@@ -173,6 +173,8 @@ uint64_t gf_http_now_ms(void);
  * them between requests). */
 #define GF_HTTP_POOL 16
 
+struct gf_http_xfer;
+
 typedef struct gf_http_storage {
   gf_storage base;
   gf_http_url url;
@@ -189,7 +191,30 @@ typedef struct gf_http_storage {
   /* gf_storage_counters: tries made (HEADs and GETs, synchronous and the
    * engines'), of which retried and failed for good; body bytes taken */
   _Atomic uint64_t requests, retries, failures, bytes;
+  /* A store that speaks HTTP with a protocol of its own on top (S3,
+   * storage_s3.c), NULLs otherwise: its scheme for reports ("s3"), the
+   * display form of the root that messages show instead of the URL
+   * ("s3://bucket/prefix"), and a signer that gives each try the headers
+   * to send (the request's own, then its signature's), as a struct
+   * curl_slist * the xfer frees after the try; it returns 0 or a negative
+   * code with the reason in why (no secret in it). */
+  const char *scheme;
+  char *display_root;
+  int (*sign)(struct gf_http_storage *st, const struct gf_http_xfer *x,
+              void **list, char *why, size_t cap);
+  void *sign_ctx;
+  void (*sign_free)(void *ctx);
 } gf_http_storage;
+
+/* Opens an HTTP storage at url (http:// or https://), named `shown` in
+ * the messages of its failure. The caller may set the flavour's fields
+ * above before the first request. Returns 0 or the error with context. */
+int gf_http_storage_open(const char *url, const char *shown,
+                         const gf_remote_config *remote, gf_http_storage **out);
+/* The display form of the root's object `name` (the flavour's root when
+ * set), cut to fit cap. */
+void gf_http_storage_display(const gf_http_storage *s, const char *name,
+                             char *buf, size_t cap);
 
 typedef struct gf_http_object {
   gf_object base;
@@ -223,6 +248,9 @@ typedef struct gf_http_xfer {
   char errbuf[256];   /* curl's words (CURL_ERROR_SIZE) */
   char verdict_why[160];
   char cause[256]; /* the last failed try's cause, without the URL */
+  void *signed_headers; /* struct curl_slist *: this try's, from st->sign;
+                           freed by the next try and gf_http_xfer_end */
+  bool sign_failed;     /* this try could not be signed (cause set) */
 } gf_http_xfer;
 
 /* A new easy handle with the storage's options (TLS, timeouts, stall,
@@ -240,6 +268,9 @@ void gf_http_xfer_try(gf_http_xfer *x);
  * range, the status or curl's words and the tries, is in why). */
 int gf_http_xfer_end(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
                      size_t cap);
+/* Frees what a try that will not end holds (a transfer removed from its
+ * multi handle before it completed). */
+void gf_http_xfer_drop(gf_http_xfer *x);
 /* Replaces every secret of the storage found in text with "<redacted>"
  * (text cap bytes, in place). */
 void gf_http_scrub(const gf_http_storage *st, char *text, size_t cap);

@@ -237,6 +237,7 @@ static void fail_wire(lane *l, CURLMcode mc) {
     CURL *h = x->x.easy;
     if (curl_multi_remove_handle(l->multi, h) != CURLM_OK)
       continue;
+    gf_http_xfer_drop(&x->x);
     l->idle[l->nidle++] = h;
     l->wire--;
     fail(l, id, code, why);
@@ -322,6 +323,7 @@ static void lane_free(lane *l) {
       lane_xfer *x = &a->xs[i];
       if (x->state == X_WIRE && x->lane == l->k &&
           curl_multi_remove_handle(l->multi, x->x.easy) == CURLM_OK) {
+        gf_http_xfer_drop(&x->x);
         gf_http_easy_free(x->x.easy);
         x->state = X_IDLE;
         l->wire--;

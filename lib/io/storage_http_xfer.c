@@ -178,7 +178,16 @@ void gf_http_xfer_try(gf_http_xfer *x) {
   /* Options of a live handle only fail when out of memory, which the
    * transfer then reports. */
   curl_easy_setopt(e, CURLOPT_URL, x->url);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+  /* A signing store: this try's headers, signed now (a signature holds
+   * the time it was made). */
+  curl_slist_free_all(x->signed_headers);
+  x->signed_headers = NULL;
+  x->sign_failed = false;
+  if (x->st->sign &&
+      x->st->sign(x->st, x, &x->signed_headers, x->cause, sizeof x->cause) < 0)
+    x->sign_failed = true;
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER,
+                   x->signed_headers ? x->signed_headers : x->headers);
   if (x->ask.head) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(e, CURLOPT_RANGE, (char *)NULL);
@@ -351,9 +360,22 @@ static int xfer_verdict(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
   return code;
 }
 
+void gf_http_xfer_drop(gf_http_xfer *x) {
+  curl_slist_free_all(x->signed_headers);
+  x->signed_headers = NULL;
+}
+
 int gf_http_xfer_end(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
                      size_t cap) {
-  int r = xfer_verdict(x, res, wait_ms, why, cap);
+  int r;
+  if (x->sign_failed) {
+    *wait_ms = 0;
+    snprintf(why, cap, "cannot sign the request: %s", x->cause);
+    r = -EINVAL;
+  } else {
+    r = xfer_verdict(x, res, wait_ms, why, cap);
+  }
+  gf_http_xfer_drop(x);
   gf_http_storage *st = x->st;
   atomic_fetch_add_explicit(&st->requests, 1, memory_order_relaxed);
   if (r == 0)

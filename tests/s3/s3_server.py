@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""moto's S3 server for the tests, on 127.0.0.1 at a free port, checking
+every SigV4 signature (a test helper, not part of the library).
+
+    s3_server.py start RUNDIR [BUCKET...]
+        Starts moto_server with INITIAL_NO_AUTH_ACTION_COUNT set so that
+        the first calls (made here) create an IAM user, a policy allowing
+        s3:*, and its access key; from then on moto checks every
+        signature (a wrong secret gets SignatureDoesNotMatch; moto 5.2).
+        Creates the buckets with that key. Prints shell lines:
+        GF_S3_ENDPOINT, GF_S3_PID, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY;
+        writes them to RUNDIR/moto.env too. The server dies with the
+        process that started this script (--owner PID) or on `stop`.
+    s3_server.py upload DIR s3://BUCKET/PREFIX
+        Uploads every file under DIR (the environment's key and endpoint).
+    s3_server.py stop RUNDIR
+    s3_server.py check
+        Exits 0 when moto and boto3 are importable, 77 otherwise.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+# The calls made before moto checks signatures: create user, create
+# policy, attach it, create the access key. moto counts each request.
+SETUP_CALLS = 4
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def client(service, endpoint, key=None, secret=None):
+    import boto3
+    from botocore.config import Config
+    return boto3.client(service, endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id=key or "setup", aws_secret_access_key=secret or "setup",
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+
+
+def start(rundir, buckets, owner):
+    os.makedirs(rundir, exist_ok=True)
+    port = free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(SETUP_CALLS))
+    log = open(os.path.join(rundir, "moto.log"), "w")
+    # The watcher: moto dies with the owner (the test) however it ends.
+    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    if owner:
+        watch = ("while kill -0 %d 2>/dev/null && kill -0 %d 2>/dev/null; do sleep 1; done; "
+                 "kill -TERM -%d 2>/dev/null" % (owner, proc.pid, proc.pid))
+        subprocess.Popen(["bash", "-c", watch], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = "http://127.0.0.1:%d" % port
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
+            break
+        except Exception:
+            if proc.poll() is not None:
+                sys.exit("moto_server exited: see %s/moto.log" % rundir)
+            time.sleep(0.1)
+    else:
+        sys.exit("moto_server did not answer on %s" % endpoint)
+    iam = client("iam", endpoint)
+    iam.create_user(UserName="gpufeed-test")
+    arn = iam.create_policy(PolicyName="s3-all", PolicyDocument=(
+        '{"Version":"2012-10-17","Statement":[{"Effect":"Allow",'
+        '"Action":"s3:*","Resource":"*"}]}'))["Policy"]["Arn"]
+    iam.attach_user_policy(UserName="gpufeed-test", PolicyArn=arn)
+    k = iam.create_access_key(UserName="gpufeed-test")["AccessKey"]
+    s3 = client("s3", endpoint, k["AccessKeyId"], k["SecretAccessKey"])
+    for b in buckets:
+        s3.create_bucket(Bucket=b)
+    lines = ["GF_S3_ENDPOINT=%s" % endpoint, "GF_S3_PID=%d" % proc.pid,
+             "AWS_ACCESS_KEY_ID=%s" % k["AccessKeyId"],
+             "AWS_SECRET_ACCESS_KEY=%s" % k["SecretAccessKey"]]
+    with open(os.path.join(rundir, "moto.env"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def upload(src, dest):
+    assert dest.startswith("s3://")
+    bucket, _, prefix = dest[5:].partition("/")
+    s3 = client("s3", os.environ["GF_S3_ENDPOINT"], os.environ["AWS_ACCESS_KEY_ID"],
+                os.environ["AWS_SECRET_ACCESS_KEY"])
+    n = 0
+    for root, _, files in os.walk(src):
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            key = os.path.relpath(path, src)
+            if prefix:
+                key = prefix.rstrip("/") + "/" + key
+            s3.upload_file(path, bucket, key)
+            n += 1
+    print("uploaded %d objects to %s" % (n, dest))
+
+
+def stop(rundir):
+    try:
+        env = dict(l.strip().split("=", 1) for l in open(os.path.join(rundir, "moto.env")))
+        os.killpg(int(env["GF_S3_PID"]), signal.SIGTERM)
+    except (OSError, KeyError, ValueError):
+        pass
+
+
+def main():
+    a = sys.argv[1:]
+    if a and a[0] == "check":
+        try:
+            import boto3  # noqa: F401
+            import moto.server  # noqa: F401
+        except Exception as e:  # any import failure means: not here
+            print("moto or boto3 missing (%s): pip install 'moto[server]' boto3, or run the suite with GPUFEED_WITH_S3=1" % e,
+                  file=sys.stderr)
+            sys.exit(77)
+        return
+    if len(a) >= 2 and a[0] == "start":
+        owner = 0
+        if "--owner" in a:
+            i = a.index("--owner")
+            owner = int(a[i + 1])
+            del a[i:i + 2]
+        start(a[1], a[2:], owner)
+    elif len(a) == 3 and a[0] == "upload":
+        upload(a[1], a[2])
+    elif len(a) == 2 and a[0] == "stop":
+        stop(a[1])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
