@@ -1,7 +1,7 @@
-/* Where an S3 request goes and who asks (s3_config.c), between the files
- * of lib/io only: credentials, region, endpoint and addressing style,
- * found the way the AWS CLI (botocore) and the SDKs find them in the
- * environment and the two shared files (~/.aws/credentials and
+/* Where an S3 request goes and who asks (s3_config.c; its files read by
+ * s3_ini.c), between the files of lib/io only: credentials, region, endpoint
+ * and addressing style, found the way the AWS CLI (botocore) and the SDKs find
+ * them in the environment and the two shared files (~/.aws/credentials and
  * ~/.aws/config), so that a set-up that works for `aws s3` works here
  * unchanged. Container and instance credentials are a later step: "no
  * credentials" is a result here, not an error.
@@ -149,8 +149,8 @@ typedef struct gf_aws_ini_entry {
 typedef int (*gf_aws_ini_fn)(void *ctx, const gf_aws_ini_entry *e, char *why,
                              size_t cap);
 
-/* Parses len bytes of text (not NUL-terminated) as a shared file, calling
- * fn(ctx, ...) for each entry, in the order of the text. path names the
+/* (s3_ini.c) Parses len bytes of text (not NUL-terminated) as a shared file,
+ * calling fn(ctx, ...) for each entry, in the order of the text. path names the
  * text in messages (NULL: "config"). Returns 0, -EINVAL with "PATH line
  * N: reason" in why (the line's bytes never in it: they may be a secret;
  * a key's name may be), -ENOMEM, or what fn returned. Its own buffers are
