@@ -58,6 +58,9 @@ n_local=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples
 n_s3=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/inspect_json.out")
 [ "$n_local" = 60 ] && [ "$n_s3" = "$n_local" ] || fail "samples: local $n_local, s3 $n_s3"
 run 0 verify "$G" verify "$URL"
+# A web server's bearer token is not S3's business: not sent, not even
+# read (one a web server would refuse, a line break in it, changes nothing).
+run 0 bearer env GPUFEED_HTTP_BEARER_TOKEN=$'abc\ndef' "$G" inspect "$URL"
 run 0 bench "$G" bench "$URL" --device cpu --batch 8 --epochs 2 --json --quiet
 # images counts the epochs after the first: 60 samples in batches of 8, the
 # last one dropped.

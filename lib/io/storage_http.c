@@ -111,9 +111,17 @@ static int http_open(const char *location, const gf_remote_config *remote,
   gf_location_redact(location, shown, sizeof shown);
   gf_http_storage *s;
   int rc = gf_http_storage_open(location, shown, remote, &s);
-  if (rc == 0)
-    *out = &s->base;
-  return rc;
+  if (rc < 0)
+    return rc;
+  /* A web server's token; S3's flavour signs instead (storage_s3.c). */
+  if ((rc = bearer(s)) < 0) {
+    http_close(&s->base);
+    return rc == -ENOMEM
+               ? gf_fail(rc, shown, GF_NO_INDEX, GF_NO_INDEX, "out of memory")
+               : rc;
+  }
+  *out = &s->base;
+  return 0;
 }
 
 void gf_http_storage_display(const gf_http_storage *s, const char *name,
@@ -169,12 +177,6 @@ int gf_http_storage_open(const char *location, const char *shown,
        !(s->remote.ca_file = s->ca_file = strdup(remote->ca_file)))) {
     http_close(&s->base);
     return gf_fail(-ENOMEM, shown, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
-  }
-  if ((rc = bearer(s)) < 0) {
-    http_close(&s->base);
-    return rc == -ENOMEM
-               ? gf_fail(rc, shown, GF_NO_INDEX, GF_NO_INDEX, "out of memory")
-               : rc;
   }
   CURLSHcode sc = CURLSHE_NOMEM;
   if ((s->share = curl_share_init())) {

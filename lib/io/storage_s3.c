@@ -247,11 +247,6 @@ static int s3_open(const char *location, const gf_remote_config *remote,
   gf_http_storage *s;
   if ((rc = gf_http_storage_open(url, shown, remote, &s)) < 0)
     goto out;
-  /* S3's own authorization, never a bearer token meant for web servers. */
-  free(s->auth_header);
-  s->auth_header = NULL;
-  curl_slist_free_all(s->headers);
-  s->headers = NULL;
   s->scheme = "s3";
   char root[1024];
   snprintf(root, sizeof root, "s3://%s%s%s", bucket, pfx[0] ? "/" : "", pfx);
