@@ -150,6 +150,11 @@ static void ram_cache_on_top(void) {
   snprintf(slow_src, sizeof slow_src, "slow://%s", F2.ds_dir);
   gf_loader_config c = config(slow_src, GF_ORDER_SHUFFLE);
   c.cache_bytes = 64u << 20;
+  /* Reads in flight well under an epoch, so that the stage's read-ahead
+   * (slots + 2 batches and the reads in flight) has planned epoch 3 only
+   * once the decoded cache held every sample (at the default 1024 it
+   * spans two epochs of this fixture). */
+  remote.fetch_requests = 64;
   gf_loader *l;
   slow_storage_reset();
   CHECK_OK(gf_loader_create(&c, &l));
