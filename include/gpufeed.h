@@ -415,6 +415,34 @@ typedef struct gf_transform {
   uint64_t reserved[1]; /* must be zero */
 } gf_transform;
 
+/* An S3 store's settings given by the caller (gf_remote_config.s3), for
+ * callers that manage credentials themselves; each field left NULL or 0
+ * is found as the AWS CLI finds it (the environment, AWS_PROFILE and the
+ * shared files ~/.aws/credentials and ~/.aws/config, then the container
+ * or EC2 instance metadata service; docs/REMOTE.md). Strings are read at
+ * open and copied: the caller may free them after. */
+typedef struct gf_s3_config {
+  uint32_t struct_size;          /* sizeof(gf_s3_config) */
+  uint32_t anonymous;            /* 1: requests go unsigned (public buckets;
+                                    the AWS CLI's --no-sign-request) */
+  const char *access_key_id;     /* with secret_access_key: these
+                                    credentials, no other looked for */
+  const char *secret_access_key; /* a secret: never shown */
+  const char *session_token;     /* a secret (NULL: none) */
+  const char *region;            /* NULL: AWS_REGION, ..., "us-east-1" */
+  const char *endpoint_url;      /* NULL: AWS_ENDPOINT_URL_S3, ..., AWS */
+  const char *profile;           /* NULL: AWS_PROFILE, ..., "default" */
+  uint32_t addressing;           /* 0: auto (path-style with an endpoint,
+                                    virtual-hosted on AWS); 1: path-style;
+                                    2: virtual-hosted */
+  uint32_t reserved32;           /* must be zero */
+  uint64_t reserved[4];          /* must be zero */
+} gf_s3_config;
+#define GF_S3_CONFIG_INIT                                                      \
+  {                                                                            \
+    sizeof(gf_s3_config), 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, { 0 }   \
+  }
+
 /* Reading from a server (http://, https://; docs/REMOTE.md): how reads
  * are retried, how long a server may take, how much is read ahead of
  * decode, and the disk cache tier. Zero fields take the defaults; a NULL
@@ -453,11 +481,14 @@ typedef struct gf_remote_config {
                                   (0: one a two cores, 1 to 8; a thread
                                   moves 2-5 GB/s) */
   uint32_t reserved32;         /* must be zero */
-  uint64_t reserved[3];        /* must be zero */
+  const struct gf_s3_config *s3; /* s3:// only: who asks and where (NULL:
+                                  the AWS conventions alone); read at
+                                  open, not kept */
+  uint64_t reserved[2];          /* must be zero */
 } gf_remote_config;
 /* clang-format off */
 #define GF_REMOTE_CONFIG_INIT \
-  {sizeof(gf_remote_config), 0, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, {0}}
+  {sizeof(gf_remote_config), 0, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, NULL, {0}}
 /* clang-format on */
 
 /* A source's location as every message and report of gpufeed shows it: a

@@ -6,3 +6,7 @@ gpufeed_add_test(test_s3_sigv4
 # The CLI over S3: moto's server checking signatures (tests/s3/s3_server.py);
 # skips without moto and boto3 unless GPUFEED_REQUIRE_S3=1.
 gpufeed_add_script_test(cli_s3 SCRIPT cli_s3.sh TIMEOUT 240 LABELS cli s3 net)
+
+# An image folder on S3: listed (pages, no HEAD), built and read as a local
+# folder would be (tests/cli_s3_folder.sh).
+gpufeed_add_script_test(cli_s3_folder SCRIPT cli_s3_folder.sh TIMEOUT 300 LABELS cli s3 net)

@@ -34,7 +34,7 @@ static const char *const V = "\"5f3e-1a2b\"";
 static void get(const char *lines, uint64_t off, uint64_t len, int want,
                 bool want_retry, const char *word) {
   gf_http_reply r = reply(lines);
-  gf_http_ask a = {false, off, len, 1000, V};
+  gf_http_ask a = {false, off, len, 1000, V, false};
   bool retry = !want_retry;
   char why[256];
   int rc = gf_http_judge(&r, &a, &retry, why, sizeof why);
@@ -192,7 +192,8 @@ int main(void) {
   /* A version by Last-Modified. */
   r = reply("HTTP/1.1 206|Content-Range: bytes 0-9/1000|Last-Modified: Tue, "
             "14 Nov 2023 22:13:21 GMT");
-  gf_http_ask lm = {false, 0, 10, 1000, "lm:Tue, 14 Nov 2023 22:13:20 GMT"};
+  gf_http_ask lm = {false, 0, 10, 1000, "lm:Tue, 14 Nov 2023 22:13:20 GMT",
+                    false};
   bool retry;
   char why[256];
   CHECK(gf_http_judge(&r, &lm, &retry, why, sizeof why) == GF_ECHANGED);
@@ -201,7 +202,7 @@ int main(void) {
 
   /* HEAD: a 200 with a Content-Length; the version is the ETag, else
    * the Last-Modified date, else none. */
-  gf_http_ask head = {true, 0, 0, 0, NULL};
+  gf_http_ask head = {true, 0, 0, 0, NULL, false};
   r = reply("HTTP/1.1 200|Content-Length: 1234|ETag: \"e\"|Last-Modified: X");
   CHECK_OK(gf_http_judge(&r, &head, &retry, why, sizeof why));
   uint64_t size;

@@ -15,6 +15,7 @@
 #include "decode/decode.h"
 #include "decode/loco_band.h" /* GF_LOCO_BAND_ROWS */
 #include "format/format.h"
+#include "io/storage.h" /* a remote source folder (s3://) */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -50,6 +51,7 @@ typedef struct slot {
 typedef struct build_job {
   const gfc_build_opts *o;
   const gf_folder *folder;
+  gf_storage *st; /* the source folder's storage */
   gf_decode_opts dopts;
   slot *win;
   uint64_t wsize;
@@ -93,6 +95,38 @@ static int loco_depth(int codec, const gf_shape *s) {
                  "build without --keep-16bit to reduce it to 8 bits");
 }
 
+/* A file of a remote folder, whole: opened with what the listing told
+ * (no request but its GET). Returns 0 or the error, the file named. */
+static int read_remote(build_job *j, const gf_folder_entry *e, void **data,
+                       size_t *len) {
+  gf_object *obj = NULL;
+  gf_stat known = {.type = GF_ENTRY_FILE, .size = e->size};
+  if (e->version)
+    snprintf(known.version, sizeof known.version, "%s", e->version);
+  int rc = e->size != UINT64_MAX
+               ? gf_object_open_known(j->st, e->path, &known, 0, &obj)
+               : gf_object_open(j->st, e->path, 0, &obj);
+  if (rc < 0)
+    return rc;
+  if (obj->size > GF_LIMIT_DEFAULT_BYTES) {
+    rc = gf_fail(GF_ELIMIT, obj->display, GF_NO_INDEX, GF_NO_INDEX,
+                 "a file of %llu bytes: more than the %llu a source may have",
+                 (unsigned long long)obj->size,
+                 (unsigned long long)GF_LIMIT_DEFAULT_BYTES);
+  } else if (!(*data = malloc(obj->size ? (size_t)obj->size : 1))) {
+    rc = gf_fail(-ENOMEM, obj->display, GF_NO_INDEX, GF_NO_INDEX,
+                 "out of memory for a file of %llu bytes",
+                 (unsigned long long)obj->size);
+  } else if ((rc = gf_object_read(obj, *data, 0, obj->size)) < 0) {
+    free(*data);
+    *data = NULL;
+  } else {
+    *len = (size_t)obj->size;
+  }
+  gf_object_close(obj);
+  return rc;
+}
+
 /* Reads, decodes and encodes source i into *s (not yet published). */
 static int process(build_job *j, uint64_t i, slot *s) {
   const gfc_build_opts *o = j->o;
@@ -103,8 +137,10 @@ static int process(build_job *j, uint64_t i, slot *s) {
   int codec = GF_FOLDER_CODEC_UNKNOWN;
   int rc = path ? 0 : -ENOMEM;
   gf_error_clear();
-  if (rc == 0)
+  if (rc == 0 && (gf_storage_caps(j->st) & GF_STORAGE_FD))
     rc = gfc_read_file(path, GF_LIMIT_DEFAULT_BYTES, &src, &len);
+  else if (rc == 0)
+    rc = read_remote(j, e, &src, &len);
   if (rc == 0 && (rc = gf_folder_file_codec(e->codec, NULL, src, len)) >= 0) {
     codec = rc;
     rc = store_as_is(o->codec, codec);
@@ -588,6 +624,7 @@ int gfc_build(const gfc_build_opts *o) {
   gf_folder *folder = NULL;
   gf_writer *w = NULL;
   char *tmp = NULL;
+
   pthread_t *tids = NULL;
   unsigned started = 0;
   build_job j = {.o = o};
@@ -621,7 +658,8 @@ int gfc_build(const gfc_build_opts *o) {
   sweep_stale(o->out);
   gf_folder_opts fo = {.follow_symlinks = o->follow_symlinks,
                        .skip_bad = o->skip_bad};
-  if ((rc = gf_folder_scan_with(o->src, o->labels, &fo, &folder)) != 0) {
+  if ((rc = gf_storage_open(o->src, &o->remote, &j.st)) != 0 ||
+      (rc = gf_folder_scan_in(j.st, o->labels, &fo, &folder)) != 0) {
     gfc_error_last(CMD, rc);
     goto out;
   }
@@ -763,6 +801,7 @@ out:
     free(tmp);
   }
   gf_folder_free(folder);
+  gf_storage_close(j.st);
   pthread_cond_destroy(&j.can_claim);
   pthread_cond_destroy(&j.ready);
   pthread_mutex_destroy(&j.lock);

@@ -6,6 +6,7 @@
 
 #include "gpufeed.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,7 +53,22 @@ typedef struct gfc_build_opts {
   bool skip_bad;
   bool follow_symlinks; /* follow links to files leading out of SRC */
   bool quiet;
+  gf_remote_config remote; /* a source or output behind a server */
 } gfc_build_opts;
+
+/* build_s3.c: a build's output in a bucket (s3://bucket/prefix). */
+typedef struct gfc_s3_out gfc_s3_out;
+bool gfc_is_s3(const char *location);
+/* Opens the bucket's prefix for the build's output (its client and
+ * uploader) and refuses a dataset already there unless o->force. Returns
+ * 0 or a negative code, reported. */
+int gfc_s3_out_open(const gfc_build_opts *o, gfc_s3_out **out);
+void gfc_s3_out_close(gfc_s3_out *p);
+/* Uploads the dataset staged in dir (nshards shards and the index): the
+ * shards, then the index. Returns 0, or a negative code, reported, after
+ * deleting what it uploaded (-ECANCELED: *interrupted was set). */
+int gfc_s3_publish(gfc_s3_out *p, const char *dir, uint32_t nshards,
+                   volatile const sig_atomic_t *interrupted);
 
 typedef struct gfc_inspect_opts {
   const char *dataset;

@@ -63,6 +63,46 @@ static const char synth_usage[] =
     "  --quiet          no progress and no summary\n"
     "  -h, --help       this text\n";
 
+/* The options of a source behind a server, shared by inspect, verify and
+ * bench (gf_remote_config; docs/REMOTE.md). */
+#define REMOTE_USAGE                                                           \
+  "\n"                                                                         \
+  "A DATASET or SOURCE may be a URL: a dataset's (http://host/path,\n"         \
+  "https://..., s3://bucket/prefix), or an image folder's in a bucket\n"       \
+  "(s3://; plain HTTP has no listing). s3:// finds its credentials, region\n"  \
+  "and\n"                                                                      \
+  "endpoint as the AWS CLI does (AWS_ACCESS_KEY_ID, AWS_PROFILE,\n"            \
+  "~/.aws/credentials and config, AWS_REGION, AWS_ENDPOINT_URL_S3...;\n"       \
+  "docs/REMOTE.md), or from these options, named as the AWS CLI's:\n"          \
+  "  --profile NAME   the shared files' profile (AWS_PROFILE)\n"               \
+  "  --region REGION  (AWS_REGION; default us-east-1)\n"                       \
+  "  --endpoint-url URL  an S3-compatible store (MinIO, Ceph, R2...;\n"        \
+  "                   AWS_ENDPOINT_URL_S3)\n"                                  \
+  "  --no-sign-request  unsigned requests, for public buckets\n"               \
+  "Reading one:\n"                                                             \
+  "  --max-attempts N tries of one request, the first included (default 5):\n" \
+  "                   5xx, 429, resets, refused connections, stalls and\n"     \
+  "                   timeouts are retried with backoff\n"                     \
+  "  --retry-ms MS    the most time one request may take in tries and waits\n" \
+  "                   (default 60000)\n"                                       \
+  "  --connect-timeout-ms MS   (default 10000)\n"                              \
+  "  --stall-ms MS    a transfer moving no byte this long is retried\n"        \
+  "                   (default 15000)\n"                                       \
+  "  --max-connections N   to one server (default: --fetch-requests, at\n"     \
+  "                   most half of ulimit -n)\n"                               \
+  "  --fetch-requests N    reads in flight ahead of decode (default 1024)\n"   \
+  "  --fetch-threads N     threads moving bytes off the network (default:\n"   \
+  "                   one a two cores, 1 to 8)\n"                              \
+  "  --fetch-bytes SIZE    bytes read ahead, at most (default 256M, at "       \
+  "least\n"                                                                    \
+  "                   the batches in flight)\n"                                \
+  "  --cache-dir DIR  keep fetched bytes on local disk and read them there\n"  \
+  "                   later (off by default)\n"                                \
+  "  --cache-dir-bytes SIZE  its limit (default 64G)\n"                        \
+  "  --ca-file FILE   PEM CA bundle to verify servers with (default: the\n"    \
+  "                   system's)\n"                                             \
+  "  --tls-no-verify  do not verify servers' certificates (reports say so)\n"
+
 static const char build_usage[] =
     "Usage: gpufeed build SRC OUT [OPTIONS]\n"
     "\n"
@@ -122,40 +162,9 @@ static const char build_usage[] =
     "A second SIGINT stops at once, leaving the temporary folder\n"
     "(.OUT.gftmp-PID-HOST-XXXXXX next to OUT), as a SIGKILL does: the next\n"
     "build of OUT removes it once process PID of this host has ended, and\n"
-    "names any it cannot judge (its build may run, or ran on another host).\n";
-
-/* The options of a source behind a server, shared by inspect, verify and
- * bench (gf_remote_config; docs/REMOTE.md). */
-#define REMOTE_USAGE                                                           \
-  "\n"                                                                         \
-  "A DATASET or SOURCE may be a dataset's URL (http://host/path,\n"            \
-  "https://..., s3://bucket/prefix; an image folder needs a local path:\n"     \
-  "plain HTTP has no listing). s3:// finds its credentials, region and\n"      \
-  "endpoint as the AWS CLI does (AWS_ACCESS_KEY_ID, AWS_PROFILE,\n"            \
-  "~/.aws/credentials and config, AWS_REGION, AWS_ENDPOINT_URL_S3...;\n"       \
-  "docs/S3.md). Reading one:\n"                                                \
-  "  --max-attempts N tries of one request, the first included (default 5):\n" \
-  "                   5xx, 429, resets, refused connections, stalls and\n"     \
-  "                   timeouts are retried with backoff\n"                     \
-  "  --retry-ms MS    the most time one request may take in tries and waits\n" \
-  "                   (default 60000)\n"                                       \
-  "  --connect-timeout-ms MS   (default 10000)\n"                              \
-  "  --stall-ms MS    a transfer moving no byte this long is retried\n"        \
-  "                   (default 15000)\n"                                       \
-  "  --max-connections N   to one server (default: --fetch-requests, at\n"     \
-  "                   most half of ulimit -n)\n"                               \
-  "  --fetch-requests N    reads in flight ahead of decode (default 1024)\n"   \
-  "  --fetch-threads N     threads moving bytes off the network (default:\n"   \
-  "                   one a two cores, 1 to 8)\n"                              \
-  "  --fetch-bytes SIZE    bytes read ahead, at most (default 256M, at "       \
-  "least\n"                                                                    \
-  "                   the batches in flight)\n"                                \
-  "  --cache-dir DIR  keep fetched bytes on local disk and read them there\n"  \
-  "                   later (off by default)\n"                                \
-  "  --cache-dir-bytes SIZE  its limit (default 64G)\n"                        \
-  "  --ca-file FILE   PEM CA bundle to verify servers with (default: the\n"    \
-  "                   system's)\n"                                             \
-  "  --tls-no-verify  do not verify servers' certificates (reports say so)\n"
+    "names any it cannot judge (its build may run, or ran on another host).\n"
+    "SRC may be an image folder in a bucket, s3://bucket/prefix (listed\n"
+    "once; each file read with one GET).\n" REMOTE_USAGE;
 
 static const char inspect_usage[] =
     "Usage: gpufeed inspect DATASET [OPTIONS]\n"
@@ -387,15 +396,15 @@ static uint64_t parse_size(args *a, const char *name, const char *v,
 /* Floating-point values: a finite decimal number from min to max, nothing
  * before or after it. NaN and the infinities are refused by name: NaN
  * passes any range check ("nan < 0" and "nan > max" are both false). */
-static double parse_double(args *a, const char *name, const char *v,
-                           double min, double max, const char *unit) {
+static double parse_double(args *a, const char *name, const char *v, double min,
+                           double max, const char *unit) {
   if (!v)
     return 0;
   char *end = NULL;
   errno = 0;
   double x = strtod(v, &end);
-  bool ok = end != v && !*end && !isspace((unsigned char)v[0]) &&
-            isfinite(x) && errno != ERANGE && x >= min && x <= max;
+  bool ok = end != v && !*end && !isspace((unsigned char)v[0]) && isfinite(x) &&
+            errno != ERANGE && x >= min && x <= max;
   if (!ok) {
     char want[128];
     snprintf(want, sizeof want, "a finite number of %s from %g to %g", unit,
@@ -407,8 +416,8 @@ static double parse_double(args *a, const char *name, const char *v,
 }
 
 /* "LO-HI" (or "N": N-N), 1 <= LO <= HI <= 65535. */
-static void parse_range(args *a, const char *name, const char *v,
-                        uint32_t *lo, uint32_t *hi) {
+static void parse_range(args *a, const char *name, const char *v, uint32_t *lo,
+                        uint32_t *hi) {
   if (!v)
     return;
   char *end;
@@ -456,8 +465,8 @@ static void parse_hw(args *a, const char *v, uint32_t *h, uint32_t *w) {
 
 /* Up to 4 comma-separated finite floats ("123.7,116.3,103.5"); one value
  * applies to every channel. */
-static void parse_floats4(args *a, const char *name, const char *v,
-                          double min, float out[4]) {
+static void parse_floats4(args *a, const char *name, const char *v, double min,
+                          float out[4]) {
   if (!v)
     return;
   char buf[256];
@@ -526,8 +535,7 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   int npos = 0;
   const char *v;
   bool have_count = false, have_size = false, have_quality = false;
-  *o = (gfc_synth_opts){
-      .height = 64, .width = 64, .seed = 1, .quality = 90};
+  *o = (gfc_synth_opts){.height = 64, .width = 64, .seed = 1, .quality = 90};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
     if (common_arg(a, pos, 1, &npos, help))
       continue;
@@ -584,16 +592,20 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
   check_path(a, "the value of --from", o->from);
 }
 
+static bool remote_arg(args *a, gf_remote_config *r);
+
 static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
   const char *v;
   bool channels_set = false;
   const char *level_arg = NULL;
-  *o = (gfc_build_opts){
-      .codec = GF_CODEC_GRADZSTD, .alignment = 1, .shard_size = 1ull << 30};
+  *o = (gfc_build_opts){.codec = GF_CODEC_GRADZSTD,
+                        .alignment = 1,
+                        .shard_size = 1ull << 30,
+                        .remote = GF_REMOTE_CONFIG_INIT};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 2, &npos, help))
+    if (common_arg(a, pos, 2, &npos, help) || remote_arg(a, &o->remote))
       continue;
     if (opt(a, "--labels", &v)) {
       o->labels = v;
@@ -656,11 +668,22 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
                    "as they are); use --codec raw, zstd, gradzstd or loco");
 }
 
+/* The S3 options' settings (one command a process). */
+static gf_s3_config cli_s3 = GF_S3_CONFIG_INIT;
+
 /* One option of a source behind a server, if a's current one is (then
  * true). */
 static bool remote_arg(args *a, gf_remote_config *r) {
   const char *v;
-  if (opt(a, "--tls-no-verify", NULL))
+  if (opt(a, "--no-sign-request", NULL))
+    cli_s3.anonymous = 1;
+  else if (opt(a, "--endpoint-url", &v))
+    cli_s3.endpoint_url = v;
+  else if (opt(a, "--region", &v))
+    cli_s3.region = v;
+  else if (opt(a, "--profile", &v))
+    cli_s3.profile = v;
+  else if (opt(a, "--tls-no-verify", NULL))
     r->tls_no_verify = 1;
   else if (opt(a, "--ca-file", &v))
     r->ca_file = v;
@@ -688,6 +711,9 @@ static bool remote_arg(args *a, gf_remote_config *r) {
     r->cache_dir_bytes = parse_size(a, "--cache-dir-bytes", v, 1, 1ull << 60);
   else
     return false;
+  if (cli_s3.anonymous || cli_s3.endpoint_url || cli_s3.region ||
+      cli_s3.profile)
+    r->s3 = &cli_s3;
   return true;
 }
 
@@ -777,7 +803,8 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
       else
         o->device = (int32_t)parse_u64(a, "--device", v, 0, 1023);
     } else if (opt(a, "--dtype", &v)) {
-      o->dtype = (uint32_t)pick(a, "--dtype", v, dtypes, 4, "u8, f32, f16 or bf16");
+      o->dtype =
+          (uint32_t)pick(a, "--dtype", v, dtypes, 4, "u8, f32, f16 or bf16");
     } else if (opt(a, "--layout", &v)) {
       o->layout = (uint32_t)pick(a, "--layout", v, layouts, 2, "nhwc or nchw");
     } else if (opt(a, "--size", &v)) {
@@ -897,11 +924,8 @@ static const struct command {
   const char *name;
   int (*run)(args *a);
 } commands[] = {
-    {"synth", run_synth},
-    {"build", run_build},
-    {"inspect", run_inspect},
-    {"verify", run_verify},
-    {"bench", run_bench},
+    {"synth", run_synth},   {"build", run_build}, {"inspect", run_inspect},
+    {"verify", run_verify}, {"bench", run_bench},
 };
 
 int main(int argc, char **argv) {

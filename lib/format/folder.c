@@ -63,7 +63,9 @@ static int skip_or_fail(scan *s, int rc) {
   return 0;
 }
 
-static int add_entry(scan *s, const char *path, int64_t label) {
+/* size and version: what the listing told (UINT64_MAX, NULL: nothing). */
+static int add_entry(scan *s, const char *path, int64_t label, uint64_t size,
+                     const char *version) {
   gf_folder *f = s->f;
   if (f->count == s->cap) {
     uint64_t n = s->cap ? s->cap * 2 : 256;
@@ -78,11 +80,15 @@ static int add_entry(scan *s, const char *path, int64_t label) {
     f->entries = e;
     s->cap = n;
   }
-  char *p = strdup(path);
-  if (!p)
+  char *p = strdup(path), *v = version ? strdup(version) : NULL;
+  if (!p || (version && !v)) {
+    free(p);
     return gf_fail(-ENOMEM, s->root, GF_NO_INDEX, GF_NO_INDEX,
                    "out of memory listing files");
+  }
   f->entries[f->count].path = p;
+  f->entries[f->count].size = size;
+  f->entries[f->count].version = v;
   f->entries[f->count].label = label;
   f->entries[f->count].codec = gf_folder_name_codec(path);
   f->count++;
@@ -185,9 +191,14 @@ static int cmp_str(const void *a, const void *b) {
 
 /* One folder's entries, copied out of the storage's listing so that the
  * walk below can recurse while it holds them. */
+typedef struct dir_meta {
+  gf_entry_type type;
+  uint64_t size; /* UINT64_MAX: not told */
+  char *version; /* NULL: not told */
+} dir_meta;
 typedef struct dir_list {
   char **names;
-  gf_entry_type *types;
+  dir_meta *meta;
   uint64_t n, cap;
 } dir_list;
 
@@ -199,14 +210,19 @@ static int list_one(void *ctx, const gf_dirent *e) {
   if (push_str(&d->names, &n, &cap, e->name))
     return -ENOMEM;
   if (cap != d->cap) {
-    gf_entry_type *t = realloc(d->types, (size_t)cap * sizeof *t);
+    dir_meta *t = realloc(d->meta, (size_t)cap * sizeof *t);
     if (!t) {
       free(d->names[n - 1]);
       return -ENOMEM;
     }
-    d->types = t;
+    d->meta = t;
   }
-  d->types[d->n] = e->type;
+  char *v = e->version ? strdup(e->version) : NULL;
+  if (e->version && !v) {
+    free(d->names[n - 1]);
+    return -ENOMEM;
+  }
+  d->meta[d->n] = (dir_meta){e->type, e->size, v};
   d->n = n;
   d->cap = cap;
   return 0;
@@ -216,7 +232,9 @@ static void dir_list_free(dir_list *d) {
   for (uint64_t i = 0; i < d->n; i++)
     free(d->names[i]);
   free(d->names);
-  free(d->types);
+  for (uint64_t i = 0; i < d->n; i++)
+    free(d->meta[i].version);
+  free(d->meta);
 }
 
 /* Lists folder rel (relative to the root; "" the root) into *d. */
@@ -262,7 +280,7 @@ static int walk(scan *s, char *rel, size_t rel_len, int depth, int64_t label) {
     rel[rel_len] = '/';
     memcpy(rel + rel_len + 1, name, nlen + 1);
     size_t sub_len = rel_len + 1 + nlen;
-    gf_entry_type type = d.types[i];
+    gf_entry_type type = d.meta[i].type;
     if (type == GF_ENTRY_DIR) {
       if (depth >= MAX_DEPTH)
         rc =
@@ -281,11 +299,11 @@ static int walk(scan *s, char *rel, size_t rel_len, int depth, int64_t label) {
                      "bind-mount the folder instead)");
       else if (is_image_name(name) &&
                (rc = check_inside(s, rel, full, NULL)) == 0)
-        rc = add_entry(s, rel, label);
+        rc = add_entry(s, rel, label, UINT64_MAX, NULL);
       rc = skip_or_fail(s, rc);
     } else if (is_image_name(name)) {
       if (type == GF_ENTRY_FILE) {
-        rc = add_entry(s, rel, label);
+        rc = add_entry(s, rel, label, d.meta[i].size, d.meta[i].version);
       } else {
         char full[PATH_MAX * 2];
         gf_storage_name_display(s->st, rel, full, sizeof full);
@@ -308,7 +326,7 @@ static int scan_image_folder(scan *s) {
   uint64_t cap = 0;
   for (uint64_t i = 0; rc == 0 && i < d.n; i++) {
     const char *name = d.names[i];
-    gf_entry_type type = d.types[i];
+    gf_entry_type type = d.meta[i].type;
     if (type == GF_ENTRY_LINK) {
       if (link_to_dir(s, name))
         rc = skip_or_fail(
@@ -645,7 +663,7 @@ static int scan_labels(scan *s, const char *labels) {
       lines_cap = ncap;
     }
     s->lines[s->f->count] = lineno;
-    if ((rc = add_entry(s, line, (int64_t)label)) < 0)
+    if ((rc = add_entry(s, line, (int64_t)label, UINT64_MAX, NULL)) < 0)
       break;
   }
   free(line);
@@ -721,6 +739,7 @@ int gf_folder_scan_in(gf_storage *st, const char *labels_file,
                    root, root);
   }
   free(s.lines);
+  gf_storage_list_done(st); /* an object store's listing, kept for the walk */
   if (rc < 0) {
     gf_folder_free(f);
     return rc;
@@ -732,8 +751,10 @@ int gf_folder_scan_in(gf_storage *st, const char *labels_file,
 void gf_folder_free(gf_folder *f) {
   if (!f)
     return;
-  for (uint64_t i = 0; i < f->count; i++)
+  for (uint64_t i = 0; i < f->count; i++) {
     free(f->entries[i].path);
+    free(f->entries[i].version);
+  }
   free(f->entries);
   for (uint32_t i = 0; i < f->class_count; i++)
     free(f->classes[i]);

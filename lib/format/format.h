@@ -168,6 +168,8 @@ int gf_writer_add(gf_writer *w, const void *data, size_t len, int codec,
                   const gf_shape *shape, int64_t label, const char *source);
 /* Number of samples added so far. */
 uint64_t gf_writer_count(const gf_writer *w);
+/* Shard files closed so far (after finish: all of them). */
+uint32_t gf_writer_shards(const gf_writer *w);
 /* Bytes of all shard files so far: headers, alignment padding, samples
  * (test holes included). After finish, the sum of the shard sizes. */
 uint64_t gf_writer_bytes(const gf_writer *w);
@@ -255,6 +257,9 @@ typedef struct gf_folder_entry {
   int codec;  /* what the name promises (gf_folder_name_codec): the file's
                  content decides (its magic bytes), and a content that
                  disagrees with a known extension is an error */
+  uint64_t size; /* bytes, as the storage's listing told them (an object
+                    store's); UINT64_MAX when it did not */
+  char *version; /* the listing's version tag (an ETag), or NULL */
 } gf_folder_entry;
 
 /* The codec a file name's extension promises: GF_CODEC_PNG for .png,

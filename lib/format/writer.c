@@ -462,6 +462,8 @@ int gf_writer_test_hole(gf_writer *w, uint64_t bytes) {
   return 0;
 }
 
+uint32_t gf_writer_shards(const gf_writer *w) { return w->nshards; }
+
 uint64_t gf_writer_count(const gf_writer *w) { return w ? w->count : 0; }
 uint64_t gf_writer_bytes(const gf_writer *w) { return w ? w->bytes : 0; }
 

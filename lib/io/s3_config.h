@@ -3,10 +3,11 @@
  * and addressing style, found the way the AWS CLI (botocore) and the SDKs find
  * them in the environment and the two shared files (~/.aws/credentials and
  * ~/.aws/config), so that a set-up that works for `aws s3` works here
- * unchanged. Container and instance credentials are a later step: "no
- * credentials" is a result here, not an error.
+ * unchanged. The metadata services (container and instance credentials)
+ * come after these (s3_creds.c, asked by s3_client.c): "no credentials" is
+ * a result here, not an error.
  *
- * The order, first found wins (docs/S3.md has it for users):
+ * The order, first found wins (docs/REMOTE.md has it for users):
  *   profile      AWS_PROFILE, else AWS_DEFAULT_PROFILE, else "default";
  *                one named must exist in one of the files
  *   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+

@@ -221,6 +221,19 @@ int gf_object_open(gf_storage *s, const char *name, uint32_t flags,
   return s->ops->obj_open(s, name, flags, out);
 }
 
+int gf_object_open_known(gf_storage *s, const char *name, const gf_stat *known,
+                         uint32_t flags, gf_object **out) {
+  *out = NULL;
+  if (!s->ops->obj_open_known || !known || known->type != GF_ENTRY_FILE)
+    return s->ops->obj_open(s, name, flags, out);
+  return s->ops->obj_open_known(s, name, known, flags, out);
+}
+
+void gf_storage_list_done(gf_storage *s) {
+  if (s && s->ops->list_done)
+    s->ops->list_done(s);
+}
+
 int gf_object_open_path(const char *location, uint32_t flags, gf_object **out) {
   *out = NULL;
   char *dir, *base;

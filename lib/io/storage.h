@@ -61,6 +61,8 @@ typedef struct gf_dirent {
   gf_entry_type type; /* a link is GF_ENTRY_LINK, not followed */
   uint64_t size;      /* GF_ENTRY_FILE, when the listing tells it; else
                          UINT64_MAX */
+  const char *version; /* its version tag when the listing tells it (an
+                          object store's ETag), else NULL */
 } gf_dirent;
 /* Called once an entry, in the storage's order (not sorted). A nonzero
  * return stops the listing and is what gf_storage_list returns. */
@@ -104,6 +106,12 @@ typedef struct gf_storage_ops {
                  char *target, size_t cap);
   int (*obj_open)(gf_storage *s, const char *name, uint32_t flags,
                   gf_object **out);
+  /* Optional: opens name whose size and version a listing told (known),
+   * without asking the server again (gf_object_open_known). */
+  int (*obj_open_known)(gf_storage *s, const char *name, const gf_stat *known,
+                        uint32_t flags, gf_object **out);
+  /* Optional: the caller is done listing (gf_storage_list_done). */
+  void (*list_done)(gf_storage *s);
   void (*obj_close)(gf_object *o);
   /* Up to len bytes at off into buf: the count read (fewer than len only
    * where the object ends) or a negative code, with context. */
@@ -185,8 +193,14 @@ void gf_storage_counters_get(gf_storage *s, gf_storage_counters *out);
 /* Its description for reports (gf_storage_ops.describe). */
 void gf_storage_describe(gf_storage *s, char *buf, size_t cap);
 
-/* -ENOTSUP with context where the storage cannot list. */
+/* -ENOTSUP with context where the storage cannot list. An object store
+ * (no folders of its own: names with '/') lists its whole root once, at
+ * the first call, and answers this call and later ones, and gf_storage_stat,
+ * from that listing until gf_storage_list_done: a walk of the folders costs
+ * the listing's pages, not a request a folder. */
 int gf_storage_list(gf_storage *s, const char *dir, gf_list_fn fn, void *ctx);
+/* Drops what listing kept (the listing of an object store). */
+void gf_storage_list_done(gf_storage *s);
 /* -ENOTSUP with context where the storage has no links. target gets the
  * location name leads to (cap bytes, for messages). */
 int gf_storage_resolve(gf_storage *s, const char *name, gf_stat *out,
@@ -198,6 +212,12 @@ int gf_storage_resolve(gf_storage *s, const char *name, gf_stat *out,
  * named, or the store's error. The caller closes it. */
 int gf_object_open(gf_storage *s, const char *name, uint32_t flags,
                    gf_object **out);
+/* As gf_object_open, for an object whose size and version tag a listing
+ * told (known->size, known->version: gf_dirent's): a storage that would ask
+ * its server for them (HEAD) takes them instead; reads then carry the
+ * version's condition as after an open. Others open as usual. */
+int gf_object_open_known(gf_storage *s, const char *name, const gf_stat *known,
+                         uint32_t flags, gf_object **out);
 /* Opens the object at `location` (a path or URL: the storage serving the
  * folder that holds it, and the object in it), which then owns that
  * storage: closing the object closes it. For single files given by path

@@ -108,13 +108,37 @@ static gf_dcache_obj *object_state(gf_dcache_store *cs,
   return co;
 }
 
+static void cached_list_done(gf_storage *st) {
+  gf_storage *in = inner_of(st);
+  if (in->ops->list_done)
+    in->ops->list_done(in);
+}
+
+static int wrap_object(gf_storage *st, gf_object *in, gf_object **out);
+
 static int cached_obj_open(gf_storage *st, const char *name, uint32_t flags,
                            gf_object **out) {
   gf_dcache_store *cs = (gf_dcache_store *)st;
   gf_object *in = NULL;
   int rc = cs->inner->ops->obj_open(cs->inner, name, flags, &in);
-  if (rc < 0)
-    return rc;
+  return rc < 0 ? rc : wrap_object(st, in, out);
+}
+
+static int cached_obj_open_known(gf_storage *st, const char *name,
+                                 const gf_stat *known, uint32_t flags,
+                                 gf_object **out) {
+  gf_dcache_store *cs = (gf_dcache_store *)st;
+  gf_object *in = NULL;
+  int rc =
+      cs->inner->ops->obj_open_known
+          ? cs->inner->ops->obj_open_known(cs->inner, name, known, flags, &in)
+          : cs->inner->ops->obj_open(cs->inner, name, flags, &in);
+  return rc < 0 ? rc : wrap_object(st, in, out);
+}
+
+/* The tier's object over the inner storage's `in` (owned from here). */
+static int wrap_object(gf_storage *st, gf_object *in, gf_object **out) {
+  gf_dcache_store *cs = (gf_dcache_store *)st;
   gf_cached_object *o = calloc(1, sizeof *o);
   char *display = strdup(in->display);
   if (!o || !display) {
@@ -245,6 +269,8 @@ int gf_storage_cache_wrap(gf_storage **st, const gf_remote_config *remote) {
       .list = cached_list,
       .resolve = cached_resolve,
       .obj_open = cached_obj_open,
+      .obj_open_known = cached_obj_open_known,
+      .list_done = cached_list_done,
       .obj_close = cached_obj_close,
       .obj_read = cached_obj_read,
       .engine = inner->ops->engine ? &gf_dcache_engine : NULL,

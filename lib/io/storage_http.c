@@ -168,6 +168,7 @@ int gf_http_storage_open(const char *location, const char *shown,
   }
   s->remote = *remote;
   s->remote.cache_dir = NULL; /* not this storage's, and not kept */
+  s->remote.s3 = NULL;
   s->remote.ca_file = NULL;
   s->base.insecure = s->url.tls && remote->tls_no_verify;
   char disp[1024];
@@ -245,9 +246,7 @@ static void sleep_ms(int64_t ms) {
     ;
 }
 
-/* Runs x (its ask, url, headers, buf set) with its tries. Returns 0, or
- * the request's code with its words in why. */
-static int run(gf_http_storage *s, gf_http_xfer *x, char *why, size_t cap) {
+int gf_http_run(gf_http_storage *s, gf_http_xfer *x, char *why, size_t cap) {
   x->st = s;
   if (!(x->easy = pool_get(s))) {
     snprintf(why, cap, "out of memory for a libcurl handle");
@@ -279,7 +278,7 @@ static int head(gf_http_storage *s, const char *name, const char *shown,
   x.headers = s->headers;
   x.ask.head = true;
   char why[512];
-  int rc = run(s, &x, why, sizeof why);
+  int rc = gf_http_run(s, &x, why, sizeof why);
   free(url);
   if (rc < 0)
     return gf_fail(rc, shown, GF_NO_INDEX, GF_NO_INDEX, "%s", why);
@@ -340,8 +339,8 @@ static int object_headers(gf_http_storage *s, gf_http_object *o) {
   return 0;
 }
 
-static int http_obj_open(gf_storage *base, const char *name, uint32_t flags,
-                         gf_object **out) {
+static int obj_open(gf_storage *base, const char *name, const gf_stat *known,
+                    uint32_t flags, gf_object **out) {
   gf_http_storage *s = (gf_http_storage *)base;
   char shown[1024];
   gf_http_storage_display(s, name, shown, sizeof shown);
@@ -362,8 +361,15 @@ static int http_obj_open(gf_storage *base, const char *name, uint32_t flags,
   }
   o->base.st = base;
   o->base.fd = -1;
-  int rc = head(s, name, shown, &o->base.size, o->base.version,
-                sizeof o->base.version);
+  int rc = 0;
+  if (known) {
+    /* What a listing said: no HEAD. */
+    o->base.size = known->size;
+    gf_strlcpy(o->base.version, known->version, sizeof o->base.version);
+  } else {
+    rc = head(s, name, shown, &o->base.size, o->base.version,
+              sizeof o->base.version);
+  }
   if (rc == 0 && object_headers(s, o) < 0)
     rc = gf_fail(-ENOMEM, shown, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
   if (rc < 0) {
@@ -372,6 +378,17 @@ static int http_obj_open(gf_storage *base, const char *name, uint32_t flags,
   }
   *out = &o->base;
   return 0;
+}
+
+static int http_obj_open(gf_storage *base, const char *name, uint32_t flags,
+                         gf_object **out) {
+  return obj_open(base, name, NULL, flags, out);
+}
+
+static int http_obj_open_known(gf_storage *base, const char *name,
+                               const gf_stat *known, uint32_t flags,
+                               gf_object **out) {
+  return obj_open(base, name, known, flags, out);
 }
 
 static int64_t http_obj_read(gf_object *base, void *buf, uint64_t off,
@@ -392,7 +409,7 @@ static int64_t http_obj_read(gf_object *base, void *buf, uint64_t off,
   x.ask.version = base->version;
   x.buf = buf;
   char why[512];
-  int rc = run(s, &x, why, sizeof why);
+  int rc = gf_http_run(s, &x, why, sizeof why);
   if (rc < 0)
     return gf_fail(rc, base->display, GF_NO_INDEX, GF_NO_INDEX, "%s", why);
   return (int64_t)len;
@@ -429,6 +446,7 @@ const gf_storage_ops gf_storage_http = {
     .list = NULL,
     .resolve = NULL,
     .obj_open = http_obj_open,
+    .obj_open_known = http_obj_open_known,
     .obj_close = http_obj_close,
     .obj_read = http_obj_read,
     .engine = &gf_http_engine,

@@ -110,6 +110,9 @@ typedef struct gf_http_ask {
   uint64_t off, len;   /* GET: bytes [off, off + len), len > 0 */
   uint64_t size;       /* GET: the object's size at open */
   const char *version; /* GET: its version tag at open ("" none) */
+  bool whole;          /* GET of a document whose length is not known
+                          (a listing page): no Range, a 200 of at most len
+                          bytes; off, size and version unused */
 } gf_http_ask;
 
 /* Judges a reply's head before any byte of its body is taken. Returns 0
@@ -204,6 +207,11 @@ typedef struct gf_http_storage {
               void **list, char *why, size_t cap);
   void *sign_ctx;
   void (*sign_free)(void *ctx);
+  /* The flavour's reading of a refused reply (NULL: none): from the
+   * status and x->errbody, it may change the try's code and whether it
+   * is retried, and rewrite cause (cap bytes) with the store's words. */
+  void (*explain)(struct gf_http_storage *st, const struct gf_http_xfer *x,
+                  int *code, bool *retry, char *cause, size_t cap);
 } gf_http_storage;
 
 /* Opens an HTTP storage at url (http:// or https://), named `shown` in
@@ -215,6 +223,13 @@ int gf_http_storage_open(const char *url, const char *shown,
  * set), cut to fit cap. */
 void gf_http_storage_display(const gf_http_storage *s, const char *name,
                              char *buf, size_t cap);
+
+/* Runs request x synchronously (its ask, url, headers and buf set; the
+ * rest zero) with its tries, on a pooled handle. Returns 0, or the
+ * request's code with its words in why (the range, the cause, the tries;
+ * not the object's name). Any thread. */
+int gf_http_run(gf_http_storage *s, struct gf_http_xfer *x, char *why,
+                size_t cap);
 
 typedef struct gf_http_object {
   gf_object base;
@@ -251,7 +266,16 @@ typedef struct gf_http_xfer {
   void *signed_headers; /* struct curl_slist *: this try's, from st->sign;
                            freed by the next try and gf_http_xfer_end */
   bool sign_failed;     /* this try could not be signed (cause set) */
+  int64_t signed_at;    /* when this try was signed (time(NULL)) */
+  /* A refused reply's body, kept for a flavour's explain (at most
+   * GF_HTTP_ERRBODY_MAX bytes; allocated at the first, freed at the
+   * request's end) */
+  char *errbody;
+  size_t errlen;
 } gf_http_xfer;
+
+/* The most of a refused reply's body kept for the flavour to read. */
+#define GF_HTTP_ERRBODY_MAX 16384u
 
 /* A new easy handle with the storage's options (TLS, timeouts, stall,
  * protocols, credentials, its share). NULL when out of memory. */

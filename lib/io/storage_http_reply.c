@@ -236,6 +236,20 @@ int gf_http_judge(const gf_http_reply *r, const gf_http_ask *a, bool *retry,
                   "bytes are not served as they are");
     return 0;
   }
+  if (a->whole && st == 200) {
+    if (r->encoded)
+      return fail(GF_EREPLY, false, retry, why, cap,
+                  "HTTP 200 with a Content-Encoding not asked for");
+    if (r->length >= 0 && (uint64_t)r->length > a->len)
+      return fail(GF_EREPLY, false, retry, why, cap,
+                  "HTTP 200 of %lld bytes: more than the %llu bytes such a "
+                  "reply may have",
+                  (long long)r->length, (unsigned long long)a->len);
+    return 0;
+  }
+  if (a->whole && st == 206)
+    return fail(GF_EREPLY, false, retry, why, cap,
+                "HTTP 206 to a request without a range");
   if (!a->head && (st == 200 || st == 206)) {
     if (r->encoded)
       return fail(GF_EREPLY, false, retry, why, cap,

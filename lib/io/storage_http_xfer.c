@@ -11,6 +11,7 @@
 #include <curl/curl.h> /* the easy interface */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -113,7 +114,7 @@ void gf_http_scrub(const gf_http_storage *st, char *text, size_t cap) {
 /* The range this try asks: [try_off, ask.off + ask.len). */
 static gf_http_ask try_ask(const gf_http_xfer *x) {
   gf_http_ask a = x->ask;
-  if (!a.head) {
+  if (!a.head && !a.whole) {
     a.len -= x->try_off - a.off;
     a.off = x->try_off;
   }
@@ -139,6 +140,14 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
   if (!x->judged)
     judge(x);
   if (x->verdict) {
+    if (x->st->explain && x->errlen < GF_HTTP_ERRBODY_MAX &&
+        (x->errbody || (x->errbody = malloc(GF_HTTP_ERRBODY_MAX)))) {
+      size_t k = GF_HTTP_ERRBODY_MAX - x->errlen;
+      if (k > len)
+        k = len;
+      memcpy(x->errbody + x->errlen, p, k);
+      x->errlen += k;
+    }
     x->dropped += len;
     return x->verdict_retry && x->dropped <= GF_HTTP_DROP_MAX ? len : 0;
   }
@@ -167,6 +176,9 @@ void gf_http_xfer_begin(gf_http_xfer *x) {
 void gf_http_xfer_try(gf_http_xfer *x) {
   CURL *e = x->easy;
   gf_http_reply_init(&x->reply);
+  if (x->ask.whole)
+    x->got = 0; /* a document is asked again whole */
+  x->errlen = 0;
   x->try_off = x->ask.off + x->got;
   x->judged = false;
   x->verdict = 0;
@@ -183,6 +195,7 @@ void gf_http_xfer_try(gf_http_xfer *x) {
   curl_slist_free_all(x->signed_headers);
   x->signed_headers = NULL;
   x->sign_failed = false;
+  x->signed_at = (int64_t)time(NULL);
   if (x->st->sign &&
       x->st->sign(x->st, x, &x->signed_headers, x->cause, sizeof x->cause) < 0)
     x->sign_failed = true;
@@ -190,6 +203,9 @@ void gf_http_xfer_try(gf_http_xfer *x) {
                    x->signed_headers ? x->signed_headers : x->headers);
   if (x->ask.head) {
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(e, CURLOPT_RANGE, (char *)NULL);
+  } else if (x->ask.whole) {
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(e, CURLOPT_RANGE, (char *)NULL);
   } else {
     char range[48];
@@ -297,13 +313,16 @@ static int xfer_verdict(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
     code = x->verdict;
     retry = x->verdict_retry;
     snprintf(x->cause, sizeof x->cause, "%s", x->verdict_why);
+    if (x->st->explain)
+      x->st->explain(x->st, x, &code, &retry, x->cause, sizeof x->cause);
   } else if (x->judged && x->overflow) {
     code = GF_EREPLY;
     snprintf(x->cause, sizeof x->cause,
              "HTTP %d: the body holds more than the %llu bytes asked",
              x->reply.status,
              (unsigned long long)(x->ask.off + x->ask.len - x->try_off));
-  } else if (rc == CURLE_OK && (x->ask.head || x->got == x->ask.len)) {
+  } else if (rc == CURLE_OK &&
+             (x->ask.head || x->ask.whole || x->got == x->ask.len)) {
     return 1;
   } else if (x->judged) {
     /* The body stopped short: the connection closed, was reset or
@@ -340,6 +359,8 @@ static int xfer_verdict(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
   char range[64];
   if (x->ask.head)
     snprintf(range, sizeof range, "HEAD");
+  else if (x->ask.whole)
+    snprintf(range, sizeof range, "GET");
   else
     snprintf(range, sizeof range, "bytes %llu-%llu",
              (unsigned long long)x->ask.off,
@@ -363,6 +384,9 @@ static int xfer_verdict(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
 void gf_http_xfer_drop(gf_http_xfer *x) {
   curl_slist_free_all(x->signed_headers);
   x->signed_headers = NULL;
+  free(x->errbody);
+  x->errbody = NULL;
+  x->errlen = 0;
 }
 
 int gf_http_xfer_end(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,

@@ -128,7 +128,7 @@ static int local_list(gf_storage *st, const char *dir, gf_list_fn fn,
     }
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
       continue;
-    gf_dirent de = {e->d_name, GF_ENTRY_NONE, UINT64_MAX};
+    gf_dirent de = {e->d_name, GF_ENTRY_NONE, UINT64_MAX, NULL};
     switch (e->d_type) {
     case DT_REG:
       de.type = GF_ENTRY_FILE;

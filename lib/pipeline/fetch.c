@@ -26,6 +26,8 @@ enum { U_PLANNED, U_INFLIGHT, U_DONE, U_FAILED };
 
 typedef struct unit {
   const gf_object *obj;
+  gf_object *own; /* obj when the unit opened it (a sample that is an
+                     object of its own: a folder's file); closed with it */
   uint64_t off, len;
   uint64_t aoff;  /* arena offset (monotonic) once issued */
   uint32_t refs;  /* planned positions not yet released */
@@ -129,6 +131,12 @@ void gf_fetch_sizes(uint64_t batch_size, uint32_t slots, uint64_t window,
 /* ---- the arena and the units ------------------------------------------- */
 
 static unit *U(gf_fetch *f, uint64_t u) { return &f->units[u % f->ucap]; }
+
+/* Closes what a unit opened; its reads are done or dropped. */
+static void unit_drop(unit *u) {
+  gf_object_close(u->own);
+  u->own = NULL;
+}
 static entry *E(gf_fetch *f, uint64_t s) { return &f->ent[s % f->ecap]; }
 
 /* Room for len contiguous bytes at the arena's tail: its offset, or NONE
@@ -153,6 +161,7 @@ static void reclaim(gf_fetch *f) {
     unit *u = U(f, f->u_head);
     if (u->refs || u->state == U_INFLIGHT)
       break;
+    unit_drop(u);
     f->u_head++;
   }
   if (f->u_head < f->u_issue)
@@ -168,6 +177,7 @@ static void reclaim(gf_fetch *f) {
 typedef struct planned {
   uint64_t seq;
   const gf_object *obj;
+  gf_object *own; /* opened for this position (else NULL) */
   uint64_t off, len;
   uint64_t block; /* GF_ORDER_BLOCK: the sample's block */
 } planned;
@@ -255,8 +265,10 @@ static bool plan(gf_fetch *f, planned *scratch) {
     } /* its record could not be read ahead: the worker reads
                    it (and its bytes) and reports */
     gf_src_sample smp;
-    /* A damaged record fails its worker before it takes (not read). */
-    if (gf_source_sample(f->cfg.src, e->idx, &smp) < 0 || !smp.obj) {
+    /* A damaged record fails its worker before it takes (not read); so
+     * does a file whose size no listing told. */
+    if (gf_source_sample(f->cfg.src, e->idx, &smp) < 0 ||
+        (!smp.obj && !smp.length)) {
       gf_error_clear();
       continue;
     }
@@ -266,9 +278,22 @@ static bool plan(gf_fetch *f, planned *scratch) {
       f->st.cached++;
       continue;
     }
+    /* A file of its own (a remote folder's): opened with the size and
+     * version its listing told, which costs no request. One that cannot
+     * be is left to its worker, which opens it again and reports. */
+    gf_object *own = NULL;
+    if (!smp.obj) {
+      if (gf_source_open_sample(f->cfg.src, e->idx, &own) < 0) {
+        gf_error_clear();
+        continue;
+      }
+      smp.obj = own;
+      smp.offset = 0;
+      smp.length = own->size;
+    }
     e->len = smp.length;
     scratch[n++] =
-        (planned){seq, smp.obj, smp.offset, smp.length, e->idx / f->bsize};
+        (planned){seq, smp.obj, own, smp.offset, smp.length, e->idx / f->bsize};
     bytes += smp.length;
   }
   f->st.samples += n;
@@ -300,6 +325,7 @@ static bool plan(gf_fetch *f, planned *scratch) {
       }
       uint64_t u = new_unit(f, scratch[i].obj, scratch[i].off,
                             end - scratch[i].off);
+      U(f, u)->own = scratch[i].own; /* a run shares one object */
       U(f, u)->nsamp = (uint32_t)(j - i);
       for (uint64_t k = i; k < j; k++) {
         entry *e = E(f, scratch[k].seq);
@@ -373,6 +399,7 @@ static bool plan(gf_fetch *f, planned *scratch) {
         continue;
       }
       e->unit = new_unit(f, scratch[i].obj, scratch[i].off, scratch[i].len);
+      U(f, e->unit)->own = scratch[i].own;
       e->off = 0;
       U(f, e->unit)->refs = 1;
       U(f, e->unit)->nsamp = 1;
@@ -563,6 +590,8 @@ static int new_reader(gf_fetch *f) {
 /* Drops every position and unit and moves to the restart's cursor. Under
  * mu, the reader idle or gone. */
 static void reset(gf_fetch *f) {
+  for (uint64_t n = f->u_head; n < f->u_tail; n++)
+    unit_drop(U(f, n));
   f->sm = f->next_sm;
   f->p_epoch = f->next_epoch;
   f->p_pos = f->next_pos;
@@ -757,6 +786,8 @@ void gf_fetch_destroy(gf_fetch *f) {
   free(f->ridx);
   free(f->runready);
   gf_reader_destroy(f->reader);
+  for (uint64_t n = f->u_head; f->units && n < f->u_tail; n++)
+    unit_drop(U(f, n));
   free(f->ent);
   free(f->units);
   free(f->arena);

@@ -285,8 +285,23 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   }
   gf_source_extent ex;
   bool strict = c->error_policy != GF_ON_ERROR_SKIP;
-  if ((rc = gf_source_extent_scan(src, &dopts, scan_threads, strict, &ex)) < 0)
+  /* A remote folder under a transform of fixed output size: sized from
+   * its listing and max_sample_bytes (or the default bound), not from a
+   * request for each file's header. */
+  const gf_transform *tf = &c->transform;
+  bool listed = !(gf_source_caps(src) & GF_SOURCE_RECORDS) &&
+                (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) &&
+                tf->height && tf->width &&
+                gf_source_extent_listed(src, &dopts, &ex) == 0;
+  if (listed) {
+    ex.max_decoded = c->max_sample_bytes ? c->max_sample_bytes
+                                         : GF_REMOTE_FOLDER_SAMPLE_BYTES;
+    ex.max_native = ex.max_decoded;
+    z->headers_listed = gf_source_count(src);
+  } else if ((rc = gf_source_extent_scan(src, &dopts, scan_threads, strict,
+                                         &ex)) < 0) {
     return rc;
+  }
   uint64_t max_dec = ex.max_decoded, max_stored = ex.max_stored;
   uint32_t cmax = ex.max_channels;
   z->max_decoded = max_dec;
@@ -324,6 +339,10 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   if (records) {
     z->stored_cap = max_stored ? max_stored
                                : z->stride + z->stride / 4 + 65536;
+  } else if (listed) {
+    /* A remote folder: its largest file, as listed (a file replaced since
+     * fails by its version tag before its bytes are taken). */
+    z->stored_cap = max_stored;
   } else {
     /* A folder: the largest file within the limits, and never less than
      * the margin above its pixels (a file may be rewritten a little). */
@@ -484,6 +503,7 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   gf_strlcpy(p->largest_name, z->largest_name, sizeof p->largest_name);
   p->headers_counted = z->headers_counted;
   p->headers_uncounted = z->headers_uncounted;
+  p->headers_listed = z->headers_listed;
   p->stride_configured = c->max_sample_bytes != 0;
   p->out_elem_bytes = (uint32_t)gf_out_dtype_size(c->transform.out_dtype);
   if (!z->identity) {

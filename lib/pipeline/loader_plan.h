@@ -6,6 +6,11 @@
 #ifndef GF_PIPELINE_LOADER_PLAN_H
 #define GF_PIPELINE_LOADER_PLAN_H
 
+/* The decoded bytes a sample of a remote folder may take when its headers
+ * are not read (gf_loader_config.max_sample_bytes unset): 16 MiB, a
+ * 2560 x 2048 RGB image. */
+#define GF_REMOTE_FOLDER_SAMPLE_BYTES (16ull << 20)
+
 #include "common/common.h"
 #include "pipeline/memory_plan.h"
 #include "pipeline/source.h"
@@ -28,6 +33,8 @@ typedef struct gf_loader_sizes {
   uint64_t max_native;    /* the largest sample before conversion: bounds
                              a worker's decode scratch */
   uint64_t headers_counted, headers_uncounted; /* folder: headers read */
+  uint64_t headers_listed; /* remote folder sized without reading its
+                              headers: its files (listing sizes) */
   char largest_name[256]; /* folder: the file behind max_decoded */
   uint32_t out_channels;  /* the most channels an output sample has */
   bool loco;              /* GPU mode, a dataset with loco records: the

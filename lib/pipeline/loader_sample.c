@@ -412,20 +412,38 @@ static void reader_failed(worker *w, slot *s, pending *pend, uint32_t nreq,
  * it was planned, and no longer gives it): read here, with one request
  * through its storage. Returns 0 with *buf (malloc'd, the caller frees
  * it) or the error with context. */
-static int read_unfetched(gf_loader *l, const gf_src_sample *smp,
-                          uint8_t **buf) {
+static int read_unfetched(gf_loader *l, const gf_src_sample *smp, uint8_t **buf,
+                          uint64_t *got) {
   *buf = NULL;
   if (smp->length > l->stored_cap)
     return too_large(l, smp->index, smp->length);
-  uint8_t *b = malloc(smp->length ? smp->length : 1);
-  if (!b)
+  gf_object *own = NULL;
+  uint64_t len = smp->length;
+  if (!smp->obj) {
+    /* A file of its own (a remote folder's), opened here. */
+    int rc = gf_source_open_sample(l->src, smp->index, &own);
+    if (rc < 0)
+      return rc;
+    len = own->size;
+    if (len > l->stored_cap) {
+      gf_object_close(own);
+      return too_large(l, smp->index, len);
+    }
+  }
+  uint8_t *b = malloc(len ? len : 1);
+  if (!b) {
+    gf_object_close(own);
     return gf_fail(-ENOMEM, NULL, smp->index, GF_NO_INDEX, "out of memory");
-  int rc = gf_object_read(smp->obj, b, smp->offset, smp->length);
+  }
+  int rc = own ? gf_object_read(own, b, 0, len)
+               : gf_object_read(smp->obj, b, smp->offset, len);
+  gf_object_close(own);
   if (rc < 0) {
     free(b);
     return rc;
   }
   *buf = b;
+  *got = len;
   return 0;
 }
 
@@ -466,10 +484,8 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
     uint8_t *own = NULL;
     uint64_t t0 = now_ns();
     rc = gf_fetch_take(l->fetch, seq, idx, &data, &len);
-    if (rc == 0 && (rc = read_unfetched(l, &smp, &own)) == 0) {
+    if (rc == 0 && (rc = read_unfetched(l, &smp, &own, &len)) == 0)
       data = own;
-      len = smp.length;
-    }
     uint64_t t1 = now_ns();
     add(&l->st_read.busy_ns, t1 - t0);
     if (rc >= 0 && len > l->stored_cap)

@@ -103,6 +103,12 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
   if (p->largest_name[0])
     put(s, ": %s", p->largest_name);
   put(s, "\n");
+  if (p->headers_listed)
+    put(s,
+        "sizing  no image header read: %s files of a remote folder, a "
+        "transform of fixed output size; a sample decoding past the "
+        "staging place fails, named (raise max_sample_bytes)\n",
+        grouped(p->headers_listed, a));
   if (p->headers_counted || p->headers_uncounted)
     put(s, "sizing  from the image headers of %s files (%s did not count: "
            "not a PNG or JPEG, unreadable or beyond the limits; they fail "

@@ -42,6 +42,8 @@ typedef struct gf_memory_plan {
   char largest_name[256];       /* folder: the file behind it; "" else */
   uint64_t headers_counted;     /* folder: headers that counted */
   uint64_t headers_uncounted;   /* folder: headers that did not */
+  uint64_t headers_listed;      /* remote folder: files sized from the
+                                   listing, headers not read */
   uint32_t stride_configured;   /* 1: max_sample_bytes set the stride */
   uint32_t out_height, out_width, out_channels; /* a fixed-size output
                                    (height 0: the output is ragged) */

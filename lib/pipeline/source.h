@@ -38,8 +38,8 @@ typedef struct gf_src_sample {
                       of its own, opened with gf_source_open_sample */
   uint32_t object; /* obj's number (gf_source_object); 0 when obj is NULL */
   uint64_t offset; /* in obj; 0 for an object of its own */
-  uint64_t length; /* stored bytes; 0 until opened for an object of its
-                      own */
+  uint64_t length; /* stored bytes; for an object of its own, what the
+                      listing told (0 when it did not: known once opened) */
   int codec;       /* the record's; with sniff: what the file name promises
                       (GF_FOLDER_CODEC_UNKNOWN for a name without a known
                       extension) */

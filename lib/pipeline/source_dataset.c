@@ -19,8 +19,11 @@ static int ds_probe(gf_storage *st, const char *labels_file) {
     return 1;
   /* No index: an image folder, which says what is wrong with it if
    * anything is. Where folders cannot be listed, the index is the only
-   * thing a source can be: its error is the answer. */
-  if (rc == -ENOENT || (gf_storage_caps(st) & GF_STORAGE_LIST))
+   * thing a source can be, and a server's refusal (a 403: a wrong key, a
+   * policy) is no absence: their error is the answer. */
+  uint32_t caps = gf_storage_caps(st);
+  if (rc == -ENOENT ||
+      ((caps & GF_STORAGE_LIST) && !(caps & GF_STORAGE_REMOTE)))
     return 0;
   return rc;
 }

@@ -58,6 +58,7 @@ static uint64_t fo_count(const void *impl) {
 static int fo_sample(const void *impl, uint64_t idx, gf_src_sample *out) {
   const gf_folder *f = ((const folder_src *)impl)->f;
   out->obj = NULL;
+  out->length = f->entries[idx].size != UINT64_MAX ? f->entries[idx].size : 0;
   out->codec = f->entries[idx].codec;
   out->sniff = true;
   out->label = f->entries[idx].label;
@@ -94,7 +95,17 @@ static void fo_name(const void *impl, uint64_t idx, char *buf, size_t cap) {
 
 static int fo_open_sample(const void *impl, uint64_t idx, gf_object **out) {
   const folder_src *s = impl;
-  int rc = gf_object_open(s->st, s->f->entries[idx].path, 0, out);
+  const gf_folder_entry *e = &s->f->entries[idx];
+  int rc;
+  if (e->size != UINT64_MAX) {
+    /* The listing told its size and version: no request to open it. */
+    gf_stat known = {.type = GF_ENTRY_FILE, .size = e->size};
+    if (e->version)
+      gf_strlcpy(known.version, e->version, sizeof known.version);
+    rc = gf_object_open_known(s->st, e->path, &known, 0, out);
+  } else {
+    rc = gf_object_open(s->st, e->path, 0, out);
+  }
   if (rc < 0) {
     char why[512], name[4200];
     gf_strlcpy(why, gf_last_error()->message, sizeof why);

@@ -418,6 +418,27 @@ static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
   return 0;
 }
 
+int gf_source_extent_listed(const gf_source *src, const gf_decode_opts *opts,
+                            gf_source_extent *out) {
+  memset(out, 0, sizeof *out);
+  out->max_index = GF_NO_INDEX;
+  if (gf_source_caps(src) & GF_SOURCE_RECORDS)
+    return -EINVAL;
+  uint64_t n = gf_source_count(src);
+  for (uint64_t i = 0; i < n; i++) {
+    gf_src_sample smp;
+    if (gf_source_sample(src, i, &smp) < 0 || !smp.length)
+      return -ENOENT;
+    if (smp.length > out->max_stored)
+      out->max_stored = smp.length;
+    if (smp.codec == GF_CODEC_JPEG)
+      out->jpeg++;
+  }
+  out->uncounted = 0;
+  out->max_channels = opts->channels ? opts->channels : 4;
+  return 0;
+}
+
 int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
                           uint32_t threads, bool strict,
                           gf_source_extent *out) {

@@ -47,6 +47,16 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
                           uint32_t threads, bool strict,
                           gf_source_extent *out);
 
+/* A folder whose storage's listing told every file's size, when the
+ * caller bounds the decoded sizes itself (a remote folder under a
+ * transform of fixed output size: reading each file's header would cost a
+ * request a file): *out from the listing alone, no file read. max_stored:
+ * the largest file; jpeg: the files named .jpg or .jpeg; max_decoded and
+ * max_native 0 (the caller's bound); counted 0. Returns 0, or -ENOENT
+ * when some file's size is not known (then scan). Any thread. */
+int gf_source_extent_listed(const gf_source *src, const gf_decode_opts *opts,
+                            gf_source_extent *out);
+
 /* The decoded shape a PNG file's header promises under opts, from the
  * first `len` bytes of the file (at least the 33 of the signature and the
  * IHDR). *has_trns: 1 when a tRNS chunk was seen before the image data, 0

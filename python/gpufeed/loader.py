@@ -114,8 +114,45 @@ def _remote_config(remote):
             out[k] = parse_bytes(v, k)
         elif k in _REMOTE_INTS:
             out[k] = _uint(v, k)
+        elif k == "s3":
+            out[k] = None if v is None else _s3_config(v)
         else:
             raise ConfigError("remote has no option %r" % (k,))
+    return out
+
+
+_S3_STRS = ("access_key_id", "secret_access_key", "session_token", "region",
+            "endpoint_url", "profile")
+_S3_ADDRESSING = {"auto": 0, "path": 1, "virtual": 2}
+
+
+def _s3_config(s3):
+    """The ``remote={"s3": {...}}`` dict (docs/REMOTE.md) as gf_s3_config
+    fields: anonymous (bool: unsigned requests, as the AWS CLI's
+    --no-sign-request), access_key_id, secret_access_key, session_token,
+    region, endpoint_url, profile (str) and addressing ("auto", "path" or
+    "virtual"). What is left out is found as the AWS CLI finds it."""
+    if not isinstance(s3, dict):
+        raise ConfigError("remote['s3'] must be a dict (anonymous, "
+                          "access_key_id, secret_access_key, session_token, "
+                          "region, endpoint_url, profile, addressing), not a "
+                          "%s" % type(s3).__name__)
+    out = {}
+    for k, v in s3.items():
+        if k == "anonymous":
+            out[k] = 1 if v else 0
+        elif k == "addressing":
+            if v not in _S3_ADDRESSING:
+                raise ConfigError("remote['s3']['addressing'] is 'auto', "
+                                  "'path' or 'virtual', not %r" % (v,))
+            out[k] = _S3_ADDRESSING[v]
+        elif k in _S3_STRS:
+            if v is not None and not isinstance(v, str):
+                # Never the value: it may be a secret.
+                raise ConfigError("remote['s3'][%r] must be a str" % (k,))
+            out[k] = v
+        else:
+            raise ConfigError("remote['s3'] has no option %r" % (k,))
     return out
 
 

@@ -60,6 +60,18 @@ static const field remote_fields[] = {R_(tls_no_verify, F_U32),
                                       R_(fetch_threads, F_U32),
                                       {NULL, 0, F_U32, 0}};
 #undef R_
+#define S_(name, t)                                                            \
+  { #name, offsetof(gf_s3_config, name), t, 1 }
+static const field s3_fields[] = {S_(anonymous, F_U32),
+                                  S_(access_key_id, F_STR),
+                                  S_(secret_access_key, F_STR),
+                                  S_(session_token, F_STR),
+                                  S_(region, F_STR),
+                                  S_(endpoint_url, F_STR),
+                                  S_(profile, F_STR),
+                                  S_(addressing, F_U32),
+                                  {NULL, 0, F_U32, 0}};
+#undef S_
 #define L_(name, t) {#name, offsetof(gf_limits, name), t, 1}
 static const field limits_fields[] = {
     L_(max_width, F_U32), L_(max_height, F_U32), L_(max_pixels, F_U64),
@@ -207,6 +219,25 @@ static int fill(PyObject *d, void *base, const field *table, const char *what,
       if (fill(v, rc, remote_fields, "remote", keep, NULL) < 0)
         return -1;
       cfg->remote = rc;
+      continue;
+    }
+    if (table == remote_fields && strcmp(name, "s3") == 0) {
+      gf_remote_config *rc = base;
+      if (v == Py_None) {
+        rc->s3 = NULL;
+        continue;
+      }
+      PyObject *buf = PyByteArray_FromStringAndSize(NULL, sizeof(gf_s3_config));
+      if (!buf || PyList_Append(keep, buf) < 0) {
+        Py_XDECREF(buf);
+        return -1;
+      }
+      Py_DECREF(buf); /* keep holds it */
+      gf_s3_config *s3 = (gf_s3_config *)PyByteArray_AsString(buf);
+      *s3 = (gf_s3_config)GF_S3_CONFIG_INIT;
+      if (fill(v, s3, s3_fields, "remote.s3", keep, NULL) < 0)
+        return -1;
+      rc->s3 = s3;
       continue;
     }
     if (cfg && strcmp(name, "limits") == 0) {

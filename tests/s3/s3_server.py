@@ -2,17 +2,24 @@
 """moto's S3 server for the tests, on 127.0.0.1 at a free port, checking
 every SigV4 signature (a test helper, not part of the library).
 
-    s3_server.py start RUNDIR [BUCKET...]
+    s3_server.py start RUNDIR [BUCKET...] [--owner PID] [--no-auth]
         Starts moto_server with INITIAL_NO_AUTH_ACTION_COUNT set so that
         the first calls (made here) create an IAM user, a policy allowing
         s3:*, and its access key; from then on moto checks every
         signature (a wrong secret gets SignatureDoesNotMatch; moto 5.2).
-        Creates the buckets with that key. Prints shell lines:
+        Creates the buckets with that key. --no-auth: moto checks no
+        signature (moto 5.2 computes the canonical query of a ListObjectsV2
+        prefix holding '/' with the '/' unencoded, where AWS's SigV4 and
+        botocore encode it: it refuses boto3's own listing of "a/" when it
+        checks; a listing under a prefix is tested against this server).
+        Prints shell lines:
         GF_S3_ENDPOINT, GF_S3_PID, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY;
         writes them to RUNDIR/moto.env too. The server dies with the
         process that started this script (--owner PID) or on `stop`.
     s3_server.py upload DIR s3://BUCKET/PREFIX
         Uploads every file under DIR (the environment's key and endpoint).
+    s3_server.py put s3://BUCKET/KEY FILE|-
+        One object (- : an empty one, as a console's "folder/" marker).
     s3_server.py stop RUNDIR
     s3_server.py check
         Exits 0 when moto and boto3 are importable, 77 otherwise.
@@ -47,10 +54,13 @@ def client(service, endpoint, key=None, secret=None):
                                       retries={"max_attempts": 1}))
 
 
-def start(rundir, buckets, owner):
+def start(rundir, buckets, owner, auth=True):
     os.makedirs(rundir, exist_ok=True)
     port = free_port()
-    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(SETUP_CALLS))
+    env = dict(os.environ)
+    env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
+    if auth:
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(SETUP_CALLS)
     log = open(os.path.join(rundir, "moto.log"), "w")
     # The watcher: moto dies with the owner (the test) however it ends.
     cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
@@ -95,16 +105,28 @@ def upload(src, dest):
     bucket, _, prefix = dest[5:].partition("/")
     s3 = client("s3", os.environ["GF_S3_ENDPOINT"], os.environ["AWS_ACCESS_KEY_ID"],
                 os.environ["AWS_SECRET_ACCESS_KEY"])
-    n = 0
+    jobs = []
     for root, _, files in os.walk(src):
         for name in sorted(files):
             path = os.path.join(root, name)
             key = os.path.relpath(path, src)
             if prefix:
                 key = prefix.rstrip("/") + "/" + key
-            s3.upload_file(path, bucket, key)
-            n += 1
-    print("uploaded %d objects to %s" % (n, dest))
+            jobs.append((path, key))
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(8) as pool:
+        for f in [pool.submit(s3.upload_file, p, bucket, k) for p, k in jobs]:
+            f.result()
+    print("uploaded %d objects to %s" % (len(jobs), dest))
+
+
+def put(dest, path):
+    """One object: FILE's bytes, or none ("-": a console's folder marker)."""
+    bucket, _, key = dest[5:].partition("/")
+    s3 = client("s3", os.environ["GF_S3_ENDPOINT"], os.environ["AWS_ACCESS_KEY_ID"],
+                os.environ["AWS_SECRET_ACCESS_KEY"])
+    body = b"" if path == "-" else open(path, "rb").read()
+    s3.put_object(Bucket=bucket, Key=key, Body=body)
 
 
 def stop(rundir):
@@ -128,13 +150,18 @@ def main():
         return
     if len(a) >= 2 and a[0] == "start":
         owner = 0
+        auth = "--no-auth" not in a
+        if not auth:
+            a.remove("--no-auth")
         if "--owner" in a:
             i = a.index("--owner")
             owner = int(a[i + 1])
             del a[i:i + 2]
-        start(a[1], a[2:], owner)
+        start(a[1], a[2:], owner, auth)
     elif len(a) == 3 and a[0] == "upload":
         upload(a[1], a[2])
+    elif len(a) == 3 and a[0] == "put":
+        put(a[1], a[2])
     elif len(a) == 2 and a[0] == "stop":
         stop(a[1])
     else:

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# S3 against plain HTTP and against the PyTorch peer, side by side in one
+# run (issue 35's targets; docs/REMOTE.md, "S3"). moto's S3 server
+# (tests/s3/s3_server.py, signatures not checked: what is measured is
+# gpufeed's side) on the loopback, netproxy (tests/net) in front of it with
+# LATENCY_MS of added round trip; every run below goes through that proxy.
+#
+#   1. a folder of COUNT JPEG crops of PHOTOS (sides 200-500 px, quality
+#      90) uploaded to s3://imgs (the bucket's root), and its gpufeed
+#      dataset (--codec jpeg) built straight into s3://dsb/ds by
+#      `gpufeed build SRC s3://...` (timed; the upload's requests counted);
+#   2. block order: `gpufeed bench s3://dsb/ds --order block` against the
+#      same objects read as plain HTTP (http://PROXY/dsb/ds, moto answering
+#      unsigned GETs), same options: the target is 0.90x;
+#   3. the folder: `gpufeed bench s3://imgs` (RandomResizedCrop 224 + flip)
+#      against the peer (PEER, pytorch_http.py --s3: the DataLoader with
+#      THREADS workers, boto3's get_object a sample) on the same objects and
+#      transform, and against moto's own ceiling, measured by a load
+#      generator (curl --parallel, CURLS processes of 64 transfers each)
+#      asking for the same objects: the target is 5x the peer, or 0.90x the
+#      ceiling where the ceiling is below 5x the peer;
+#   4. requests, from moto's log: the folder's epoch (listing pages, GETs,
+#      HEADs), the dataset's block-order epoch (GETs against the blocks);
+# then a table with [met]/[MISSED] against each target.
+#
+#   bash bench/s3_bench.sh BIN WORK [PHOTOS] [PEER]
+#
+# BIN: a build folder holding gpufeed and tests/netproxy. PHOTOS: photos
+# of at least 500x500 (default ../shared/data/photos; '-': synthetic).
+# PEER: the peer script (default ../shared/peers/pytorch_http.py; '-':
+# skipped). PYTHON (default python3) must have moto[server] and boto3, and
+# torch and torchvision for the peer (PEER_PYTHON, default PYTHON).
+#
+# Environment: THREADS (default the online cores), DEVICE (default auto),
+# COUNT (default 4000), EPOCHS (default 3), PEER_EPOCHS (default 2),
+# LATENCY_MS (default 25), CURLS (default 4). Raw JSON lines go to
+# WORK/results.jsonl.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(cd "${1:?usage: bench/s3_bench.sh BIN WORK [PHOTOS] [PEER]}" && pwd)
+work=${2:?usage: bench/s3_bench.sh BIN WORK [PHOTOS] [PEER]}
+photos=${3:-$here/../shared/data/photos}
+peer=${4:-$here/../shared/peers/pytorch_http.py}
+threads=${THREADS:-$(nproc)} device=${DEVICE:-auto}
+count=${COUNT:-4000} epochs=${EPOCHS:-3} peer_epochs=${PEER_EPOCHS:-2}
+lat=${LATENCY_MS:-25} py=${PYTHON:-python3} peer_py=${PEER_PYTHON:-${PYTHON:-python3}}
+curls=${CURLS:-4}
+gf=$bin/gpufeed
+proxy_bin=$bin/tests/netproxy
+moto="$py $here/tests/s3/s3_server.py"
+for f in "$gf" "$proxy_bin"; do
+  [ -x "$f" ] || { echo "no $f: build gpufeed and its tests" >&2; exit 1; }
+done
+$moto check || { echo "no moto or boto3 for $py" >&2; exit 1; }
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+out=$work/results.jsonl
+: >"$out"
+log() { echo "## $*" >&2; }
+record() { # NAME then a command printing one JSON line last
+  local name=$1; shift
+  log "$name: $*"
+  local line
+  line=$("$@" | tail -n 1)
+  echo "{\"name\":\"$name\",\"result\":$line}" >>"$out"
+}
+gpu=$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+log "machine: $(nproc) cores, ${gpu:-no GPU}; threads $threads, device $device, count $count, latency $lat ms"
+
+# The folder, on local disk first.
+from=()
+[ "$photos" != "-" ] && from=(--from "$photos")
+stamp="$count jpeg 200-500 90 $photos"
+if [ "$(cat "$work/jpeg/.done" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$work/jpeg"
+  "$gf" synth "$work/jpeg" --format jpeg --quality 90 "${from[@]}" \
+    --count "$count" --sizes 200-500 --seed 12 --quiet
+  echo "$stamp" >"$work/jpeg/.done"
+fi
+(cd "$work/jpeg" && find . -name '*.jpg' | sed 's|^\./||' | sort |
+  awk -F/ '{print $0, $1}') >"$work/jpeg.list"
+
+# Servers: moto, and netproxy with LATENCY_MS in front of it.
+run=$work/run
+rm -rf "$run"
+mkdir -p "$run"
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  $moto stop "$run/moto" || true
+}
+trap cleanup EXIT
+$moto start "$run/moto" imgs dsb --owner $$ --no-auth >"$run/moto.env"
+set -a
+. "$run/moto.env"
+set +a
+mlog=$run/moto/moto.log
+upstream=${GF_S3_ENDPOINT#http://}
+"$proxy_bin" --upstream "$upstream" --port-file "$run/proxy.env" --die-with-parent \
+  --latency "$lat" >/dev/null 2>"$run/proxy.err" &
+pids+=($!)
+for i in $(seq 1 200); do [ -s "$run/proxy.env" ] && break; sleep 0.05; done
+purl=$(sed -n 's/^GF_PROXY_URL=//p' "$run/proxy.env")
+[ -n "$purl" ] || { cat "$run/proxy.err" >&2; exit 1; }
+log "moto $GF_S3_ENDPOINT, proxy +${lat} ms $purl"
+export AWS_ENDPOINT_URL_S3=$purl AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+unset AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+
+# 1. The objects: the folder uploaded (not measured), the dataset built
+# into the bucket (measured: the upload through the proxy).
+GF_S3_ENDPOINT=$GF_S3_ENDPOINT $moto upload "$work/jpeg" s3://imgs >&2
+mark() { wc -l <"$mlog"; }
+m0=$(mark)
+t0=$(date +%s.%N)
+"$gf" build "$work/jpeg" s3://dsb/ds --codec jpeg --shard-size 64M --quiet
+t1=$(date +%s.%N)
+ds_bytes=$(du -sb "$work/jpeg" | cut -f1)
+tail -n +"$((m0 + 1))" "$mlog" | awk -v name=build -v s="$(echo "$t1 - $t0" | bc)" '
+  /"PUT / { put++ } /"POST / { post++ } /"HEAD / { head++ } /"DELETE / { del++ }
+  END { printf "{\"name\":\"%s\",\"result\":{\"seconds\":%s,\"puts\":%d,\"posts\":%d,\"heads\":%d,\"deletes\":%d}}\n", name, s, put, post, head, del }' >>"$out"
+
+B=256
+norm=(--mean "123.675,116.28,103.53" --std "58.395,57.12,57.375")
+opts=(--rrc 224 --dtype bf16 --layout nchw "${norm[@]}" --device "$device"
+  --threads "$threads" --batch "$B" --json --quiet)
+
+# 2. Block order: S3 against plain HTTP, the same objects and proxy.
+m_block=$(mark)
+record s3_block "$gf" bench s3://dsb/ds --order block "${opts[@]}" --epochs "$epochs"
+m_http=$(mark)
+record http_block "$gf" bench "$purl/dsb/ds" --order block "${opts[@]}" --epochs "$epochs"
+tail -n +"$((m_block + 1))" "$mlog" | head -n "$((m_http - m_block))" | awk '
+  /"HEAD / { head++; next } /index\.gfi/ { idx++; next } /\.gfs/ { shard++; next } { other++ }
+  END { printf "{\"name\":\"s3_block_requests\",\"result\":{\"head\":%d,\"index_gets\":%d,\"shard_gets\":%d,\"other\":%d}}\n", head, idx, shard, other }' >>"$out"
+
+# 3. The folder: gpufeed, the peer, and moto's ceiling.
+m_folder=$(mark)
+record s3_folder "$gf" bench s3://imgs "${opts[@]}" --epochs "$epochs"
+tail -n +"$((m_folder + 1))" "$mlog" | awk '
+  /"HEAD / { head++; next } /list-type=2/ { pages++; next } /"GET / { gets++; next } { other++ }
+  END { printf "{\"name\":\"s3_folder_requests\",\"result\":{\"head\":%d,\"list_pages\":%d,\"gets\":%d,\"other\":%d}}\n", head, pages, gets, other }' >>"$out"
+if [ "$peer" != "-" ] && [ -f "$peer" ]; then
+  record peer_s3 "$peer_py" "$peer" "" "$work/jpeg.list" --s3 imgs --endpoint "$purl" \
+    --workers "$threads" --batch "$B" --epochs "$peer_epochs" --size 224
+else
+  log "peer: skipped (no $peer)"
+fi
+# The ceiling: CURLS curl processes, 64 transfers in flight each, every
+# image once, timed together.
+awk -v u="$purl/imgs/" '{ print "url = \"" u $1 "\"" ; print "output = \"/dev/null\"" }' \
+  "$work/jpeg.list" >"$run/urls.cfg"
+split -n "l/$((curls * 2))" -d "$run/urls.cfg" "$run/urls." # whole url/output pairs
+t0=$(date +%s.%N)
+for f in "$run"/urls.[0-9]*; do
+  curl -s --parallel --parallel-max 64 -K "$f" &
+done
+wait
+t1=$(date +%s.%N)
+echo "{\"name\":\"moto_ceiling\",\"result\":{\"images\":$count,\"seconds\":$(echo "$t1 - $t0" | bc)}}" >>"$out"
+
+"$py" - "$out" "$count" <<'EOF'
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    rows[r["name"]] = r["result"]
+n = int(sys.argv[2])
+def ips(name):
+    r = rows.get(name)
+    if not r:
+        return None
+    for k in ("images_per_s", "best_img_per_s"):
+        if k in r:
+            return float(r[k])
+    return None
+s3b, htb, fold = ips("s3_block"), ips("http_block"), ips("s3_folder")
+peer = ips("peer_s3")
+ceil = n / rows["moto_ceiling"]["seconds"]
+print("S3 block order %.0f img/s, HTTP block order %.0f img/s: %.3fx (target 0.90x) [%s]"
+      % (s3b, htb, s3b / htb, "met" if s3b >= 0.9 * htb else "MISSED"))
+print("moto's ceiling (curl, same objects): %.0f img/s" % ceil)
+if peer:
+    bound = "5x the peer" if ceil >= 5 * peer else "0.90x moto's ceiling"
+    want = 5 * peer if ceil >= 5 * peer else 0.9 * ceil
+    print("S3 folder %.0f img/s, peer %.0f img/s (%.1fx), bound: %s = %.0f img/s [%s]"
+          % (fold, peer, fold / peer, bound, want, "met" if fold >= want else "MISSED"))
+else:
+    print("S3 folder %.0f img/s; %.2fx moto's ceiling (no peer)" % (fold, fold / ceil))
+fr = rows.get("s3_folder_requests", {})
+print("folder requests (%d epochs + read-ahead): %s" % (int(rows["s3_folder"].get("epochs", 0) or 0), fr))
+print("block-order requests: %s" % rows.get("s3_block_requests"))
+print("build into s3://: %s" % rows.get("build"))
+EOF
