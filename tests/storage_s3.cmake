@@ -10,3 +10,9 @@ gpufeed_add_script_test(cli_s3 SCRIPT cli_s3.sh TIMEOUT 240 LABELS cli s3 net)
 # An image folder on S3: listed (pages, no HEAD), built and read as a local
 # folder would be (tests/cli_s3_folder.sh).
 gpufeed_add_script_test(cli_s3_folder SCRIPT cli_s3_folder.sh TIMEOUT 300 LABELS cli s3 net)
+
+# S3 through the fault proxy, with container credentials
+# (tests/cli_s3_faults.sh).
+gpufeed_add_script_test(cli_s3_faults SCRIPT cli_s3_faults.sh TIMEOUT 300 LABELS cli s3 net)
+set_property(TEST cli_s3_faults APPEND PROPERTY ENVIRONMENT
+             "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>")

@@ -17,6 +17,7 @@
 
 /* Credentials that expire are fetched again this long before they do. */
 #define REFRESH_AHEAD_S 300
+#define REFRESH_EVERY_S 1
 
 static void wipe(void *p, size_t n) {
   volatile unsigned char *v = p;
@@ -387,11 +388,14 @@ static void unescape(const char *s, size_t n, char *out) {
 
 #define MAX_QUERY 16
 
-/* Credentials fetched again when they expire within REFRESH_AHEAD_S.
- * Under c->mu. */
+/* Credentials fetched again when they expire within REFRESH_AHEAD_S, at
+ * most once every REFRESH_EVERY_S (a service that keeps handing out ones
+ * about to expire is not asked at every request); while a fetch fails the
+ * current ones serve until they expire. Under c->mu. */
 static int refresh_if_due(gf_s3_client *c, char *why, size_t cap) {
-  if (!c->refreshable || !c->expires ||
-      time(NULL) + REFRESH_AHEAD_S < c->expires)
+  time_t now = time(NULL);
+  if (!c->refreshable || !c->expires || now + REFRESH_AHEAD_S < c->expires ||
+      now - c->fetched_at < REFRESH_EVERY_S)
     return 0;
   int rc = fetch_creds(c, why, cap);
   if (rc == 1) {
@@ -400,8 +404,20 @@ static int refresh_if_due(gf_s3_client *c, char *why, size_t cap) {
            c->display_root, c->cred_source);
     return 0;
   }
-  if (rc == 0)
+  if (now < c->expires) {
+    c->fetched_at = now; /* asked again in REFRESH_EVERY_S */
+    gf_log(GF_LOG_WARN,
+           "s3: %s: fetching fresh credentials from %s failed (%s): the "
+           "current ones serve until they expire, in %lld s",
+           c->display_root, c->cred_source, rc == 0 ? "none given" : why,
+           (long long)(c->expires - now));
+    return 0;
+  }
+  if (rc == 0) {
+    snprintf(why, cap, "the credentials from %s expired and none came again",
+             c->cred_source);
     rc = -EACCES;
+  }
   return rc;
 }
 

@@ -54,6 +54,8 @@ struct np_rule {
   int status;             /* NP_STATUS */
   int retry_after;        /* NP_STATUS: Retry-After seconds, -1 none */
   bool close;             /* NP_STATUS: Connection: close, then close */
+  char s3code[64];        /* NP_STATUS: an S3 XML error body with this
+                             Code ("" the text body) */
   int64_t after;          /* STALL/RESET/TRUNCATE: body bytes first; -1 none */
   int64_t ms;             /* STALL: -1 forever; DELAY: added round trip */
   int64_t at;             /* FLIP: body offset */
@@ -70,6 +72,7 @@ struct np_txn {
   int status;       /* injected status; 0 none */
   int retry_after;
   bool close;
+  char s3code[64]; /* the status's S3 error Code, or "" */
   enum np_cut cut;
   int64_t cut_after; /* body bytes sent before the cut; -1 before any */
   int64_t stall_ms;  /* -1 forever */

@@ -297,9 +297,17 @@ static int request_head(struct np_proxy *p, struct np_conn *c, const char *head,
                       NULL))
       return -1;
   }
+  char range[96] = "-";
+  size_t rl;
+  const char *rv = head_find(head, len, "Range", &rl);
+  if (rv && rl < sizeof range) {
+    memcpy(range, rv, rl);
+    range[rl] = '\0';
+  }
   if (p->cfg->verbose)
-    fprintf(stderr, "netproxy: conn %" PRIu64 ": %s %s: %s%s%s%s%s%s%s\n",
-            c->id, method, target, t->status ? "status" : "forward",
+    fprintf(stderr,
+            "netproxy: conn %" PRIu64 ": %s %s range=%s: %s%s%s%s%s%s%s\n",
+            c->id, method, target, range, t->status ? "status" : "forward",
             t->strip_range ? " strip-range" : "",
             t->cut == NP_CUT_STALL      ? " stall"
             : t->cut == NP_CUT_RESET    ? " reset"

@@ -126,6 +126,14 @@ struct np_rule *np_rule_parse(const char *text, char *err, size_t err_cap) {
     } else if (strcmp(tok, "retry-after") == 0 && r->action == NP_STATUS &&
                parse_i64(val, 0, 86400, &v)) {
       r->retry_after = (int)v;
+    } else if (strcmp(tok, "s3code") == 0 && r->action == NP_STATUS && eq) {
+      if (!val[0] || strlen(val) >= sizeof r->s3code)
+        FAIL("s3code: 1 to %zu characters", sizeof r->s3code - 1);
+      for (const char *c = val; *c; c++)
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+              (*c >= '0' && *c <= '9')))
+          FAIL("s3code=%s: letters and digits only", val);
+      strcpy(r->s3code, val);
     } else if (strcmp(tok, "close") == 0 && r->action == NP_STATUS &&
                (!eq || strcmp(val, "1") == 0)) {
       r->close = true;
@@ -181,6 +189,8 @@ void np_rule_format(const struct np_rule *r, char *buf, size_t cap) {
     ADD(" %d", r->status);
     if (r->retry_after >= 0)
       ADD(" retry-after=%d", r->retry_after);
+    if (r->s3code[0])
+      ADD(" s3code=%s", r->s3code);
     if (r->close)
       ADD(" close");
     break;
@@ -260,6 +270,7 @@ void np_rules_apply(struct np_rule *rules, const char *method,
         t->status = r->status;
         t->retry_after = r->retry_after;
         t->close = r->close;
+        memcpy(t->s3code, r->s3code, sizeof t->s3code);
       }
       break;
     case NP_STALL:
@@ -333,16 +344,24 @@ static const char *reason(int code) {
 }
 
 size_t np_synth_response(const struct np_txn *t, char *buf, size_t cap) {
-  char body[96];
-  int bl = snprintf(body, sizeof body, "netproxy: injected %d\n", t->status);
+  char body[256];
+  int bl =
+      t->s3code[0]
+          ? snprintf(body, sizeof body,
+                     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                     "<Error><Code>%s</Code><Message>netproxy: injected "
+                     "%d %s</Message></Error>",
+                     t->s3code, t->status, t->s3code)
+          : snprintf(body, sizeof body, "netproxy: injected %d\n", t->status);
   char retry[48] = "";
   if (t->retry_after >= 0)
     snprintf(retry, sizeof retry, "Retry-After: %d\r\n", t->retry_after);
   int n = snprintf(buf, cap,
                    "HTTP/1.1 %d %s\r\nServer: netproxy\r\n"
-                   "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+                   "Content-Type: %s\r\nContent-Length: %d\r\n"
                    "%s%s\r\n%s",
-                   t->status, reason(t->status), bl, retry,
+                   t->status, reason(t->status),
+                   t->s3code[0] ? "application/xml" : "text/plain", bl, retry,
                    t->close ? "Connection: close\r\n" : "",
                    t->head_method ? "" : body);
   return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
