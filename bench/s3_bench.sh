@@ -10,8 +10,10 @@
 #      dataset (--codec jpeg) built straight into s3://dsb/ds by
 #      `gpufeed build SRC s3://...` (timed; the upload's requests counted);
 #   2. block order: `gpufeed bench s3://dsb/ds --order block` against the
-#      same objects read as plain HTTP (http://PROXY/dsb/ds, moto answering
-#      unsigned GETs), same options: the target is 0.90x;
+#      same dataset's files served by nginx as plain HTTP behind a netproxy
+#      with the same LATENCY_MS (moto refuses unsigned HEADs even of a
+#      public bucket, 403, moto 5.2: it cannot serve the plain-HTTP side),
+#      same options: the target is 0.90x;
 #   3. the folder: `gpufeed bench s3://imgs` (RandomResizedCrop 224 + flip)
 #      against the peer (PEER, pytorch_http.py --s3: the DataLoader with
 #      THREADS workers, boto3's get_object a sample) on the same objects and
@@ -25,10 +27,12 @@
 #
 #   bash bench/s3_bench.sh BIN WORK [PHOTOS] [PEER]
 #
-# BIN: a build folder holding gpufeed and tests/netproxy. PHOTOS: photos
+# BIN: a build folder holding gpufeed and tests/netproxy. nginx must be
+# installed (or GF_NGINX naming its binary; tests/net/nginx.sh). PHOTOS: photos
 # of at least 500x500 (default ../shared/data/photos; '-': synthetic).
 # PEER: the peer script (default ../shared/peers/pytorch_http.py; '-':
-# skipped). PYTHON (default python3) must have moto[server] and boto3, and
+# skipped). PYTHON (default python3) must have moto[server], waitress (moto
+# served with keep-alive connections, as S3) and boto3, and
 # torch and torchvision for the peer (PEER_PYTHON, default PYTHON).
 #
 # Environment: THREADS (default the online cores), DEVICE (default auto),
@@ -52,7 +56,7 @@ for f in "$gf" "$proxy_bin"; do
   [ -x "$f" ] || { echo "no $f: build gpufeed and its tests" >&2; exit 1; }
 done
 $moto check || { echo "no moto or boto3 for $py" >&2; exit 1; }
-mkdir -p "$work"
+mkdir -p "$work/root"
 work=$(cd "$work" && pwd)
 out=$work/results.jsonl
 : >"$out"
@@ -89,9 +93,10 @@ cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   $moto stop "$run/moto" || true
+  bash "$here/tests/net/nginx.sh" stop "$run/nginx" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-$moto start "$run/moto" imgs dsb --owner $$ --no-auth >"$run/moto.env"
+$moto start "$run/moto" imgs dsb --owner $$ --no-auth --waitress >"$run/moto.env"
 set -a
 . "$run/moto.env"
 set +a
@@ -113,10 +118,33 @@ GF_S3_ENDPOINT=$GF_S3_ENDPOINT $moto upload "$work/jpeg" s3://imgs >&2
 mark() { wc -l <"$mlog"; }
 m0=$(mark)
 t0=$(date +%s.%N)
-"$gf" build "$work/jpeg" s3://dsb/ds --codec jpeg --shard-size 64M --quiet
+if ! "$gf" build "$work/jpeg" s3://dsb/ds --codec jpeg --shard-size 64M --quiet; then
+  log "build into s3:// failed: built locally and uploaded instead"
+  "$gf" build "$work/jpeg" "$work/root/ds" --codec jpeg --shard-size 64M --force --quiet
+  GF_S3_ENDPOINT=$GF_S3_ENDPOINT $moto upload "$work/root/ds" s3://dsb/ds >&2
+fi
+# The same dataset's files for nginx: downloaded back from the bucket.
+if [ ! -f "$work/root/ds/index.gfi" ]; then
+  mkdir -p "$work/root/ds"
+  "$py" - "$work/root/ds" <<'PYEOF'
+import boto3, os, sys
+s3 = boto3.client("s3", endpoint_url=os.environ["GF_S3_ENDPOINT"], region_name="us-east-1")
+for o in s3.list_objects_v2(Bucket="dsb", Prefix="ds/")["Contents"]:
+    s3.download_file("dsb", o["Key"], os.path.join(sys.argv[1], o["Key"][3:]))
+PYEOF
+fi
+why=$(bash "$here/tests/net/nginx.sh" check) || { echo "$why" >&2; exit 1; }
+eval "$(bash "$here/tests/net/nginx.sh" start "$work/root" "$run/nginx" --owner $$ \
+  --workers 2 --connections 4096)"
+"$proxy_bin" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run/hproxy.env" --die-with-parent \
+  --latency "$lat" >/dev/null 2>"$run/hproxy.err" &
+pids+=($!)
+for i in $(seq 1 200); do [ -s "$run/hproxy.env" ] && break; sleep 0.05; done
+hurl=$(sed -n 's/^GF_PROXY_URL=//p' "$run/hproxy.env")
+[ -n "$hurl" ] || { cat "$run/hproxy.err" >&2; exit 1; }
+log "nginx behind a proxy +${lat} ms: $hurl"
 t1=$(date +%s.%N)
-ds_bytes=$(du -sb "$work/jpeg" | cut -f1)
-tail -n +"$((m0 + 1))" "$mlog" | awk -v name=build -v s="$(echo "$t1 - $t0" | bc)" '
+tail -n +"$((m0 + 1))" "$mlog" | awk -v name=build -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" '
   /"PUT / { put++ } /"POST / { post++ } /"HEAD / { head++ } /"DELETE / { del++ }
   END { printf "{\"name\":\"%s\",\"result\":{\"seconds\":%s,\"puts\":%d,\"posts\":%d,\"heads\":%d,\"deletes\":%d}}\n", name, s, put, post, head, del }' >>"$out"
 
@@ -129,7 +157,7 @@ opts=(--rrc 224 --dtype bf16 --layout nchw "${norm[@]}" --device "$device"
 m_block=$(mark)
 record s3_block "$gf" bench s3://dsb/ds --order block "${opts[@]}" --epochs "$epochs"
 m_http=$(mark)
-record http_block "$gf" bench "$purl/dsb/ds" --order block "${opts[@]}" --epochs "$epochs"
+record http_block "$gf" bench "$hurl/ds" --order block "${opts[@]}" --epochs "$epochs"
 tail -n +"$((m_block + 1))" "$mlog" | head -n "$((m_http - m_block))" | awk '
   /"HEAD / { head++; next } /index\.gfi/ { idx++; next } /\.gfs/ { shard++; next } { other++ }
   END { printf "{\"name\":\"s3_block_requests\",\"result\":{\"head\":%d,\"index_gets\":%d,\"shard_gets\":%d,\"other\":%d}}\n", head, idx, shard, other }' >>"$out"
@@ -148,16 +176,24 @@ else
 fi
 # The ceiling: CURLS curl processes, 64 transfers in flight each, every
 # image once, timed together.
-awk -v u="$purl/imgs/" '{ print "url = \"" u $1 "\"" ; print "output = \"/dev/null\"" }' \
-  "$work/jpeg.list" >"$run/urls.cfg"
-split -n "l/$((curls * 2))" -d "$run/urls.cfg" "$run/urls." # whole url/output pairs
+# Signed as gpufeed's are (curl's SigV4, the payload unsigned); the
+# images dealt to CURLS config files.
+rm -f "$run"/urls.*.cfg
+for k in $(seq 0 $((curls - 1))); do
+  { echo "user = \"$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY\""
+    echo 'aws-sigv4 = "aws:amz:us-east-1:s3"'
+    echo 'header = "x-amz-content-sha256: UNSIGNED-PAYLOAD"'; } >"$run/urls.$k.cfg"
+done
+awk -v u="$purl/imgs/" -v n="$curls" -v d="$run" '{
+  f = d "/urls." (NR % n) ".cfg"
+  print "url = \"" u $1 "\"" >> f; print "output = \"/dev/null\"" >> f }' "$work/jpeg.list"
 t0=$(date +%s.%N)
-for f in "$run"/urls.[0-9]*; do
-  curl -s --parallel --parallel-max 64 -K "$f" &
+for f in "$run"/urls.*.cfg; do
+  curl -s --no-progress-meter --parallel --parallel-max 64 -K "$f" &
 done
 wait
 t1=$(date +%s.%N)
-echo "{\"name\":\"moto_ceiling\",\"result\":{\"images\":$count,\"seconds\":$(echo "$t1 - $t0" | bc)}}" >>"$out"
+echo "{\"name\":\"moto_ceiling\",\"result\":{\"images\":$count,\"seconds\":$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')}}" >>"$out"
 
 "$py" - "$out" "$count" <<'EOF'
 import json, sys

@@ -2,7 +2,7 @@
 """moto's S3 server for the tests, on 127.0.0.1 at a free port, checking
 every SigV4 signature (a test helper, not part of the library).
 
-    s3_server.py start RUNDIR [BUCKET...] [--owner PID] [--no-auth]
+    s3_server.py start RUNDIR [BUCKET...] [--owner PID] [--no-auth] [--waitress]
         Starts moto_server with INITIAL_NO_AUTH_ACTION_COUNT set so that
         the first calls (made here) create an IAM user, a policy allowing
         s3:*, and its access key; from then on moto checks every
@@ -12,7 +12,8 @@ every SigV4 signature (a test helper, not part of the library).
         prefix holding '/' with the '/' unencoded, where AWS's SigV4 and
         botocore encode it: it refuses boto3's own listing of "a/" when it
         checks; a listing under a prefix is tested against this server).
-        Prints shell lines:
+        --waitress: moto's app served by waitress (keep-alive connections,
+        as S3; for benchmarks). Prints shell lines:
         GF_S3_ENDPOINT, GF_S3_PID, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY;
         writes them to RUNDIR/moto.env too. The server dies with the
         process that started this script (--owner PID) or on `stop`.
@@ -54,7 +55,30 @@ def client(service, endpoint, key=None, secret=None):
                                       retries={"max_attempts": 1}))
 
 
-def start(rundir, buckets, owner, auth=True):
+# moto's app under waitress (PyPI), which keeps connections alive as S3
+# does; moto_server's own (werkzeug's development server) answers every
+# request with "Connection: close", and a new connection a request behind
+# a proxy with an added round trip is what a benchmark would then measure.
+WAITRESS = """
+import sys
+from moto.server import DomainDispatcherApplication, create_backend_app
+from waitress import serve
+app = DomainDispatcherApplication(create_backend_app)
+def logged(env, start):  # each request logged as moto_server's are
+    q = env.get("QUERY_STRING")
+    def sr(status, headers, exc=None):
+        sys.stdout.write('127.0.0.1 - - "%s %s%s HTTP/1.1" %s -\\n' % (
+            env["REQUEST_METHOD"], env.get("PATH_INFO", ""), "?" + q if q else "",
+            status.split()[0]))
+        sys.stdout.flush()
+        return start(status, headers, exc) if exc else start(status, headers)
+    return app(env, sr)
+serve(logged, host="127.0.0.1", port=int(sys.argv[1]), threads=32,
+      connection_limit=4096, channel_timeout=300)
+"""
+
+
+def start(rundir, buckets, owner, auth=True, waitress=False):
     os.makedirs(rundir, exist_ok=True)
     port = free_port()
     env = dict(os.environ)
@@ -64,6 +88,8 @@ def start(rundir, buckets, owner, auth=True):
     log = open(os.path.join(rundir, "moto.log"), "w")
     # The watcher: moto dies with the owner (the test) however it ends.
     cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    if waitress:
+        cmd = [sys.executable, "-c", WAITRESS, str(port)]
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     if owner:
@@ -153,11 +179,14 @@ def main():
         auth = "--no-auth" not in a
         if not auth:
             a.remove("--no-auth")
+        waitress = "--waitress" in a
+        if waitress:
+            a.remove("--waitress")
         if "--owner" in a:
             i = a.index("--owner")
             owner = int(a[i + 1])
             del a[i:i + 2]
-        start(a[1], a[2:], owner, auth)
+        start(a[1], a[2:], owner, auth, waitress)
     elif len(a) == 3 and a[0] == "upload":
         upload(a[1], a[2])
     elif len(a) == 3 and a[0] == "put":
