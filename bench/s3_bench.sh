@@ -100,7 +100,8 @@ $moto start "$run/moto" imgs dsb --owner $$ --no-auth --waitress >"$run/moto.env
 set -a
 . "$run/moto.env"
 set +a
-mlog=$run/moto/moto.log
+mlog=$run/moto/moto.log # read through nocolor: werkzeug may colour its lines
+nocolor() { sed 's/\x1b\[[0-9;]*m//g'; }
 upstream=${GF_S3_ENDPOINT#http://}
 "$proxy_bin" --upstream "$upstream" --port-file "$run/proxy.env" --die-with-parent \
   --latency "$lat" >/dev/null 2>"$run/proxy.err" &
@@ -144,7 +145,7 @@ hurl=$(sed -n 's/^GF_PROXY_URL=//p' "$run/hproxy.env")
 [ -n "$hurl" ] || { cat "$run/hproxy.err" >&2; exit 1; }
 log "nginx behind a proxy +${lat} ms: $hurl"
 t1=$(date +%s.%N)
-tail -n +"$((m0 + 1))" "$mlog" | awk -v name=build -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" '
+tail -n +"$((m0 + 1))" "$mlog" | nocolor | awk -v name=build -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" '
   /"PUT / { put++ } /"POST / { post++ } /"HEAD / { head++ } /"DELETE / { del++ }
   END { printf "{\"name\":\"%s\",\"result\":{\"seconds\":%s,\"puts\":%d,\"posts\":%d,\"heads\":%d,\"deletes\":%d}}\n", name, s, put, post, head, del }' >>"$out"
 
@@ -158,14 +159,14 @@ m_block=$(mark)
 record s3_block "$gf" bench s3://dsb/ds --order block "${opts[@]}" --epochs "$epochs"
 m_http=$(mark)
 record http_block "$gf" bench "$hurl/ds" --order block "${opts[@]}" --epochs "$epochs"
-tail -n +"$((m_block + 1))" "$mlog" | head -n "$((m_http - m_block))" | awk '
+tail -n +"$((m_block + 1))" "$mlog" | head -n "$((m_http - m_block))" | nocolor | awk '
   /"HEAD / { head++; next } /index\.gfi/ { idx++; next } /\.gfs/ { shard++; next } { other++ }
   END { printf "{\"name\":\"s3_block_requests\",\"result\":{\"head\":%d,\"index_gets\":%d,\"shard_gets\":%d,\"other\":%d}}\n", head, idx, shard, other }' >>"$out"
 
 # 3. The folder: gpufeed, the peer, and moto's ceiling.
 m_folder=$(mark)
 record s3_folder "$gf" bench s3://imgs "${opts[@]}" --epochs "$epochs"
-tail -n +"$((m_folder + 1))" "$mlog" | awk '
+tail -n +"$((m_folder + 1))" "$mlog" | nocolor | awk '
   /"HEAD / { head++; next } /list-type=2/ { pages++; next } /"GET / { gets++; next } { other++ }
   END { printf "{\"name\":\"s3_folder_requests\",\"result\":{\"head\":%d,\"list_pages\":%d,\"gets\":%d,\"other\":%d}}\n", head, pages, gets, other }' >>"$out"
 if [ "$peer" != "-" ] && [ -f "$peer" ]; then
