@@ -168,7 +168,8 @@ int gf_s3_listing_fetch(gf_http_storage *st, gf_s3_client *c,
            "s3: %s: the listing held %llu keys outside the prefix asked "
            "(ignored)",
            c->display_root, (unsigned long long)pc.outside);
-  qsort(l->e, (size_t)l->n, sizeof *l->e, cmp_entry);
+  if (l->n) /* an empty listing has no array to sort */
+    qsort(l->e, (size_t)l->n, sizeof *l->e, cmp_entry);
   *out = l;
   l = NULL;
   rc = 0;
