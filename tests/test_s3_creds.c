@@ -1,4 +1,4 @@
-/* Container and instance credentials (lib/io/s3_creds.c):
+/* Container and instance credentials (lib/io/s3_creds.c, s3_creds_doc.c):
  *  - the document's reader: ECS's and IMDS's documents, Code, required
  *    fields, Expiration's forms, escapes and UTF-8, unknown fields of any
  *    shape skipped, duplicates, trailing bytes, a nesting bomb, numbers of

@@ -1,5 +1,6 @@
-/* Container and EC2 instance credentials (s3_creds.c), between the files of
- * lib/io only: the next links of the AWS chain after s3_config.c's
+/* Container and EC2 instance credentials (s3_creds.c fetches them;
+ * s3_creds_doc.c reads the JSON document they come in), between the files
+ * of lib/io only: the next links of the AWS chain after s3_config.c's
  * environment and shared files, fetched the way botocore's ContainerProvider
  * and InstanceMetadataProvider fetch them (credentials.py, utils.py), over
  * libcurl's easy interface, one request at a time.
@@ -103,12 +104,12 @@ typedef struct gf_aws_fetched {
 int gf_aws_creds_fetch(gf_aws_getenv getenv_fn, void *ctx, gf_aws_fetched *out,
                        char *why, size_t cap);
 
-/* Wipes *f. NULL accepted. */
+/* (s3_creds_doc.c) Wipes *f. NULL accepted. */
 void gf_aws_fetched_clear(gf_aws_fetched *f);
 
-/* The JSON document of either service parsed into *out (source left ""):
- * the root object's fields AccessKeyId and SecretAccessKey (required, not
- * empty), Token (none when absent, null or ""), Expiration (ISO 8601,
+/* (s3_creds_doc.c) The JSON document of either service parsed into *out (source
+ * left ""): the root object's fields AccessKeyId and SecretAccessKey (required,
+ * not empty), Token (none when absent, null or ""), Expiration (ISO 8601,
  * "2026-11-28T06:00:00Z", fractional seconds and an offset such as
  * "+00:00" accepted; 0 when absent or null) and Code (when present and not
  * null, it must be "Success", as IMDS writes it). Every other field, and

@@ -1,5 +1,5 @@
 /* Fuzz target: the credential document of the container endpoint and the
- * EC2 instance metadata service (lib/io/s3_creds.c's gf_aws_creds_parse),
+ * EC2 instance metadata service (lib/io/s3_creds_doc.c's gf_aws_creds_parse),
  * bytes a server or whoever stands in its place sent.
  *
  * Input: the whole input is the document.
