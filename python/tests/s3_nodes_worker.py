@@ -29,9 +29,13 @@ def main():
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     os.environ["AWS_ENDPOINT_URL_S3"] = os.environ["S3_PROXIES"].split(",")[rank]
+    # The read-ahead at its least (fetch_bytes rounds up to the batches in
+    # flight): with the default 256 MiB the fetch stage may run epochs ahead
+    # while epoch 0 is consumed, and the test could no longer tell which
+    # rank a fetched sample was for.
     kw = dict(seed=11, device="cpu",
               remote={"cache_dir": os.environ["NODE_CACHE"], "fetch_threads": 1,
-                      "fetch_requests": 8})
+                      "fetch_requests": 8, "fetch_bytes": 1})
     if kind == "folder":
         kw["transform"] = gpufeed.Resize(8)
     else:

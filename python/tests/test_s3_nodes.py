@@ -8,9 +8,12 @@ requests (s3_nodes_worker.py does the reading).
 
   - epoch 0: every sample delivered exactly once across the four ranks, and
     no byte of a shard (dataset, block order) and no image (folder) fetched
-    by two ranks: the first K requests of each rank's log, K its epoch-0
-    reads by its trace (the loader reads ahead into epoch 1 before it is
-    stopped; its requests go out in plan order: one fetch thread);
+    by two ranks in the epoch: every GET of a rank's proxy log while epoch 0
+    ran is for a sample the rank delivers in epoch 0 or in epoch 1 (the
+    loader reads ahead into epoch 1 before it is closed; the workers keep
+    the read-ahead at its least, the batches in flight, so that it cannot
+    reach epoch 2, 64 samples a rank further on), and each node fetched
+    what its ranks delivered;
   - each rank stops after two batches of epoch 1 and saves its state; a new
     job of the same size resumes from them: epoch 1 exactly once;
   - a job of two ranks resumes from rank 0's state (elastic): the rest of
