@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
     perror(out);
     return 1;
   }
-  gf_writer_opts wo = {0, 1, 0};
+  gf_writer_opts wo = {.shard_size = 0, .alignment = 1, .index_version = 0};
   gf_writer *w;
   int rc = gf_writer_create(out, &wo, &w);
   gf_shape s = {8, 8, 3, GF_DTYPE_U8};

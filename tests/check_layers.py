@@ -88,7 +88,7 @@ SYSTEM_HEADER_OWNERS = {
     "jpeglib.h": r"lib/decode/jpeg\.c$",
     "jerror.h": r"lib/decode/jpeg\.c$",
     "zstd.h": r"lib/decode/zstd\.c$",
-    "curl/curl.h": r"lib/io/(storage_(http[a-z_]*|s3)|s3_client|s3_creds|s3_upload)\.c$",
+    "curl/curl.h": r"lib/io/(storage_(http[a-z_]*|s3)|s3_client|s3_creds|s3_request|remote_failure)\.c$",
     "openssl/evp.h": r"lib/io/s3_sigv4\.c$",
     "openssl/hmac.h": r"lib/io/s3_sigv4\.c$",
     "openssl/sha.h": r"lib/io/s3_sigv4\.c$",

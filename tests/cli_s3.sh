@@ -12,43 +12,15 @@
 # the s3:// object; a missing dataset names its index; no output holds the
 # secret. Skips (77) without moto and boto3, fails instead under
 # GPUFEED_REQUIRE_S3=1.
-set -u
-G=$GPUFEED
-T=$GPUFEED_TEST_TMP
-PY=${GPUFEED_S3_PYTHON:-python3}
-MOTO=$GPUFEED_SOURCE_DIR/tests/s3/s3_server.py
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-rm -rf "$T" && mkdir -p "$T/home"
-if ! "$PY" "$MOTO" check; then
-  [ "${GPUFEED_REQUIRE_S3:-0}" = 1 ] && { echo "FAIL: GPUFEED_REQUIRE_S3=1 but moto is missing" >&2; exit 1; }
-  exit 77
-fi
-cleanup() { "$PY" "$MOTO" stop "$T/moto"; }
-trap cleanup EXIT
-"$PY" "$MOTO" start "$T/moto" train --owner $$ >/dev/null || { echo "FAIL: moto did not start" >&2; exit 1; }
-set -a
-. "$T/moto/moto.env"
-set +a
-SECRET=$AWS_SECRET_ACCESS_KEY
-# AWS's conventions only: nothing of this machine's own set-up.
-unset AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_ENDPOINT_URL
-export HOME=$T/home AWS_REGION=us-east-1 AWS_ENDPOINT_URL_S3=$GF_S3_ENDPOINT
+. "$GPUFEED_SOURCE_DIR/tests/s3/lib.sh"
+s3_init
+s3_start train
 
 "$G" synth "$T/src" --count 60 --sizes 8-24 --quiet || fail "synth"
 "$G" build "$T/src" "$T/ds" --shard-size 16K --quiet || fail "build"
 "$PY" "$MOTO" upload "$T/ds" "s3://train/sets/a b~c/ds" >/dev/null || fail "upload"
 URL="s3://train/sets/a b~c/ds"
 
-run() { # WANT NAME CMD...: exit status checked; outputs kept; no secret in them
-  local want=$1 name=$2 rc=0
-  shift 2
-  "$@" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
-  [ "$rc" = "$want" ] || { fail "$name: exit $rc, wanted $want"; sed 's/^/  | /' "$T/$name.err" | head -20 >&2; }
-  if grep -qF -- "$SECRET" "$T/$name.out" "$T/$name.err"; then
-    fail "$name: an output holds the secret key"
-  fi
-}
 
 run 0 inspect "$G" inspect "$URL"
 grep -qF "$URL" "$T/inspect.out" || fail "inspect does not name $URL: $(head -2 "$T/inspect.out")"
@@ -77,5 +49,5 @@ run 1 missing "$G" inspect "s3://train/nothere"
 grep -qF "s3://train/nothere/index.gfi" "$T/missing.err" && grep -q "HTTP 404" "$T/missing.err" ||
   fail "missing: $(cat "$T/missing.err")"
 
-[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)" >&2; exit 1; }
+s3_done
 echo "S3: inspect, verify, bench through s3:// with signed requests; refusals named"

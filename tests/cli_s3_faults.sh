@@ -13,35 +13,12 @@
 #   - a listing page refused once: retried, the folder whole;
 #   - a store down for good: the shard named, with the code and the tries.
 # Skips (77) without moto and boto3, fails instead under GPUFEED_REQUIRE_S3=1.
-set -u
-G=$GPUFEED
-T=$GPUFEED_TEST_TMP
-PY=${GPUFEED_S3_PYTHON:-python3}
-MOTO=$GPUFEED_SOURCE_DIR/tests/s3/s3_server.py
-PROXY=${GPUFEED_NETPROXY:-$GPUFEED_BINARY_DIR/tests/netproxy}
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-rm -rf "$T" && mkdir -p "$T/home"
-if ! "$PY" "$MOTO" check; then
-  [ "${GPUFEED_REQUIRE_S3:-0}" = 1 ] && { echo "FAIL: GPUFEED_REQUIRE_S3=1 but moto is missing" >&2; exit 1; }
-  exit 77
-fi
-[ -x "$PROXY" ] || { echo "FAIL: no netproxy at $PROXY" >&2; exit 1; }
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  exec 7>&- 2>/dev/null
-  "$PY" "$MOTO" stop "$T/moto"
-}
-trap cleanup EXIT
-"$PY" "$MOTO" start "$T/moto" train imgs --owner $$ >/dev/null || { echo "FAIL: moto did not start" >&2; exit 1; }
-set -a
-. "$T/moto/moto.env"
-set +a
-SECRET=$AWS_SECRET_ACCESS_KEY
+. "$GPUFEED_SOURCE_DIR/tests/s3/lib.sh"
+s3_init
+s3_start train imgs
+unset AWS_ENDPOINT_URL_S3 # set below: the proxy
 TOKEN="Bearer ecs-$RANDOM-token-$$"
-unset AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_ENDPOINT_URL
-export HOME=$T/home AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+NO_LEAK=("${TOKEN#Bearer }")
 
 "$G" synth "$T/src" --count 60 --sizes 8-24 --quiet || fail "synth"
 "$G" build "$T/src" "$T/ds" --shard-size 16K --quiet || fail "build"
@@ -60,33 +37,10 @@ export AWS_CONTAINER_CREDENTIALS_FULL_URI="http://127.0.0.1:$(cat "$T/creds.port
 export AWS_CONTAINER_AUTHORIZATION_TOKEN=$TOKEN
 
 # The proxy in front of moto.
-"$PROXY" --upstream "${GF_S3_ENDPOINT#http://}" --port-file "$T/proxy.env" --control-port 0 \
-  --die-with-parent >/dev/null 2>"$T/proxy.err" &
-pids+=($!)
-for i in $(seq 1 100); do [ -s "$T/proxy.env" ] && break; sleep 0.05; done
-PURL=$(sed -n 's/^GF_PROXY_URL=//p' "$T/proxy.env")
-CTL=$(sed -n "s/^GF_PROXY_CONTROL_PORT=//p" "$T/proxy.env")
-[ -n "$PURL" ] || { echo "FAIL: netproxy did not start: $(cat "$T/proxy.err")" >&2; exit 1; }
+s3_proxy
 export AWS_ENDPOINT_URL_S3=$PURL
-ctl() { "$PY" - "$CTL" "$*" <<'PYEOF'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall((sys.argv[2] + "\n").encode())
-s.shutdown(socket.SHUT_WR)
-sys.stdout.write(s.makefile().read())
-PYEOF
-}
 count() { cat "$T/creds.count" 2>/dev/null || echo 0; }
 
-run() { # WANT NAME CMD...: exit status checked; no secret in any output
-  local want=$1 name=$2 rc=0
-  shift 2
-  "$@" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
-  [ "$rc" = "$want" ] || { fail "$name: exit $rc, wanted $want"; sed 's/^/  | /' "$T/$name.err" | head -20 >&2; }
-  if grep -qF -- "$SECRET" "$T/$name.out" "$T/$name.err" || grep -qF -- "${TOKEN#Bearer }" "$T/$name.out" "$T/$name.err"; then
-    fail "$name: an output holds the secret key or the endpoint's token"
-  fi
-}
 URL=s3://train/ds
 FAST=(--max-attempts 8 --retry-ms 30000)
 # moto is one Python process: a few reads in flight, or its queue alone
@@ -144,5 +98,5 @@ grep -q "60 of 60 samples bad" "$T/down.err" && grep -q "s3://train/ds/shard-000
   grep -q "2 attempts" "$T/down.out" || fail "down for good: $(head -2 "$T/down.out") $(cat "$T/down.err")"
 ctl clear >/dev/null
 
-[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)" >&2; exit 1; }
+s3_done
 echo "S3 through faults: container credentials refreshed, ExpiredToken retried, 6 faults survived, a dead store named"

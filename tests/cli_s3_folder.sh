@@ -18,27 +18,9 @@
 #     header first (the plan says so; one GET per image an epoch);
 #   - a missing prefix is an error naming it; no output holds the secret.
 # Skips (77) without moto and boto3, fails instead under GPUFEED_REQUIRE_S3=1.
-set -u
-G=$GPUFEED
-T=$GPUFEED_TEST_TMP
-PY=${GPUFEED_S3_PYTHON:-python3}
-MOTO=$GPUFEED_SOURCE_DIR/tests/s3/s3_server.py
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-rm -rf "$T" && mkdir -p "$T/home"
-if ! "$PY" "$MOTO" check; then
-  [ "${GPUFEED_REQUIRE_S3:-0}" = 1 ] && { echo "FAIL: GPUFEED_REQUIRE_S3=1 but moto is missing" >&2; exit 1; }
-  exit 77
-fi
-cleanup() { "$PY" "$MOTO" stop "$T/moto"; "$PY" "$MOTO" stop "$T/moto2"; }
-trap cleanup EXIT
-"$PY" "$MOTO" start "$T/moto" imgs --owner $$ >/dev/null || { echo "FAIL: moto did not start" >&2; exit 1; }
-set -a
-. "$T/moto/moto.env"
-set +a
-SECRET=$AWS_SECRET_ACCESS_KEY
-unset AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_ENDPOINT_URL
-export HOME=$T/home AWS_REGION=us-east-1 AWS_ENDPOINT_URL_S3=$GF_S3_ENDPOINT AWS_EC2_METADATA_DISABLED=true
+. "$GPUFEED_SOURCE_DIR/tests/s3/lib.sh"
+s3_init
+s3_start imgs
 
 # The folder: 1,035 images in 7 classes, one nested deeper, and what the
 # rules leave out.
@@ -57,15 +39,6 @@ URL="s3://imgs"
 "$PY" "$MOTO" put "$URL/class_003/" - || fail "put marker"
 n_images=$(find "$T/src" -name '*.png' -not -path '*/.*' -not -path "$T/src/beside.png" | wc -l)
 
-run() { # WANT NAME CMD...: exit status checked; outputs kept; no secret in them
-  local want=$1 name=$2 rc=0
-  shift 2
-  "$@" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
-  [ "$rc" = "$want" ] || { fail "$name: exit $rc, wanted $want"; sed 's/^/  | /' "$T/$name.err" | head -20 >&2; }
-  if grep -qF -- "$SECRET" "$T/$name.out" "$T/$name.err"; then
-    fail "$name: an output holds the secret key"
-  fi
-}
 LOG=$T/moto/moto.log
 mark() { wc -l <"$LOG"; }
 # The log's lines after line $1, without the colours some werkzeug versions
@@ -129,5 +102,5 @@ run 0 build_prefix env AWS_ENDPOINT_URL_S3="$E2" "$G" build "s3://train/sets/img
 "$G" inspect "$T/ds_local" --json --samples 5000 | sed 1,2d >"$T/local2.json"
 cmp -s "$T/prefix.json" "$T/local2.json" || fail "the folder under a prefix gives another dataset"
 
-[ "$FAILS" = 0 ] || { echo "$FAILS failure(s)" >&2; exit 1; }
+s3_done
 echo "S3 folder: listed in 2 pages, built and read with one GET an image, as a local folder"

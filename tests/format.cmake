@@ -12,6 +12,8 @@ gpufeed_add_test(test_format_faults SOURCES ${_fmt}/test_format_faults.c
                  TIMEOUT 60)
 gpufeed_add_test(test_format_commit SOURCES ${_fmt}/test_format_commit.c
                  TIMEOUT 60)
+gpufeed_add_test(test_format_stream SOURCES ${_fmt}/test_format_stream.c
+                 TIMEOUT 60)
 gpufeed_add_test(test_format_bigindex SOURCES ${_fmt}/test_format_bigindex.c
                  TIMEOUT 120)
 gpufeed_add_test(test_format_threads SOURCES ${_fmt}/test_format_threads.c

@@ -70,7 +70,8 @@ int fixture_make(fixture *f, const char *dir, uint64_t n, uint32_t classes,
   f->ref_label = calloc(n, sizeof *f->ref_label);
   if (mkdir_p(f->ds_dir) != 0)
     return -1;
-  gf_writer_opts wo = {fixture_shard_size, align, 0};
+  gf_writer_opts wo = {
+      .shard_size = fixture_shard_size, .alignment = align, .index_version = 0};
   gf_writer *w;
   if (gf_writer_create(f->ds_dir, &wo, &w) < 0)
     return -1;
@@ -126,7 +127,8 @@ int fixture_build_dataset(const char *dir, const char *ds, int codec,
     gf_folder_free(fo);
     return -1;
   }
-  gf_writer_opts wo = {fixture_shard_size, align, 0};
+  gf_writer_opts wo = {
+      .shard_size = fixture_shard_size, .alignment = align, .index_version = 0};
   gf_writer *w;
   if (gf_writer_create(ds, &wo, &w) < 0) {
     gf_folder_free(fo);

@@ -16,3 +16,10 @@ gpufeed_add_script_test(cli_s3_folder SCRIPT cli_s3_folder.sh TIMEOUT 300 LABELS
 gpufeed_add_script_test(cli_s3_faults SCRIPT cli_s3_faults.sh TIMEOUT 300 LABELS cli s3 net)
 set_property(TEST cli_s3_faults APPEND PROPERTY ENVIRONMENT
              "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>")
+
+# The builder's output in a bucket: shards uploaded as they are written,
+# the index last; refusals, --force and SIGINT leave no index and nothing
+# open (tests/cli_s3_build.sh).
+gpufeed_add_script_test(cli_s3_build SCRIPT cli_s3_build.sh TIMEOUT 300 LABELS cli s3 net)
+set_property(TEST cli_s3_build APPEND PROPERTY ENVIRONMENT
+             "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>")

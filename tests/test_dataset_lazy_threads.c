@@ -24,7 +24,8 @@ static _Atomic int g_bad;
 
 static int build(const char *dir) {
   mkdir(dir, 0755);
-  gf_writer_opts wo = {16u << 10, 1, 0};
+  gf_writer_opts wo = {
+      .shard_size = 16u << 10, .alignment = 1, .index_version = 0};
   gf_writer *w;
   int rc = gf_writer_create(dir, &wo, &w);
   for (uint64_t i = 0; rc == 0 && i < N; i++) {

@@ -244,7 +244,8 @@ static int build_in_process(const build_cfg *c, const char *src,
   char wdir[4300];
   snprintf(wdir, sizeof wdir, "%s/.count.gftmp-inproc", tmp);
   mkdir(wdir, 0755);
-  gf_writer_opts wo = {c->shard_size, c->align, 0};
+  gf_writer_opts wo = {
+      .shard_size = c->shard_size, .alignment = c->align, .index_version = 0};
   gf_writer *w = NULL;
   if ((rc = gf_writer_create(wdir, &wo, &w)) < 0)
     goto out;

@@ -21,7 +21,7 @@ static void make_ds(const char *name, int n, char *out, size_t cap) {
   snprintf(out, cap, "%s/%s", g_tmp, name);
   CHECK(mkdir(out, 0755) == 0);
   gf_writer *w = NULL;
-  gf_writer_opts o = {100, 1, 0};
+  gf_writer_opts o = {.shard_size = 100, .alignment = 1, .index_version = 0};
   CHECK_OK(gf_writer_create(out, &o, &w));
   gf_shape sh = {1, 1, 1, GF_DTYPE_U8};
   for (int i = 0; i < n; i++) {

@@ -19,7 +19,7 @@ static size_t g_len[NS];
 
 static int build(const char *dir, uint64_t seed) {
   mkdir(dir, 0755);
-  gf_writer_opts o = {4096, 1, 0};
+  gf_writer_opts o = {.shard_size = 4096, .alignment = 1, .index_version = 0};
   gf_writer *w = NULL;
   int rc = gf_writer_create(dir, &o, &w);
   if (rc < 0)

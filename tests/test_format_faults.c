@@ -26,7 +26,8 @@ static gf_error_info g_err; /* what the failing call of write_ds said */
 static int write_ds(const char *name, char *dir, size_t cap) {
   snprintf(dir, cap, "%s/%s", g_tmp, name);
   mkdir(dir, 0755);
-  gf_writer_opts o = {3u << 20, 512, 0};
+  gf_writer_opts o = {
+      .shard_size = 3u << 20, .alignment = 512, .index_version = 0};
   gf_writer *w = NULL;
   int rc = gf_writer_create(dir, &o, &w);
   if (rc < 0)

@@ -53,7 +53,8 @@ static const char *classes[3] = {"cat", "dog with spaces",
 static int write_dataset(const char *dir, uint32_t align, uint64_t shard_size,
                          sample *ss, int n) {
   mkdir(dir, 0755);
-  gf_writer_opts o = {shard_size, align, 0};
+  gf_writer_opts o = {
+      .shard_size = shard_size, .alignment = align, .index_version = 0};
   gf_writer *w = NULL;
   int rc = gf_writer_create(dir, &o, &w);
   if (rc < 0)
@@ -203,7 +204,7 @@ static void test_refusals(const char *tmp) {
   snprintf(dir, sizeof dir, "%s/refuse", tmp);
   mkdir(dir, 0755);
   gf_writer *w = NULL;
-  gf_writer_opts bad = {0, 3, 0};
+  gf_writer_opts bad = {.shard_size = 0, .alignment = 3, .index_version = 0};
   CHECK_ERR(gf_writer_create(dir, &bad, &w), -EINVAL);
   CHECK(w == NULL);
   char nodir[1100];
@@ -281,7 +282,8 @@ static void test_sparse(const char *tmp) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/sparse", tmp);
   mkdir(dir, 0755);
-  gf_writer_opts o = {16ull << 30, 4096, 0};
+  gf_writer_opts o = {
+      .shard_size = 16ull << 30, .alignment = 4096, .index_version = 0};
   gf_writer *w = NULL;
   CHECK_OK(gf_writer_create(dir, &o, &w));
   if (!w)

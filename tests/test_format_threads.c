@@ -55,7 +55,8 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/ds", tmp);
   CHECK(mkdir(dir, 0755) == 0);
   gf_writer *w = NULL;
-  gf_writer_opts o = {64 << 10, 64, 0};
+  gf_writer_opts o = {
+      .shard_size = 64 << 10, .alignment = 64, .index_version = 0};
   CHECK_OK(gf_writer_create(dir, &o, &w));
   CHECK_OK(gf_writer_add_class(w, "a"));
   CHECK_OK(gf_writer_add_class(w, "b"));

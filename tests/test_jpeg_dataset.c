@@ -45,7 +45,7 @@ int main(void) {
   uint8_t *file[NS];
   size_t len[NS];
   gf_shape shape[NS];
-  gf_writer_opts wo = {0, 1, 0};
+  gf_writer_opts wo = {.shard_size = 0, .alignment = 1, .index_version = 0};
   gf_writer *w = NULL;
   CHECK_OK(gf_writer_create(ds, &wo, &w));
   if (!w)

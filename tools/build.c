@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -395,6 +396,43 @@ static char *make_tmp_dir(const char *out) {
   return tmp;
 }
 
+/* A dataset id for shards made final as they close (a build into a
+ * bucket): random, never 0. */
+static int dataset_id(uint64_t *id) {
+  do {
+    if (getrandom(id, sizeof *id, 0) != (ssize_t)sizeof *id) {
+      int e = errno;
+      gfc_error(CMD, "getrandom: %s", strerror(e));
+      return -e;
+    }
+  } while (!*id);
+  return 0;
+}
+
+/* A dataset for a bucket is staged in a private folder of TMPDIR (else
+ * /tmp) first: "gpufeed-build-PID-XXXXXX". */
+static char *make_staging_dir(void) {
+  const char *t = getenv("TMPDIR");
+  if (!t || !t[0])
+    t = "/tmp";
+  size_t n = strlen(t) + 64;
+  char *tmp = malloc(n);
+  if (!tmp) {
+    gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+    return NULL;
+  }
+  snprintf(tmp, n, "%s/gpufeed-build-%ld-XXXXXX", t, (long)getpid());
+  if (!mkdtemp(tmp)) {
+    int e = errno;
+    gf_fail(-e, t, GF_NO_INDEX, GF_NO_INDEX,
+            "cannot create a staging folder for the upload in %s (TMPDIR): %s",
+            t, strerror(e));
+    free(tmp);
+    return NULL;
+  }
+  return tmp;
+}
+
 /* Appends n bytes of s to dst (capacity cap, length *len), cutting at cap. */
 static void put(char *dst, size_t cap, size_t *len, const char *s, size_t n) {
   if (n > cap - 1 - *len)
@@ -624,7 +662,8 @@ int gfc_build(const gfc_build_opts *o) {
   gf_folder *folder = NULL;
   gf_writer *w = NULL;
   char *tmp = NULL;
-
+  gfc_s3_out *s3 = NULL;
+  const bool to_s3 = gfc_is_s3(o->out);
   pthread_t *tids = NULL;
   unsigned started = 0;
   build_job j = {.o = o};
@@ -653,9 +692,10 @@ int gfc_build(const gfc_build_opts *o) {
   /* The umask, read while this is the only thread (umask() sets it). */
   mode_t dir_umask = umask(022);
   umask(dir_umask);
-  if (!out_ok(o))
+  if (to_s3 ? gfc_s3_out_open(o, &s3) != 0 : !out_ok(o))
     goto out;
-  sweep_stale(o->out);
+  if (!to_s3)
+    sweep_stale(o->out);
   gf_folder_opts fo = {.follow_symlinks = o->follow_symlinks,
                        .skip_bad = o->skip_bad};
   if ((rc = gf_storage_open(o->src, &o->remote, &j.st)) != 0 ||
@@ -677,11 +717,21 @@ int gfc_build(const gfc_build_opts *o) {
       o->codec == GF_CODEC_PNG || o->codec == GF_CODEC_JPEG ? 0 : o->channels;
   j.dopts.keep_16bit = o->keep_16bit;
 
-  if (!(tmp = make_tmp_dir(o->out))) {
+  if (!(tmp = to_s3 ? make_staging_dir() : make_tmp_dir(o->out))) {
     gfc_error_last(CMD, gf_last_error()->code);
     goto out;
   }
-  gf_writer_opts wo = {o->shard_size, o->alignment, 0};
+  gf_writer_opts wo = {.shard_size = o->shard_size,
+                       .alignment = o->alignment,
+                       .index_version = 0};
+  if (to_s3) {
+    /* Each shard final when closed, then uploaded (build_s3.c). */
+    if ((rc = dataset_id(&wo.dataset_id)) != 0 ||
+        (rc = gfc_s3_stream_start(s3, tmp, &g_signal)) != 0)
+      goto out;
+    wo.on_shard = gfc_s3_on_shard;
+    wo.on_shard_ctx = s3;
+  }
   if ((rc = gf_writer_create(tmp, &wo, &w)) != 0) {
     report_out(o, tmp, rc);
     goto out;
@@ -732,6 +782,13 @@ int gfc_build(const gfc_build_opts *o) {
   }
   if (g_signal)
     goto out;
+  if (to_s3) {
+    if (gfc_s3_publish(s3) != 0)
+      goto out;
+    gf_writer_destroy(w);
+    w = NULL;
+    goto done;
+  }
   gf_writer_destroy(w);
   w = NULL;
   /* mkdtemp made the folder 0700 (private while incomplete): the dataset
@@ -775,6 +832,7 @@ int gfc_build(const gfc_build_opts *o) {
   free(idx);
   free(tmp);
   tmp = NULL;
+done:;
   double el = gfc_now() - t0;
   if (!o->quiet)
     print_summary(o, folder, &tot, el, nt);
@@ -796,6 +854,7 @@ out:
     free(tot.skipped_msg[k]);
   free(tot.per_class);
   gf_writer_destroy(w);
+  gfc_s3_out_close(s3); /* its uploads read the staging folder */
   if (tmp) {
     gf_dir_remove(tmp);
     free(tmp);
@@ -806,8 +865,12 @@ out:
   pthread_cond_destroy(&j.ready);
   pthread_mutex_destroy(&j.lock);
   if (status != GFC_EXIT_OK && g_signal) {
-    gfc_error(CMD, "interrupted by %s; %s left as it was",
-              g_signal == SIGINT ? "SIGINT" : "SIGTERM", o->out);
+    if (to_s3) /* gfc_s3_out_close said what it removed */
+      gfc_error(CMD, "interrupted by %s; no index was written to %s",
+                g_signal == SIGINT ? "SIGINT" : "SIGTERM", o->out);
+    else
+      gfc_error(CMD, "interrupted by %s; %s left as it was",
+                g_signal == SIGINT ? "SIGINT" : "SIGTERM", o->out);
     status = g_signal == SIGINT ? GFC_EXIT_INTERRUPTED : GFC_EXIT_FAIL;
   }
   return status;

@@ -56,19 +56,31 @@ typedef struct gfc_build_opts {
   gf_remote_config remote; /* a source or output behind a server */
 } gfc_build_opts;
 
-/* build_s3.c: a build's output in a bucket (s3://bucket/prefix). */
+/* build_s3.c: a build's output in a bucket (s3://bucket/prefix), its
+ * shards uploaded as the writer closes them. */
 typedef struct gfc_s3_out gfc_s3_out;
 bool gfc_is_s3(const char *location);
 /* Opens the bucket's prefix for the build's output (its client and
  * uploader) and refuses a dataset already there unless o->force. Returns
  * 0 or a negative code, reported. */
 int gfc_s3_out_open(const gfc_build_opts *o, gfc_s3_out **out);
+/* Starts the uploads of the shards staged in dir (--force: the old index
+ * is deleted first). Returns 0 or a negative code, reported. */
+int gfc_s3_stream_start(gfc_s3_out *p, const char *dir,
+                        volatile const sig_atomic_t *interrupted);
+/* The writer's on_shard (format.h): queues shard i for upload, waiting
+ * while too many wait. Returns 0, or the first upload's error (as this
+ * thread's last error), or -ECANCELED once *interrupted. */
+int gfc_s3_on_shard(void *ctx, uint32_t shard, const char *path, uint64_t size);
+/* After the writer's finish: waits for the shards' uploads, then uploads
+ * the index from the staging folder (and, --force, removes the replaced
+ * dataset's extra shards). Returns 0 or a negative code, reported
+ * (-ECANCELED: interrupted, not reported). */
+int gfc_s3_publish(gfc_s3_out *p);
+/* Frees it; unless published, first cancels the uploads (their multipart
+ * uploads aborted) and deletes the shards uploaded, saying so. NULL
+ * accepted. */
 void gfc_s3_out_close(gfc_s3_out *p);
-/* Uploads the dataset staged in dir (nshards shards and the index): the
- * shards, then the index. Returns 0, or a negative code, reported, after
- * deleting what it uploaded (-ECANCELED: *interrupted was set). */
-int gfc_s3_publish(gfc_s3_out *p, const char *dir, uint32_t nshards,
-                   volatile const sig_atomic_t *interrupted);
 
 typedef struct gfc_inspect_opts {
   const char *dataset;

@@ -164,7 +164,13 @@ static const char build_usage[] =
     "build of OUT removes it once process PID of this host has ended, and\n"
     "names any it cannot judge (its build may run, or ran on another host).\n"
     "SRC may be an image folder in a bucket, s3://bucket/prefix (listed\n"
-    "once; each file read with one GET).\n" REMOTE_USAGE;
+    "once; each file read with one GET).\n"
+    "OUT may be a bucket's prefix, s3://bucket/prefix: each shard is\n"
+    "written in TMPDIR (a few at a time) and uploaded at once (multipart\n"
+    "above 16 MiB), the index last, once every shard is in. A dataset\n"
+    "there is replaced only with --force (its index deleted first). A\n"
+    "failed or interrupted build aborts its multipart uploads, writes no\n"
+    "index and deletes the shards it sent.\n" REMOTE_USAGE;
 
 static const char inspect_usage[] =
     "Usage: gpufeed inspect DATASET [OPTIONS]\n"

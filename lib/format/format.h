@@ -141,6 +141,18 @@ typedef struct gf_writer_opts {
   uint32_t index_version; /* 0: GF_INDEX_VERSION; 1: a version 1 index (no
                              summary table), as gpufeed wrote before it,
                              for tests and measurements of such datasets */
+  /* Streaming the shards out while the build goes on (a build into a
+   * bucket): with dataset_id not 0, each shard gets this id in its header
+   * when it is opened (instead of the id derived from the content at
+   * finish, which rewrites the headers), so that a shard is final once
+   * closed: it is then fsynced and handed to on_shard (when set), with its
+   * number, path and size, before the next one opens (the last one inside
+   * finish, before the index is written). The callee may remove the file.
+   * on_shard returns 0, or a negative code that fails the writer (sticky,
+   * the callee's context kept). on_shard needs dataset_id. */
+  uint64_t dataset_id;
+  int (*on_shard)(void *ctx, uint32_t shard, const char *path, uint64_t size);
+  void *on_shard_ctx;
 } gf_writer_opts;
 
 /* Creates a writer that writes shards and the index into the existing,

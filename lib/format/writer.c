@@ -25,6 +25,9 @@ struct gf_writer {
   uint32_t align;
   uint64_t data_start;
   uint32_t index_version;
+  uint64_t fixed_id; /* gf_writer_opts.dataset_id: shards final at close */
+  int (*on_shard)(void *ctx, uint32_t shard, const char *path, uint64_t size);
+  void *on_shard_ctx;
 
   /* The shard being written (fd < 0 when none). Bytes [buf_off, buf_off +
    * buf_len) of it are in buf; pos is its logical size so far (a test hole
@@ -211,9 +214,10 @@ static int open_shard(gf_writer *w) {
   w->buf_off = 0;
   w->buf_len = 0;
   w->shard_has_samples = false;
-  /* The dataset id is known only at finish, which rewrites this header. */
+  /* The dataset id, unless given, is known only at finish, which rewrites
+   * this header. */
   uint8_t h[GF_SHARD_HEADER_SIZE];
-  shard_header(h, w->nshards, w->align, 0);
+  shard_header(h, w->nshards, w->align, w->fixed_id);
   rc = append(w, h, sizeof h);
   if (rc < 0)
     return rc;
@@ -221,7 +225,8 @@ static int open_shard(gf_writer *w) {
 }
 
 /* Pads the tail to the alignment, writes out the buffer, sets the file's
- * size (a trailing test hole has no bytes written) and closes it. */
+ * size (a trailing test hole has no bytes written) and closes it; with a
+ * given dataset id the shard is final: fsynced first, then handed on. */
 static int close_shard(gf_writer *w) {
   if (w->fd < 0)
     return 0;
@@ -236,15 +241,22 @@ static int close_shard(gf_writer *w) {
     rc = fail_sticky(w, gf_fail(-e, w->path, GF_NO_INDEX, w->pos,
                                 "setting the shard's size: %s", strerror(e)));
   }
+  if (rc == 0 && w->fixed_id && (rc = gf_sys_fsync(w->fd)) < 0)
+    rc = fail_sticky(w, gf_fail(rc, w->path, GF_NO_INDEX, GF_NO_INDEX,
+                                "fsync of the shard: %s", gf_strerror(rc)));
   if (close(w->fd) != 0 && rc == 0) {
     int e = errno;
     rc = fail_sticky(w, gf_fail(-e, w->path, GF_NO_INDEX, GF_NO_INDEX,
                                 "closing the shard: %s", strerror(e)));
   }
   w->fd = -1;
-  if (rc == 0)
-    w->shard_sizes[w->nshards++] = w->pos;
-  return rc;
+  if (rc < 0)
+    return rc;
+  uint32_t i = w->nshards;
+  w->shard_sizes[w->nshards++] = w->pos;
+  if (w->on_shard && (rc = w->on_shard(w->on_shard_ctx, i, w->path, w->pos)))
+    return fail_sticky(w, rc < 0 ? rc : -EIO);
+  return 0;
 }
 
 static bool dir_is_empty(const char *dir, int *err) {
@@ -285,6 +297,9 @@ int gf_writer_create(const char *dir, const gf_writer_opts *opts,
     return gf_fail(-EINVAL, dir, GF_NO_INDEX, GF_NO_INDEX,
                    "index version %u: this build writes versions %u to %u",
                    version, GF_INDEX_VERSION_MIN, GF_INDEX_VERSION);
+  if (opts && opts->on_shard && !opts->dataset_id)
+    return gf_fail(-EINVAL, dir, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_writer_create: on_shard needs a dataset_id");
   if (strlen(dir) > PATH_MAX - 64)
     return gf_fail(-ENAMETOOLONG, dir, GF_NO_INDEX, GF_NO_INDEX,
                    "the folder's path is too long");
@@ -313,6 +328,9 @@ int gf_writer_create(const char *dir, const gf_writer_opts *opts,
                    "out of memory creating the writer");
   }
   w->shard_size = shard_size;
+  w->fixed_id = opts ? opts->dataset_id : 0;
+  w->on_shard = opts ? opts->on_shard : NULL;
+  w->on_shard_ctx = opts ? opts->on_shard_ctx : NULL;
   w->align = align;
   w->index_version = version;
   w->data_start = gf_shard_data_start(align);
@@ -480,8 +498,11 @@ static int fsync_path(const char *path, int flags, const char *what) {
   return rc;
 }
 
-/* Rewrites each shard's header with the dataset id and makes it durable. */
+/* Rewrites each shard's header with the dataset id and makes it durable
+ * (a given id: done as each was closed). */
 static int seal_shards(gf_writer *w, uint64_t id) {
+  if (w->fixed_id)
+    return 0;
   char path[PATH_MAX];
   for (uint32_t i = 0; i < w->nshards; i++) {
     shard_path(w, i, path, sizeof path);
@@ -620,7 +641,8 @@ int gf_writer_finish(gf_writer *w) {
   tables_crc = gf_crc32c(tables_crc, w->classes, (size_t)w->classes_len);
   uint32_t names_crc = gf_crc32c(0, w->names, (size_t)w->names_len);
   uint32_t id_hi = gf_crc32c(tables_crc, w->names, (size_t)w->names_len);
-  uint64_t id = ((uint64_t)id_hi << 32) | records_crc;
+  uint64_t id =
+      w->fixed_id ? w->fixed_id : ((uint64_t)id_hi << 32) | records_crc;
 
   uint8_t head[GF_INDEX_HEADER_SIZE];
   memset(head, 0, sizeof head);

@@ -16,7 +16,9 @@
  *                          a reply is what was asked
  *   storage_http_retry.c   the retry policy: which failures, how long
  *
- * Only the files of this storage include curl.h (tests/check_layers.py);
+ * Only the files of this storage, the S3 client's (s3_client.c,
+ * s3_creds.c, s3_request.c) and remote_failure.c include curl.h
+ * (tests/check_layers.py);
  * this header does not: handles are kept as void pointers here. Calls go
  * storage_http -> engine -> lanes -> xfer -> url, reply, retry, never back.
  *

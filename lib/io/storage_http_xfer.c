@@ -8,6 +8,8 @@
  * reader's engine (storage_http_engine.c). */
 #include "io/storage_http.h"
 
+#include "io/remote_failure.h"
+
 #include <curl/curl.h> /* the easy interface */
 
 #include <stdio.h>
@@ -78,35 +80,13 @@ void gf_http_easy_free(void *easy) {
 
 /* ---- secrets out of text ------------------------------------------------ */
 
-static void scrub_one(char *text, size_t cap, const char *secret) {
-  static const char mark[] = "<redacted>";
-  size_t n = secret ? strlen(secret) : 0;
-  /* Shorter ones would take common letters out of every message; no
-   * message is made from a secret anyway (this is for curl's words). */
-  if (n < 3)
-    return;
-  char *p = text;
-  while ((p = strstr(p, secret))) {
-    size_t rest = strlen(p + n);
-    size_t m = sizeof mark - 1;
-    if ((size_t)(p - text) + m + rest + 1 > cap) {
-      /* No room for the mark: cut the text there. */
-      *p = '\0';
-      return;
-    }
-    memmove(p + m, p + n, rest + 1);
-    memcpy(p, mark, m);
-    p += m;
-  }
-}
-
 void gf_http_scrub(const gf_http_storage *st, char *text, size_t cap) {
-  scrub_one(text, cap, st->url.password);
-  scrub_one(text, cap, st->url.user);
-  scrub_one(text, cap, st->url.query);
+  gf_scrub_secret(text, cap, st->url.password);
+  gf_scrub_secret(text, cap, st->url.user);
+  gf_scrub_secret(text, cap, st->url.query);
   static const char bearer[] = "Authorization: Bearer ";
   if (st->auth_header)
-    scrub_one(text, cap, st->auth_header + sizeof bearer - 1);
+    gf_scrub_secret(text, cap, st->auth_header + sizeof bearer - 1);
 }
 
 /* ---- callbacks ---------------------------------------------------------- */
@@ -230,66 +210,11 @@ static const char *curl_words(gf_http_xfer *x, CURLcode rc) {
   return x->errbuf;
 }
 
-/* What a failed try's transport error means: *retry, the code, the cause. */
+/* What a failed try's transport error means: *retry, the code, the cause
+ * (remote_failure.c's words, then curl's). */
 static int transport(gf_http_xfer *x, CURLcode rc, bool *retry) {
   const char *what;
-  int code = GF_EREMOTE;
-  *retry = true;
-  switch (rc) {
-  case CURLE_COULDNT_CONNECT:
-    what = "cannot connect (refused or unreachable)";
-    break;
-  case CURLE_COULDNT_RESOLVE_HOST:
-    what = "the host name does not resolve";
-    break;
-  case CURLE_OPERATION_TIMEDOUT: {
-    curl_off_t connected = 0;
-    curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &connected);
-    what = connected > 0 ? "stalled (no byte within stall_ms)"
-                         : "the connection timed out (connect_timeout_ms)";
-    break;
-  }
-  case CURLE_RECV_ERROR:
-  case CURLE_SEND_ERROR:
-    what = "the connection was reset";
-    break;
-  case CURLE_GOT_NOTHING:
-    what = "the server closed the connection without a reply";
-    break;
-  case CURLE_PARTIAL_FILE:
-    what = "the body was cut short";
-    break;
-  case CURLE_HTTP2:
-  case CURLE_HTTP2_STREAM:
-    what = "an HTTP/2 stream failed";
-    break;
-  case CURLE_SSL_CONNECT_ERROR:
-    what = "the TLS handshake failed";
-    break;
-  case CURLE_PEER_FAILED_VERIFICATION:
-    what = "TLS: the server's certificate or name does not verify "
-           "(ca_file names the CA to trust)";
-    *retry = false;
-    break;
-  case CURLE_SSL_CACERT_BADFILE:
-    what = "TLS: the CA file cannot be read";
-    *retry = false;
-    break;
-  case CURLE_OUT_OF_MEMORY:
-    what = "out of memory";
-    code = -ENOMEM;
-    *retry = false;
-    break;
-  case CURLE_ABORTED_BY_CALLBACK:
-    what = "cancelled";
-    code = -ECANCELED;
-    *retry = false;
-    break;
-  default:
-    what = "the request failed";
-    *retry = false;
-    break;
-  }
+  int code = gf_curl_failure(x->easy, (int)rc, retry, &what);
   snprintf(x->cause, sizeof x->cause, "%s (curl: %.150s)", what,
            curl_words(x, rc));
   return code;

@@ -2,11 +2,13 @@
  * storage (storage_http.c: HEAD, ranged GETs with If-Match on the ETag,
  * retries, the engine's lanes) whose requests are signed by the location's
  * client (s3_client.c), each try anew, whose refused replies are read for
- * the store's error code and message (s3_xml.c), and which lists: the
+ * the store's error code and message (s3_xml.c; s3_codes.c says which
+ * codes are retried, as the uploader's are), and which lists: the
  * whole prefix at the first list call (s3_list.c), the folders a walk asks
  * for then answered from that listing. Messages name objects as
  * s3://bucket/key, never the endpoint's credentials or the keys. */
 #include "io/s3_client.h"
+#include "io/s3_codes.h"
 #include "io/s3_list.h"
 #include "io/s3_xml.h"
 #include "io/storage_http.h"
@@ -63,22 +65,6 @@ static int sign(gf_http_storage *st, const gf_http_xfer *x, void **list,
   return 0;
 }
 
-/* What S3's codes add to the status's words. */
-static const char *hint(const char *code) {
-  if (!strcmp(code, "RequestTimeTooSkewed"))
-    return " (this machine's clock is off: set it right, with NTP)";
-  if (!strcmp(code, "SignatureDoesNotMatch"))
-    return " (the secret key does not match the access key id)";
-  if (!strcmp(code, "InvalidAccessKeyId"))
-    return " (the access key id is unknown to this store)";
-  if (!strcmp(code, "NoSuchBucket"))
-    return " (check the bucket's name, the endpoint and the region)";
-  if (!strcmp(code, "PermanentRedirect") ||
-      !strcmp(code, "AuthorizationHeaderMalformed"))
-    return " (the bucket is in another region: set AWS_REGION)";
-  return "";
-}
-
 /* A refused reply's XML error: its code and message in the cause;
  * ExpiredToken fetches the credentials again and retries. */
 static void explain(gf_http_storage *st, const gf_http_xfer *x, int *code,
@@ -89,8 +75,7 @@ static void explain(gf_http_storage *st, const gf_http_xfer *x, int *code,
       !e.code[0])
     return;
   char w[800] = "";
-  if (!strcmp(e.code, "ExpiredToken") ||
-      !strcmp(e.code, "TokenRefreshRequired")) {
+  if (gf_s3_code_expired(e.code)) {
     int r = gf_s3_client_expired(g->c, (time_t)x->signed_at, w, sizeof w);
     if (r == 1) {
       *code = GF_EREMOTE;
@@ -100,9 +85,7 @@ static void explain(gf_http_storage *st, const gf_http_xfer *x, int *code,
                g->c->cred_source);
     }
   }
-  if (!strcmp(e.code, "SlowDown") || !strcmp(e.code, "InternalError") ||
-      !strcmp(e.code, "ServiceUnavailable") ||
-      !strcmp(e.code, "RequestTimeout")) {
+  if (gf_s3_code_retried(e.code)) {
     *code = GF_EREMOTE;
     *retry = true;
   }
@@ -110,8 +93,8 @@ static void explain(gf_http_storage *st, const gf_http_xfer *x, int *code,
   char head[64];
   snprintf(head, sizeof head, "HTTP %d", x->reply.status);
   snprintf(cause, cap, "%s %s: %s%s%s%s", head, e.code,
-           e.message[0] ? e.message : "(no message)", hint(e.code),
-           w[0] ? "; " : "", w);
+           e.message[0] ? e.message : "(no message)",
+           gf_s3_code_hint(e.code, false), w[0] ? "; " : "", w);
 }
 
 static void s3_display(const char *location, const gf_remote_config *remote,

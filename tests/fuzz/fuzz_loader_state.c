@@ -41,7 +41,7 @@ static void setup(void) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/ds", fuzz_tmpdir());
   mkdir(dir, 0755);
-  gf_writer_opts wo = {0, 1, 0};
+  gf_writer_opts wo = {.shard_size = 0, .alignment = 1, .index_version = 0};
   gf_writer *w;
   FUZZ_ASSERT(gf_writer_create(dir, &wo, &w) == 0);
   FUZZ_ASSERT(gf_writer_add_class(w, "zero") == 0);

@@ -88,7 +88,8 @@ static void dataset_seed_v(const char *name, const ds_sample *s, int n,
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/%s", fuzz_tmpdir(), name);
   mkdir(dir, 0755);
-  gf_writer_opts wo = {shard_size, align, version};
+  gf_writer_opts wo = {
+      .shard_size = shard_size, .alignment = align, .index_version = version};
   gf_writer *w;
   FUZZ_ASSERT(gf_writer_create(dir, &wo, &w) == 0);
   for (int c = 0; c < classes; c++) {

@@ -21,6 +21,11 @@ every SigV4 signature (a test helper, not part of the library).
         Uploads every file under DIR (the environment's key and endpoint).
     s3_server.py put s3://BUCKET/KEY FILE|-
         One object (- : an empty one, as a console's "folder/" marker).
+    s3_server.py ls s3://BUCKET[/PREFIX]
+        "KEY SIZE ETAG" a line for each object under PREFIX (the bucket
+        listed whole and filtered here: see --no-auth).
+    s3_server.py uploads s3://BUCKET
+        "KEY UPLOAD_ID" a line for each multipart upload still open.
     s3_server.py stop RUNDIR
     s3_server.py check
         Exits 0 when moto and boto3 are importable, 77 otherwise.
@@ -73,8 +78,10 @@ def logged(env, start):  # each request logged as moto_server's are
         sys.stdout.flush()
         return start(status, headers, exc) if exc else start(status, headers)
     return app(env, sr)
+# poll(), not select(): a loader's 1,000 connections pass select's 1,024
+# descriptors, and waitress then dies (ValueError in select).
 serve(logged, host="127.0.0.1", port=int(sys.argv[1]), threads=32,
-      connection_limit=4096, channel_timeout=300)
+      connection_limit=4096, channel_timeout=300, asyncore_use_poll=True)
 """
 
 
@@ -155,6 +162,25 @@ def put(dest, path):
     s3.put_object(Bucket=bucket, Key=key, Body=body)
 
 
+def _s3():
+    return client("s3", os.environ["GF_S3_ENDPOINT"], os.environ["AWS_ACCESS_KEY_ID"],
+                  os.environ["AWS_SECRET_ACCESS_KEY"])
+
+
+def ls(where):
+    bucket, _, prefix = where[5:].partition("/")
+    for page in _s3().get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for o in page.get("Contents", []):
+            if o["Key"].startswith(prefix):
+                print(o["Key"], o["Size"], o["ETag"])
+
+
+def uploads(where):
+    bucket = where[5:].partition("/")[0]
+    for u in _s3().list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+        print(u["Key"], u["UploadId"])
+
+
 def stop(rundir):
     try:
         env = dict(l.strip().split("=", 1) for l in open(os.path.join(rundir, "moto.env")))
@@ -191,6 +217,10 @@ def main():
         upload(a[1], a[2])
     elif len(a) == 3 and a[0] == "put":
         put(a[1], a[2])
+    elif len(a) == 2 and a[0] == "ls":
+        ls(a[1])
+    elif len(a) == 2 and a[0] == "uploads":
+        uploads(a[1])
     elif len(a) == 2 and a[0] == "stop":
         stop(a[1])
     else:
