@@ -99,6 +99,32 @@ def test_folder_same_batches_as_local(bucket):
     same(collect(local), collect(remote))
 
 
+def test_gpu_mode_same_batches(bucket):
+    """On the GPU (skipped without one; a failure under
+    GPUFEED_REQUIRE_GPU=1): the dataset and the folder from the bucket give
+    the device batches their local copies give (the dataset's, without a
+    transform, also the CPU's)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        if os.environ.get("GPUFEED_REQUIRE_GPU") == "1":
+            pytest.fail("GPUFEED_REQUIRE_GPU=1 but torch sees no CUDA device")
+        pytest.skip("torch sees no CUDA device")
+    tmp, _ = bucket
+    for local, url, kw in (
+            (str(tmp / "ds"), "s3://train/sets/ds", {}),
+            (str(tmp / "src"), "s3://imgs", {"transform": gpufeed.Resize(12)})):
+        kw = dict(kw, seed=3)
+        remote = gpufeed.Loader(url, 8, device="cuda:0", **kw)
+        assert remote.device == "cuda:0"
+        got = collect(remote)
+        assert all(x.device.type == "cuda" for x in got[1])
+        same(collect(gpufeed.Loader(local, 8, device="cuda:0", **kw)), got)
+        if "transform" not in kw:  # no resampling: the CPU's bytes too
+            cpu = collect(gpufeed.Loader(url, 8, device="cpu", **kw))
+            same(cpu, (got[0], [x.cpu() for x in got[1]],
+                       [x.cpu() for x in got[2]]))
+
+
 def test_torch_adapter(bucket):
     torch = pytest.importorskip("torch")
     import gpufeed.torch as gt

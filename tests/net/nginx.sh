@@ -4,7 +4,7 @@
 # configuration, pid file, logs and temp folders live in RUNDIR.
 #
 #   nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--connections N]
-#                  [--owner PID]
+#                  [--owner PID] [--s3-listing DIR]
 #   nginx.sh stop RUNDIR
 #   nginx.sh check          exit 0 when nginx can be run, else 1 with the
 #                           reason on stdout
@@ -25,6 +25,12 @@
 # listener on port 0 never takes one; a port found taken at bind is
 # chosen again. With --owner PID, a watchdog stops nginx when PID exits
 # (a test that crashes leaves nothing running).
+#
+# --s3-listing DIR: a request for a path of one component (/bucket?...,
+# an S3 bucket's ListObjectsV2, path-style) is answered with the file
+# DIR/bucket.xml (the caller writes it: one page, nginx's own ETags, so
+# that If-Match holds); every other request is served from ROOT: a store
+# that answers as S3 does for a folder, as fast as nginx (benchmarks).
 #
 # start prints, and writes to RUNDIR/env, lines a shell can eval:
 #   GF_NGINX_URL=http://127.0.0.1:PORT   GF_NGINX_PORT=PORT
@@ -100,7 +106,7 @@ make_tls() {
 }
 
 write_conf() {
-  local run=$1 root=$2 port=$3 tport=$4 hport=$5 workers=$6 sock=$7 conns=$8 user=""
+  local run=$1 root=$2 port=$3 tport=$4 hport=$5 workers=$6 sock=$7 conns=$8 user="" s3=${9:-}
   # As root, nginx's workers would run as nobody, who may not read ROOT
   # (a folder under /root): they run as the current user instead.
   if [ "$(id -u)" = 0 ]; then
@@ -153,6 +159,16 @@ EOF
     location / {
       limit_except GET { deny all; }
     }
+EOF
+  if [ -n "$s3" ]; then
+    cat >>"$run/nginx.conf" <<EOF
+    location ~ ^/([^/]+)\$ {
+      default_type application/xml;
+      alias $s3/\$1.xml;
+    }
+EOF
+  fi
+  cat >>"$run/nginx.conf" <<EOF
   }
 }
 EOF
@@ -173,7 +189,7 @@ cmd_check() {
 
 cmd_start() {
   [ $# -ge 2 ] || die "usage: nginx.sh start ROOT RUNDIR [--tls] [--h2c] [--workers N] [--connections N] [--owner PID]"
-  local root=$1 run=$2 tls=0 h2c=0 workers=1 conns=1000 owner="" nginx
+  local root=$1 run=$2 tls=0 h2c=0 workers=1 conns=1000 owner="" s3="" nginx
   shift 2
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -182,6 +198,7 @@ cmd_start() {
       --workers) workers=$2; shift ;;
       --connections) conns=$2; shift ;;
       --owner) owner=$2; shift ;;
+      --s3-listing) s3=$2; shift ;;
       *) die "unknown option $1" ;;
     esac
     shift
@@ -211,7 +228,7 @@ cmd_start() {
       { [ "$tport" != 0 ] && [ "$tport" = "$hport" ]; }; then
       continue
     fi
-    write_conf "$run" "$root" "$port" "$tport" "$hport" "$workers" "$sock" "$conns"
+    write_conf "$run" "$root" "$port" "$tport" "$hport" "$workers" "$sock" "$conns" "$s3"
     : >"$run/error.log"
     rm -f "$sock"
     # nginx forks its master and returns once the sockets are bound; its
