@@ -54,10 +54,14 @@ case $last in *index.gfi*) ;; *) fail "the index was not the last object: $last"
 run 0 verify "$G" verify s3://train/ds
 grep -q "all 300 samples OK" "$T/verify.out" || fail "verify: $(cat "$T/verify.out" "$T/verify.err")"
 
-# Large shards: multipart uploads (16 MiB parts).
+# Large shards: multipart uploads (16 MiB parts), each part sent once.
+m0=$(lines)
 run 0 big "$G" build "$T/big" s3://train/big --codec raw --shard-size 20M
 objects s3://train/big/ | grep -q 'shard-000000.gfs [0-9]* "[0-9a-f]*-2"' ||
   fail "big: shard 0 is not a 2-part multipart upload: $(objects s3://train/big/)"
+since "$m0" | grep -o ': PUT /train/big/shard-000000.gfs?[^ ]*' | sed 's/uploadId=[^&]*//' | sort >"$T/parts.txt"
+[ "$(grep -c partNumber "$T/parts.txt")" = 2 ] && [ -z "$(uniq -d "$T/parts.txt")" ] ||
+  fail "big: shard 0's parts not sent once each: $(cat "$T/parts.txt")"
 run 0 verify_big "$G" verify s3://train/big
 grep -q "all 30 samples OK" "$T/verify_big.out" || fail "verify big: $(cat "$T/verify_big.out")"
 
