@@ -91,6 +91,12 @@ static inline char *gf_strlcpy(char *dst, const char *src, size_t cap) {
   return dst;
 }
 
+/* Formats into why (capacity cap), cut to fit, always terminated; nothing
+ * when why is NULL or cap 0. For the reasons (why, cap) that internal
+ * calls hand back; cutting is meant (through vsnprintf, which gcc's
+ * -Wformat-truncation leaves alone). Any thread. */
+void gf_say(char *why, size_t cap, const char *fmt, ...) GF_PRINTF(3, 4);
+
 /* Little-endian loads and stores for the on-disk formats. */
 static inline uint16_t gf_le16(const void *p) {
   const uint8_t *b = (const uint8_t *)p;

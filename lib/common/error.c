@@ -1,5 +1,6 @@
-/* Error codes from the one table in gpufeed.h, and the per-thread error
- * context behind gf_last_error(). */
+/* Error codes from the one table in gpufeed.h, the per-thread error
+ * context behind gf_last_error(), and gf_say for the reasons internal calls
+ * hand back in a buffer. */
 #include "common/common.h"
 
 #include <stdio.h>
@@ -153,4 +154,13 @@ int gf_fail_context(int code, const char *path, uint64_t sample,
   }
   append(m, cap, &n, old);
   return code;
+}
+
+void gf_say(char *why, size_t cap, const char *fmt, ...) {
+  if (!why || !cap)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
 }

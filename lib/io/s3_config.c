@@ -1,12 +1,13 @@
 /* The AWS configuration chain (s3_config.h): the profile's values
  * gathered from the two files (read by s3_ini.c), then each setting's
- * sources in order. Every buffer is fixed or bounded by GF_AWS_FILE_MAX; every one
- * that held a file's bytes is wiped before it is let go. */
+ * sources in order. Every buffer is fixed or bounded by GF_AWS_FILE_MAX; every
+ * one that held a file's bytes is wiped before it is let go. */
 #include "io/s3_config.h"
+
+#include "common/common.h" /* gf_say */
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,19 +15,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Text into a fixed buffer, cut to fit (cutting is meant: through
- * vsnprintf, which gcc's -Wformat-truncation leaves alone). */
-static void say(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t cap, const char *fmt, ...) {
-  if (!why || !cap)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-}
 
 /* ---- a profile's values, gathered from one file -------------------------- */
 
@@ -316,20 +304,20 @@ static bool setting(const chain *c, int k, found *out) {
  * variable's name. */
 static void source_of(const found *v, bool with_key, char *dst, size_t cap) {
   if (!v->f)
-    say(dst, cap, "%s", v->var);
+    gf_say(dst, cap, "%s", v->var);
   else
-    say(dst, cap, "%s %s [%s %s]%s%s", v->f->kind, v->f->path, v->section,
-        v->name, with_key ? " " : "", with_key ? v->key : "");
+    gf_say(dst, cap, "%s %s [%s %s]%s%s", v->f->kind, v->f->path, v->section,
+           v->name, with_key ? " " : "", with_key ? v->key : "");
 }
 
 /* Where a value is, for a message: the variable, or "FILE PATH line N
  * (key)". */
 static void where(const found *v, char *dst, size_t cap) {
   if (!v->f)
-    say(dst, cap, "%s", v->var);
+    gf_say(dst, cap, "%s", v->var);
   else
-    say(dst, cap, "%s %s line %u (%s)", v->f->kind, v->f->path, v->line,
-        v->key);
+    gf_say(dst, cap, "%s %s line %u (%s)", v->f->kind, v->f->path, v->line,
+           v->key);
 }
 
 /* Copies a found value into its field, refusing one too long or holding
@@ -340,12 +328,12 @@ static int take(const found *v, const char *what, char *dst, size_t dcap,
   where(v, at, sizeof at);
   size_t n = strlen(v->value);
   if (v->over || n >= dcap) {
-    say(why, cap, "%s: %s is longer than %zu bytes", at, what, dcap - 1);
+    gf_say(why, cap, "%s: %s is longer than %zu bytes", at, what, dcap - 1);
     return -EINVAL;
   }
   for (size_t i = 0; i < n; i++)
     if ((unsigned char)v->value[i] < 0x20 || v->value[i] == 0x7f) {
-      say(why, cap, "%s: %s holds a control character", at, what);
+      gf_say(why, cap, "%s: %s holds a control character", at, what);
       return -EINVAL;
     }
   memcpy(dst, v->value, n + 1);
@@ -367,8 +355,8 @@ static int file_path(const chain *c, file_scan *f, const char *var,
   else if (home)
     n = snprintf(f->path, sizeof f->path, "%s/.aws/%s", home, name);
   if (n < 0 || (size_t)n >= sizeof f->path) {
-    say(why, cap, "the path of the %s (from %s) is longer than %zu bytes",
-        f->kind, v ? var : "HOME", sizeof f->path - 1);
+    gf_say(why, cap, "the path of the %s (from %s) is longer than %zu bytes",
+           f->kind, v ? var : "HOME", sizeof f->path - 1);
     return -EINVAL;
   }
   return 0;
@@ -391,17 +379,19 @@ static int read_file(file_scan *f, char **text, size_t *len, char *why,
     if ((err == ENOENT || err == ENOTDIR) && !f->named_by)
       return 0;
     if (err == ENOENT || err == ENOTDIR)
-      say(why, cap, "%s names %s, which does not exist", f->named_by, f->path);
+      gf_say(why, cap, "%s names %s, which does not exist", f->named_by,
+             f->path);
     else
-      say(why, cap, "cannot open the %s %s: %s", f->kind, f->path,
-          strerror(err));
+      gf_say(why, cap, "cannot open the %s %s: %s", f->kind, f->path,
+             strerror(err));
     return -err;
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
-    say(why, cap, "cannot stat the %s %s: %s", f->kind, f->path, strerror(err));
+    gf_say(why, cap, "cannot stat the %s %s: %s", f->kind, f->path,
+           strerror(err));
     return -err;
   }
   /* /dev/null, a folder, a FIFO: botocore's os.path.isfile says no
@@ -412,8 +402,8 @@ static int read_file(file_scan *f, char **text, size_t *len, char *why,
   }
   if (st.st_size > (off_t)GF_AWS_FILE_MAX) {
     close(fd);
-    say(why, cap, "the %s %s is larger than %u bytes: refused", f->kind,
-        f->path, GF_AWS_FILE_MAX);
+    gf_say(why, cap, "the %s %s is larger than %u bytes: refused", f->kind,
+           f->path, GF_AWS_FILE_MAX);
     return -EFBIG;
   }
   /* Room for one byte more than allowed, to see a file that grew since
@@ -422,7 +412,7 @@ static int read_file(file_scan *f, char **text, size_t *len, char *why,
   char *buf = malloc(room);
   if (!buf) {
     close(fd);
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   while (got < room) {
@@ -434,8 +424,8 @@ static int read_file(file_scan *f, char **text, size_t *len, char *why,
       explicit_bzero(buf, got);
       free(buf);
       close(fd);
-      say(why, cap, "cannot read the %s %s: %s", f->kind, f->path,
-          strerror(err));
+      gf_say(why, cap, "cannot read the %s %s: %s", f->kind, f->path,
+             strerror(err));
       return -err;
     }
     if (r == 0)
@@ -446,8 +436,8 @@ static int read_file(file_scan *f, char **text, size_t *len, char *why,
   if (got > GF_AWS_FILE_MAX) {
     explicit_bzero(buf, got);
     free(buf);
-    say(why, cap, "the %s %s is larger than %u bytes: refused", f->kind,
-        f->path, GF_AWS_FILE_MAX);
+    gf_say(why, cap, "the %s %s is larger than %u bytes: refused", f->kind,
+           f->path, GF_AWS_FILE_MAX);
     return -EFBIG;
   }
   f->present = true;
@@ -485,9 +475,9 @@ static int file_credentials(const file_scan *f, gf_aws_config *out, char *why,
     return 0;
   if (ha != hk) {
     const found *have = ha ? &a : &k;
-    say(why, cap, "%s %s [profile %s]: %s (line %u) without %s", f->kind,
-        f->path, f->profile, have->key, have->line,
-        ha ? KEYS[K_SECRET].key : KEYS[K_ACCESS].key);
+    gf_say(why, cap, "%s %s [profile %s]: %s (line %u) without %s", f->kind,
+           f->path, f->profile, have->key, have->line,
+           ha ? KEYS[K_SECRET].key : KEYS[K_ACCESS].key);
     return -EINVAL;
   }
   int rc;
@@ -522,9 +512,9 @@ static int credentials(const chain *c, gf_aws_config *out, char *why,
              *sk = env(c, "AWS_SECRET_ACCESS_KEY");
   if (ak || sk) {
     if (!ak || !sk) {
-      say(why, cap, "%s is set but %s is not",
-          ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
-          ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+      gf_say(why, cap, "%s is set but %s is not",
+             ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+             ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
       return -EINVAL;
     }
     int rc;
@@ -554,10 +544,10 @@ static int credentials(const chain *c, gf_aws_config *out, char *why,
     const file_scan *f = &c->files[i];
     const slot *s = profile_slot(f);
     if (f->present && s->seen && s->other[0]) {
-      say(out->cred_note, sizeof out->cred_note,
-          "profile %s sets %s (%s %s line %u), which is not resolved "
-          "here",
-          f->profile, s->other, f->kind, f->path, s->other_line);
+      gf_say(out->cred_note, sizeof out->cred_note,
+             "profile %s sets %s (%s %s line %u), which is not resolved "
+             "here",
+             f->profile, s->other, f->kind, f->path, s->other_line);
       break;
     }
   }
@@ -594,7 +584,7 @@ static int region(const chain *c, gf_aws_config *out, char *why, size_t cap) {
   if (!region_ok(out->region)) {
     char at[4800];
     where(&v, at, sizeof at);
-    say(why, cap, "%s: not a region name (letters, digits and '-')", at);
+    gf_say(why, cap, "%s: not a region name (letters, digits and '-')", at);
     return -EINVAL;
   }
   source_of(&v, false, out->region_source, sizeof out->region_source);
@@ -605,14 +595,14 @@ static int region(const chain *c, gf_aws_config *out, char *why, size_t cap) {
 static bool ignore_endpoints(const chain *c, char *src, size_t cap) {
   const char *v = env(c, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
   if (v) {
-    say(src, cap, "ignored (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS)");
+    gf_say(src, cap, "ignored (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS)");
     return strcasecmp(v, "true") == 0;
   }
   found f;
   if (setting(c, K_IGNORE, &f) && strcasecmp(f.value, "true") == 0) {
     char at[700];
     source_of(&f, true, at, sizeof at);
-    say(src, cap, "ignored (%s)", at);
+    gf_say(src, cap, "ignored (%s)", at);
     return true;
   }
   return false;
@@ -621,7 +611,7 @@ static bool ignore_endpoints(const chain *c, char *src, size_t cap) {
 static int endpoint(chain *c, gf_aws_config *out, char *why, size_t cap) {
   char ignored[600];
   if (ignore_endpoints(c, ignored, sizeof ignored)) {
-    say(out->endpoint_source, sizeof out->endpoint_source, "%s", ignored);
+    gf_say(out->endpoint_source, sizeof out->endpoint_source, "%s", ignored);
     return 0;
   }
   found v = {0}, svc;
@@ -642,10 +632,10 @@ static int endpoint(chain *c, gf_aws_config *out, char *why, size_t cap) {
     if (!f->present || !f->s[S_SERVICES].seen) {
       char at[4800];
       where(&svc, at, sizeof at);
-      say(why, cap,
-          "%s: the profile names a services section that the config file "
-          "%s does not have",
-          at, f->path[0] ? f->path : "(none)");
+      gf_say(why, cap,
+             "%s: the profile names a services section that the config file "
+             "%s does not have",
+             at, f->path[0] ? f->path : "(none)");
       return -EINVAL;
     }
     if (!from_file(f, &f->s[S_SERVICES], K_S3_ENDPOINT, "services", svc_name,
@@ -674,7 +664,7 @@ static int endpoint(chain *c, gf_aws_config *out, char *why, size_t cap) {
   if (!ok) {
     char at[4800];
     where(&v, at, sizeof at);
-    say(why, cap, "%s: the endpoint is not an http:// or https:// URL", at);
+    gf_say(why, cap, "%s: the endpoint is not an http:// or https:// URL", at);
     return -EINVAL;
   }
   return 0;
@@ -691,9 +681,9 @@ static int addressing(const chain *c, gf_aws_config *out, char *why,
   else if (strcmp(v.value, "virtual") == 0 && !v.over)
     out->addressing = GF_AWS_ADDRESSING_VIRTUAL;
   else if (strcmp(v.value, "auto") != 0 || v.over) {
-    say(why, cap,
-        "%s %s line %u: s3.addressing_style must be path, virtual or auto",
-        v.f->kind, v.f->path, v.line);
+    gf_say(why, cap,
+           "%s %s line %u: s3.addressing_style must be path, virtual or auto",
+           v.f->kind, v.f->path, v.line);
     return -EINVAL;
   }
   return 0;
@@ -707,8 +697,8 @@ static int resolve(chain *c, gf_aws_config *out, char *why, size_t cap) {
   if (!name)
     name = "default";
   if (strlen(name) >= sizeof out->profile) {
-    say(why, cap, "%s is longer than %zu bytes", c->profile_var,
-        sizeof out->profile - 1);
+    gf_say(why, cap, "%s is longer than %zu bytes", c->profile_var,
+           sizeof out->profile - 1);
     return -EINVAL;
   }
   snprintf(out->profile, sizeof out->profile, "%s", name);
@@ -728,11 +718,11 @@ static int resolve(chain *c, gf_aws_config *out, char *why, size_t cap) {
    * even when the environment gives everything. */
   if (c->profile_var && !(cred->present && profile_slot(cred)->seen) &&
       !(conf->present && profile_slot(conf)->seen)) {
-    say(why, cap,
-        "%s names profile %s, which is neither in the shared credentials "
-        "file %s nor in the config file %s",
-        c->profile_var, out->profile, cred->path[0] ? cred->path : "(none)",
-        conf->path[0] ? conf->path : "(none)");
+    gf_say(why, cap,
+           "%s names profile %s, which is neither in the shared credentials "
+           "file %s nor in the config file %s",
+           c->profile_var, out->profile, cred->path[0] ? cred->path : "(none)",
+           conf->path[0] ? conf->path : "(none)");
     return -EINVAL;
   }
   if ((rc = credentials(c, out, why, cap)) < 0 ||
@@ -750,7 +740,7 @@ int gf_aws_config_resolve(gf_aws_getenv getenv_fn, void *ctx,
   memset(out, 0, sizeof *out);
   chain *c = calloc(1, sizeof *c);
   if (!c) {
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   c->getenv_fn = getenv_fn;

@@ -5,7 +5,7 @@
  * it is let go. */
 #include "io/s3_creds.h"
 
-#include "common/common.h" /* gf_log */
+#include "common/common.h" /* gf_log, gf_say */
 
 #include <curl/curl.h>
 
@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,20 +25,6 @@
 #ifdef GPUFEED_TESTING
 _Atomic unsigned long gf_aws_creds__test_requests;
 #endif
-
-/* Text into a fixed buffer, cut to fit (through vsnprintf, which gcc's
- * -Wformat-truncation leaves alone). s3_creds_doc.c has the same few
- * lines. */
-static void say(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t cap, const char *fmt, ...) {
-  if (!why || !cap)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-}
 
 /* Frees a string that may hold a secret, wiped first. */
 static void free_secret(char *s) {
@@ -96,8 +81,8 @@ static int env_count(const plan *p, const char *name, unsigned hi,
   for (; *c >= '0' && *c <= '9' && n <= hi; c++)
     n = n * 10 + (unsigned long)(*c - '0');
   if (*c || n < 1 || n > hi) {
-    say(why, cap, "%s must be a whole number of %s from 1 to %u", name, unit,
-        hi);
+    gf_say(why, cap, "%s must be a whole number of %s from 1 to %u", name, unit,
+           hi);
     return -EINVAL;
   }
   *out = (unsigned)n;
@@ -119,17 +104,17 @@ static int url_parse(const char *s, const char *var, CURLU **out, char *why,
                      size_t cap) {
   CURLU *u = curl_url();
   if (!u) {
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   CURLUcode uc = curl_url_set(u, CURLUPART_URL, s, 0);
   if (uc != CURLUE_OK) {
     curl_url_cleanup(u);
     if (uc == CURLUE_OUT_OF_MEMORY) {
-      say(why, cap, "out of memory");
+      gf_say(why, cap, "out of memory");
       return -ENOMEM;
     }
-    say(why, cap, "%s is not a URL (%s)", var, curl_url_strerror(uc));
+    gf_say(why, cap, "%s is not a URL (%s)", var, curl_url_strerror(uc));
     return -EINVAL;
   }
   *out = u;
@@ -148,9 +133,9 @@ static void url_shown(CURLU *u, char *dst, size_t cap) {
   char *scheme = url_part(u, CURLUPART_SCHEME),
        *host = url_part(u, CURLUPART_HOST), *port = url_part(u, CURLUPART_PORT),
        *path = url_part(u, CURLUPART_PATH);
-  say(dst, cap, "%s://%s%s%s%s", scheme ? scheme : "?", host ? host : "?",
-      port ? ":" : "", port ? port : "",
-      path && strcmp(path, "/") != 0 ? path : "");
+  gf_say(dst, cap, "%s://%s%s%s%s", scheme ? scheme : "?", host ? host : "?",
+         port ? ":" : "", port ? port : "",
+         path && strcmp(path, "/") != 0 ? path : "");
   curl_free(scheme);
   curl_free(host);
   curl_free(port);
@@ -198,13 +183,13 @@ static int plan_container(plan *p, char *why, size_t cap) {
   if (rel) {
     p->container_var = "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI";
     if (rel[0] != '/') {
-      say(why, cap, "%s must begin with '/'", p->container_var);
+      gf_say(why, cap, "%s must begin with '/'", p->container_var);
       return -EINVAL;
     }
     size_t n = strlen(CONTAINER_BASE) + strlen(rel) + 1;
     char *url = malloc(n);
     if (!url) {
-      say(why, cap, "out of memory");
+      gf_say(why, cap, "out of memory");
       return -ENOMEM;
     }
     snprintf(url, n, "%s%s", CONTAINER_BASE, rel);
@@ -227,13 +212,13 @@ static int plan_container(plan *p, char *why, size_t cap) {
        http = scheme && strcasecmp(scheme, "http") == 0;
   rc = 0;
   if (!(https || http) || !host) {
-    say(why, cap, "%s must be an http:// or https:// URL", p->container_var);
+    gf_say(why, cap, "%s must be an http:// or https:// URL", p->container_var);
     rc = -EINVAL;
   } else if (http && !host_allowed(host)) {
-    say(why, cap,
-        "%s: http to %s is not allowed (only https, or http to a loopback "
-        "address, 169.254.170.2, 169.254.170.23 or fd00:ec2::23)",
-        p->container_var, host);
+    gf_say(why, cap,
+           "%s: http to %s is not allowed (only https, or http to a loopback "
+           "address, 169.254.170.2, 169.254.170.23 or fd00:ec2::23)",
+           p->container_var, host);
     rc = -EINVAL;
   }
   curl_free(scheme);
@@ -248,8 +233,8 @@ static int plan_imds(plan *p, char *why, size_t cap) {
   const char *mode = env(p, "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"),
              *ep = env(p, "AWS_EC2_METADATA_SERVICE_ENDPOINT");
   if (mode && strcasecmp(mode, "ipv4") != 0 && strcasecmp(mode, "ipv6") != 0) {
-    say(why, cap,
-        "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE must be IPv4 or IPv6");
+    gf_say(why, cap,
+           "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE must be IPv4 or IPv6");
     return -EINVAL;
   }
   bool v6 =
@@ -257,8 +242,9 @@ static int plan_imds(plan *p, char *why, size_t cap) {
   const char *base = ep ? ep : v6 ? IMDS_V6 : IMDS_V4;
   size_t n = strlen(base);
   if (n + 2 > sizeof p->imds_base) {
-    say(why, cap, "AWS_EC2_METADATA_SERVICE_ENDPOINT is longer than %zu bytes",
-        sizeof p->imds_base - 2);
+    gf_say(why, cap,
+           "AWS_EC2_METADATA_SERVICE_ENDPOINT is longer than %zu bytes",
+           sizeof p->imds_base - 2);
     return -EINVAL;
   }
   snprintf(p->imds_base, sizeof p->imds_base, "%s%s", base,
@@ -281,7 +267,8 @@ static int plan_imds(plan *p, char *why, size_t cap) {
   curl_free(host);
   curl_url_cleanup(u);
   if (!ok) {
-    say(why, cap,
+    gf_say(
+        why, cap,
         "AWS_EC2_METADATA_SERVICE_ENDPOINT must be an http:// or https:// URL");
     return -EINVAL;
   }
@@ -293,7 +280,8 @@ static int make_plan(plan *p, char *why, size_t cap) {
   int rc;
   pthread_once(&curl_once, curl_init);
   if (curl_init_rc != CURLE_OK) {
-    say(why, cap, "libcurl cannot start: %s", curl_easy_strerror(curl_init_rc));
+    gf_say(why, cap, "libcurl cannot start: %s",
+           curl_easy_strerror(curl_init_rc));
     return -EIO;
   }
   if ((rc = env_count(p, "AWS_METADATA_SERVICE_TIMEOUT", 3600, "seconds",
@@ -433,25 +421,27 @@ static int request(CURLU *url, bool put, const char *const *headers,
 static int reply_failure(const reply *r, unsigned timeout_s, char *dst,
                          size_t cap) {
   if (r->too_big) {
-    say(dst, cap, "sent a reply larger than %u bytes", GF_AWS_CREDS_REPLY_MAX);
+    gf_say(dst, cap, "sent a reply larger than %u bytes",
+           GF_AWS_CREDS_REPLY_MAX);
     return -EPROTO;
   }
   switch (r->rc) {
   case CURLE_OK:
-    say(dst, cap, "answered HTTP %ld", r->status);
+    gf_say(dst, cap, "answered HTTP %ld", r->status);
     return r->status == 401 || r->status == 403 ? -EACCES : -EIO;
   case CURLE_COULDNT_CONNECT:
     /* curl's words do not tell a refusal from no route. */
-    say(dst, cap, "refused the connection or is unreachable");
+    gf_say(dst, cap, "refused the connection or is unreachable");
     return -ECONNREFUSED;
   case CURLE_OPERATION_TIMEDOUT:
-    say(dst, cap, "did not answer in %u s", timeout_s);
+    gf_say(dst, cap, "did not answer in %u s", timeout_s);
     return -ETIMEDOUT;
   case CURLE_OUT_OF_MEMORY:
-    say(dst, cap, "out of memory");
+    gf_say(dst, cap, "out of memory");
     return -ENOMEM;
   default:
-    say(dst, cap, "failed: %s", r->err[0] ? r->err : curl_easy_strerror(r->rc));
+    gf_say(dst, cap, "failed: %s",
+           r->err[0] ? r->err : curl_easy_strerror(r->rc));
     return -EIO;
   }
 }
@@ -466,7 +456,7 @@ static int url_join(const char *base, const char *path, CURLU **out, char *why,
   size_t n = strlen(base) + strlen(path) + 1;
   char *s = malloc(n);
   if (!s) {
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   snprintf(s, n, "%s%s", base, path);
@@ -491,27 +481,27 @@ static int read_token_file(const char *path, char **out, char *why,
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int err = errno;
-    say(why, cap, "cannot open %s (from %s): %s", path, var, strerror(err));
+    gf_say(why, cap, "cannot open %s (from %s): %s", path, var, strerror(err));
     return -err;
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
-    say(why, cap, "cannot stat %s (from %s): %s", path, var, strerror(err));
+    gf_say(why, cap, "cannot stat %s (from %s): %s", path, var, strerror(err));
     return -err;
   }
   if (!S_ISREG(st.st_mode) || st.st_size > (off_t)GF_AWS_CREDS_REPLY_MAX) {
     close(fd);
-    say(why, cap, "%s (from %s) is not a regular file of at most %u bytes",
-        path, var, GF_AWS_CREDS_REPLY_MAX);
+    gf_say(why, cap, "%s (from %s) is not a regular file of at most %u bytes",
+           path, var, GF_AWS_CREDS_REPLY_MAX);
     return -EINVAL;
   }
   size_t room = GF_AWS_CREDS_REPLY_MAX + 1, got = 0;
   char *buf = malloc(room + 1);
   if (!buf) {
     close(fd);
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   while (got < room) {
@@ -523,7 +513,8 @@ static int read_token_file(const char *path, char **out, char *why,
       explicit_bzero(buf, got);
       free(buf);
       close(fd);
-      say(why, cap, "cannot read %s (from %s): %s", path, var, strerror(err));
+      gf_say(why, cap, "cannot read %s (from %s): %s", path, var,
+             strerror(err));
       return -err;
     }
     if (r == 0)
@@ -534,8 +525,8 @@ static int read_token_file(const char *path, char **out, char *why,
   if (got > GF_AWS_CREDS_REPLY_MAX) {
     explicit_bzero(buf, got);
     free(buf);
-    say(why, cap, "%s (from %s) is larger than %u bytes", path, var,
-        GF_AWS_CREDS_REPLY_MAX);
+    gf_say(why, cap, "%s (from %s) is larger than %u bytes", path, var,
+           GF_AWS_CREDS_REPLY_MAX);
     return -EINVAL;
   }
   size_t a = 0, b = got;
@@ -571,10 +562,10 @@ static int auth_header(const plan *p, char **line, char *why, size_t cap) {
   for (size_t i = 0; i < n && rc == 0; i++) {
     unsigned char c = (unsigned char)token[i];
     if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      say(why, cap,
-          "the authorization token from %s holds a line break or another "
-          "control byte",
-          from);
+      gf_say(why, cap,
+             "the authorization token from %s holds a line break or another "
+             "control byte",
+             from);
       rc = -EINVAL;
     }
   }
@@ -582,7 +573,7 @@ static int auth_header(const plan *p, char **line, char *why, size_t cap) {
     size_t m = sizeof "Authorization: " + n;
     *line = malloc(m);
     if (!*line) {
-      say(why, cap, "out of memory");
+      gf_say(why, cap, "out of memory");
       rc = -ENOMEM;
     } else if (n)
       snprintf(*line, m, "Authorization: %s", token);
@@ -604,7 +595,7 @@ static int container_fetch(const plan *p, gf_aws_fetched *out, char *why,
   reply r = {.body = malloc(GF_AWS_CREDS_REPLY_MAX + 1)};
   if (!r.body) {
     free_secret(auth);
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   const char *headers[] = {"Accept: application/json", auth[0] ? auth : NULL,
@@ -614,7 +605,7 @@ static int container_fetch(const plan *p, gf_aws_fetched *out, char *why,
     if (i)
       pause_s(CONTAINER_PAUSE_S);
     if ((rc = request(p->container, false, headers, timeout_s, &r)) < 0) {
-      say(words, sizeof words, "out of memory");
+      gf_say(words, sizeof words, "out of memory");
       break;
     }
     if (!reply_ok(&r)) {
@@ -629,15 +620,15 @@ static int container_fetch(const plan *p, gf_aws_fetched *out, char *why,
   free(r.body);
   free_secret(auth);
   if (rc == 1) {
-    say(out->source, sizeof out->source, "container credentials endpoint %s",
-        p->container_shown);
+    gf_say(out->source, sizeof out->source, "container credentials endpoint %s",
+           p->container_shown);
     return 1;
   }
   char tries[32] = "";
   if (attempts > 1)
     snprintf(tries, sizeof tries, " (%u tries)", attempts);
-  say(why, cap, "container credentials endpoint %s (%s): %s%s",
-      p->container_shown, p->container_var, words, tries);
+  gf_say(why, cap, "container credentials endpoint %s (%s): %s%s",
+         p->container_shown, p->container_var, words, tries);
   return rc;
 }
 
@@ -663,7 +654,7 @@ static int imds_ask(imds_call *x, const char *path, bool put,
     return rc;
   for (unsigned i = 0; i < x->attempts; i++) {
     if ((rc = request(u, put, headers, x->timeout_s, &x->r)) < 0) {
-      say(why, cap, "out of memory");
+      gf_say(why, cap, "out of memory");
       break;
     }
     if (reply_ok(&x->r) && x->r.len > 0)
@@ -706,38 +697,38 @@ static int imds_steps(imds_call *x, gf_aws_fetched *out, char *why,
   if (reply_ok(&x->r) && x->r.len > 0) {
     for (size_t i = 0; i < x->r.len; i++)
       if (x->r.body[i] <= 0x20 || x->r.body[i] >= 0x7f) {
-        say(why, cap,
-            "instance metadata at %s: its session token holds a byte that "
-            "cannot go into a header",
-            at);
+        gf_say(why, cap,
+               "instance metadata at %s: its session token holds a byte that "
+               "cannot go into a header",
+               at);
         return -EPROTO;
       }
     size_t n = sizeof "X-aws-ec2-metadata-token: " + x->r.len;
     if (!(token = malloc(n))) {
-      say(why, cap, "out of memory");
+      gf_say(why, cap, "out of memory");
       return -ENOMEM;
     }
     snprintf(token, n, "X-aws-ec2-metadata-token: %s", x->r.body);
   } else if (!x->r.connected) {
     reply_failure(&x->r, x->timeout_s, x->words, sizeof x->words);
-    say(why, cap, "instance metadata at %s %s", at, x->words);
+    gf_say(why, cap, "instance metadata at %s %s", at, x->words);
     return 0;
   } else if (x->r.too_big) {
     reply_failure(&x->r, x->timeout_s, x->words, sizeof x->words);
-    say(why, cap, "instance metadata at %s %s", at, x->words);
+    gf_say(why, cap, "instance metadata at %s %s", at, x->words);
     return -EPROTO;
   } else if (x->r.rc == CURLE_OK && x->r.status == 400) {
-    say(why, cap,
-        "instance metadata at %s answered HTTP 400 to the session token "
-        "request",
-        at);
+    gf_say(why, cap,
+           "instance metadata at %s answered HTTP 400 to the session token "
+           "request",
+           at);
     return 0;
   } else if (p->imds_v1_off) {
     rc = reply_failure(&x->r, x->timeout_s, x->words, sizeof x->words);
-    say(why, cap,
-        "instance metadata at %s %s to the session token request (IMDSv2), "
-        "and AWS_EC2_METADATA_V1_DISABLED is true",
-        at, x->words);
+    gf_say(why, cap,
+           "instance metadata at %s %s to the session token request (IMDSv2), "
+           "and AWS_EC2_METADATA_V1_DISABLED is true",
+           at, x->words);
     return rc == -ETIMEDOUT || rc == -EACCES ? rc : -EIO;
   }
   const char *with[] = {token, NULL};
@@ -752,24 +743,25 @@ static int imds_steps(imds_call *x, gf_aws_fetched *out, char *why,
     if (x->r.too_big)
       goto fail;
     if (reply_ok(&x->r) || x->r.status == 404)
-      say(why, cap, "instance metadata at %s gives no IAM role (%s)", at,
-          reply_ok(&x->r) ? "an empty list" : "HTTP 404");
+      gf_say(why, cap, "instance metadata at %s gives no IAM role (%s)", at,
+             reply_ok(&x->r) ? "an empty list" : "HTTP 404");
     else
-      say(why, cap, "instance metadata at %s %s for the IAM role", at,
-          x->words);
+      gf_say(why, cap, "instance metadata at %s %s for the IAM role", at,
+             x->words);
     rc = 0;
     goto out;
   }
   size_t n = strcspn(x->r.body, "\r\n");
   if (n == 0) {
-    say(why, cap, "instance metadata at %s gives no IAM role (an empty list)",
-        at);
+    gf_say(why, cap,
+           "instance metadata at %s gives no IAM role (an empty list)", at);
     rc = 0;
     goto out;
   }
   if (!role_ok(x->r.body, n)) {
-    say(why, cap,
-        "instance metadata at %s: its IAM role's name is not a role name", at);
+    gf_say(why, cap,
+           "instance metadata at %s: its IAM role's name is not a role name",
+           at);
     rc = -EPROTO;
     goto out;
   }
@@ -786,20 +778,20 @@ static int imds_steps(imds_call *x, gf_aws_fetched *out, char *why,
     if (x->r.too_big)
       goto fail;
     /* botocore: retries exceeded, no credentials. */
-    say(why, cap, "instance metadata at %s %s for role %s's credentials", at,
-        reply_ok(&x->r) ? "sent nothing" : x->words, role);
+    gf_say(why, cap, "instance metadata at %s %s for role %s's credentials", at,
+           reply_ok(&x->r) ? "sent nothing" : x->words, role);
     rc = 0;
     goto out;
   }
   if ((rc = gf_aws_creds_parse(x->r.body, x->r.len, out, x->words,
                                sizeof x->words)) < 0)
     goto fail;
-  say(out->source, sizeof out->source,
-      "EC2 instance metadata (IMDS%s), role %s", token ? "v2" : "v1", role);
+  gf_say(out->source, sizeof out->source,
+         "EC2 instance metadata (IMDS%s), role %s", token ? "v2" : "v1", role);
   rc = 1;
   goto out;
 fail:
-  say(why, cap, "instance metadata at %s: %s", at, x->words);
+  gf_say(why, cap, "instance metadata at %s: %s", at, x->words);
 out:
   free_secret(token);
   return rc;
@@ -812,7 +804,7 @@ static int imds_fetch(const plan *p, gf_aws_fetched *out, char *why,
     x->r.body = malloc(GF_AWS_CREDS_REPLY_MAX + 1);
   if (!x || !x->r.body) {
     free(x);
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   x->p = p;
@@ -836,7 +828,7 @@ int gf_aws_creds_fetch(gf_aws_getenv getenv_fn, void *ctx, gf_aws_fetched *out,
   memset(out, 0, sizeof *out);
   plan *p = calloc(1, sizeof *p);
   if (!p) {
-    say(why, cap, "out of memory");
+    gf_say(why, cap, "out of memory");
     return -ENOMEM;
   }
   p->getenv_fn = getenv_fn;
@@ -845,21 +837,21 @@ int gf_aws_creds_fetch(gf_aws_getenv getenv_fn, void *ctx, gf_aws_fetched *out,
   if (rc == 0 && p->container)
     rc = container_fetch(p, out, why, cap);
   else if (rc == 0 && !p->imds)
-    say(why, cap,
-        "no container credentials variable; instance metadata disabled "
-        "(AWS_EC2_METADATA_DISABLED)");
+    gf_say(why, cap,
+           "no container credentials variable; instance metadata disabled "
+           "(AWS_EC2_METADATA_DISABLED)");
   else if (rc == 0) {
     char *w = malloc(cap ? cap : 1);
     if (!w) {
-      say(why, cap, "out of memory");
+      gf_say(why, cap, "out of memory");
       rc = -ENOMEM;
     } else {
       w[0] = '\0';
       rc = imds_fetch(p, out, w, cap);
       if (rc == 0)
-        say(why, cap, "no container credentials variable; %s", w);
+        gf_say(why, cap, "no container credentials variable; %s", w);
       else
-        say(why, cap, "%s", w);
+        gf_say(why, cap, "%s", w);
       free(w);
     }
   }
@@ -890,10 +882,10 @@ int gf_aws_creds__test_urls(gf_aws_getenv getenv_fn, void *ctx, char *container,
   int rc = make_plan(p, why, cap);
   if (rc == 0 && p->container) {
     char *s = url_part(p->container, CURLUPART_URL);
-    say(container, ucap, "%s", s ? s : "?");
+    gf_say(container, ucap, "%s", s ? s : "?");
     curl_free(s);
   } else if (rc == 0 && p->imds)
-    say(imds, ucap, "%s", p->imds_base);
+    gf_say(imds, ucap, "%s", p->imds_base);
   plan_free(p);
   free(p);
   return rc;

@@ -6,26 +6,14 @@
  * wiped before it is let go. */
 #include "io/s3_creds.h"
 
+#include "common/common.h" /* gf_say */
+
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h> /* explicit_bzero */
 #include <time.h>
-
-/* Text into a fixed buffer, cut to fit (through vsnprintf, which gcc's
- * -Wformat-truncation leaves alone). s3_creds.c has the same few lines. */
-static void say(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t cap, const char *fmt, ...) {
-  if (!why || !cap)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-}
 
 /* The root object's fields read; every other one is skipped. */
 enum { F_ACCESS, F_SECRET, F_TOKEN, F_EXPIRATION, F_CODE, F_N };
@@ -53,8 +41,8 @@ typedef struct jdoc {
 } jdoc;
 
 static int jfail(jdoc *d, const char *what) {
-  say(d->why, d->cap, "the credentials document is not JSON: %s at byte %zu",
-      what, (size_t)(d->p - d->start));
+  gf_say(d->why, d->cap, "the credentials document is not JSON: %s at byte %zu",
+         what, (size_t)(d->p - d->start));
   return -EPROTO;
 }
 
@@ -263,8 +251,8 @@ static bool jliteral(jdoc *d, const char *word) {
 
 /* A field's value that is not a string (null is the field's absence). */
 static int not_string(jdoc *d, int f) {
-  say(d->why, d->cap, "the credentials document's %s is not a string",
-      FIELD_NAME[f]);
+  gf_say(d->why, d->cap, "the credentials document's %s is not a string",
+         FIELD_NAME[f]);
   return -EPROTO;
 }
 
@@ -338,9 +326,9 @@ static int jwalk(jdoc *d) {
       if (f >= 0)
         return not_string(d, f);
       if (depth == JSON_DEPTH) {
-        say(d->why, d->cap,
-            "the credentials document is nested deeper than %d levels",
-            JSON_DEPTH);
+        gf_say(d->why, d->cap,
+               "the credentials document is nested deeper than %d levels",
+               JSON_DEPTH);
         return -EPROTO;
       }
       stack[depth++] = (char)c;
@@ -357,9 +345,9 @@ static int jwalk(jdoc *d) {
       if (rc < 0)
         return rc;
       if (f >= 0 && n >= d->dcap[f]) {
-        say(d->why, d->cap,
-            "the credentials document's %s is longer than %zu bytes",
-            FIELD_NAME[f], d->dcap[f] - 1);
+        gf_say(d->why, d->cap,
+               "the credentials document's %s is longer than %zu bytes",
+               FIELD_NAME[f], d->dcap[f] - 1);
         return -EPROTO;
       }
       if (f >= 0) {
@@ -461,15 +449,15 @@ static bool iso8601(const char *s, time_t *out) {
 /* A required credential: present, not empty, fit for a header. */
 static int required(jdoc *d, int f) {
   if (!d->have[f] || !d->dst[f][0]) {
-    say(d->why, d->cap, "the credentials document has %s %s",
-        d->have[f] ? "an empty" : "no", FIELD_NAME[f]);
+    gf_say(d->why, d->cap, "the credentials document has %s %s",
+           d->have[f] ? "an empty" : "no", FIELD_NAME[f]);
     return -EPROTO;
   }
   if (d->odd[f]) {
-    say(d->why, d->cap,
-        "the credentials document's %s holds a byte that is not printable "
-        "ASCII",
-        FIELD_NAME[f]);
+    gf_say(d->why, d->cap,
+           "the credentials document's %s holds a byte that is not printable "
+           "ASCII",
+           FIELD_NAME[f]);
     return -EPROTO;
   }
   return 0;
@@ -486,25 +474,26 @@ static int parse(jdoc *d, gf_aws_fetched *out) {
       word = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
              (*p >= '0' && *p <= '9');
     if (word)
-      say(d->why, d->cap, "the credentials document's Code is %s, not Success",
-          d->code);
+      gf_say(d->why, d->cap,
+             "the credentials document's Code is %s, not Success", d->code);
     else
-      say(d->why, d->cap, "the credentials document's Code is not Success");
+      gf_say(d->why, d->cap, "the credentials document's Code is not Success");
     return -EPROTO;
   }
   if ((rc = required(d, F_ACCESS)) < 0 || (rc = required(d, F_SECRET)) < 0)
     return rc;
   if (d->have[F_TOKEN] && out->session_token[0] && d->odd[F_TOKEN]) {
-    say(d->why, d->cap,
+    gf_say(
+        d->why, d->cap,
         "the credentials document's Token holds a byte that is not printable "
         "ASCII");
     return -EPROTO;
   }
   if (d->have[F_EXPIRATION] &&
       (d->odd[F_EXPIRATION] || !iso8601(d->expiration, &out->expires))) {
-    say(d->why, d->cap,
-        "the credentials document's Expiration is not an ISO 8601 UTC time "
-        "after 1970 (2026-11-28T06:00:00Z)");
+    gf_say(d->why, d->cap,
+           "the credentials document's Expiration is not an ISO 8601 UTC time "
+           "after 1970 (2026-11-28T06:00:00Z)");
     return -EPROTO;
   }
   return 0;

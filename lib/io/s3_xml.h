@@ -1,7 +1,7 @@
-/* S3's XML replies (s3_xml.c), between the files of lib/io only: the error
- * document, a ListObjectsV2 page, and the two multipart replies, read from
- * bytes a server (or whoever stands in its place) sent, so nothing in them
- * is trusted.
+/* S3's XML replies (s3_xml.c, over the XML reader of s3_xml_reader.h),
+ * between the files of lib/io only: the error document, a ListObjectsV2
+ * page, and the two multipart replies, read from bytes a server (or
+ * whoever stands in its place) sent, so nothing in them is trusted.
  *
  * What is read is the XML that S3, MinIO, Ceph, R2 and moto write: an
  * optional <?xml ...?> declaration (after whitespace too: S3 pads a slow
