@@ -1,4 +1,4 @@
-# Finds liburing, libzstd and libcurl through pkg-config and libpng and
+# Finds liburing, libzstd, libcurl and libarchive through pkg-config and libpng and
 # libjpeg (libjpeg-turbo) through FindPNG and FindJPEG, and stops with the
 # Debian package to install when one is missing.
 find_package(PkgConfig)
@@ -23,6 +23,8 @@ gpufeed_require_pc(ZSTD libzstd libzstd-dev)
 gpufeed_require_pc(CURL libcurl libcurl4-openssl-dev)
 # S3's request signing (lib/io/s3_sigv4.c): OpenSSL's SHA-256 and HMAC.
 gpufeed_require_pc(CRYPTO libcrypto libssl-dev)
+# WebDataset tar shards' header scan (lib/format/tar_scan.c).
+gpufeed_require_pc(ARCHIVE libarchive libarchive-dev)
 find_package(PNG QUIET)
 if(NOT PNG_FOUND)
   message(FATAL_ERROR "gpufeed: libpng not found. On Debian: apt-get install libpng-dev")
@@ -39,7 +41,8 @@ find_package(Threads REQUIRED)
 # position-independent code, so it cannot go into a shared object.
 add_library(gpufeed_deps_dynamic INTERFACE)
 target_link_libraries(gpufeed_deps_dynamic INTERFACE
-  PkgConfig::URING PkgConfig::ZSTD PkgConfig::CURL PkgConfig::CRYPTO PNG::PNG JPEG::JPEG m
+  PkgConfig::URING PkgConfig::ZSTD PkgConfig::CURL PkgConfig::CRYPTO
+  PkgConfig::ARCHIVE PNG::PNG JPEG::JPEG m
   Threads::Threads)
 
 # gpufeed_deps: what the static library and the programs link, the same
@@ -57,7 +60,9 @@ if(GPUFEED_STATIC_DEPS)
   # libcurl stays a shared object even here: Debian ships no libcurl.a
   # (and a static one would pull in OpenSSL, nghttp2, libssh2, GSSAPI...
   # with it), so the static binary still needs libcurl4 installed.
-  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::CURL PkgConfig::CRYPTO m
+  # libarchive likewise (its .a pulls in every compression library).
+  target_link_libraries(gpufeed_deps INTERFACE PkgConfig::CURL PkgConfig::CRYPTO
+                        PkgConfig::ARCHIVE m
                         Threads::Threads)
 else()
   target_link_libraries(gpufeed_deps INTERFACE gpufeed_deps_dynamic)

@@ -6,7 +6,8 @@
 # sudo needed only when something is missing.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libpng-dev
-      libjpeg62-turbo-dev libcurl4-openssl-dev libssl-dev ca-certificates)
+      libjpeg62-turbo-dev libcurl4-openssl-dev libssl-dev libarchive-dev
+      ca-certificates)
 # The Python package and its tests (tests/run.sh sets this).
 if [ "${GPUFEED_WITH_PYTHON:-0}" = 1 ]; then
   pkgs+=(python3-dev python3-numpy python3-pytest python3-torch python3-torchvision python3-pip

@@ -1,0 +1,6 @@
+# lib/format/tar_scan.c and wds_*.c: WebDataset tar shards' header scan,
+# WebDataset's key/field and brace rules, DALI's index files.
+set(_wds ${CMAKE_CURRENT_LIST_DIR})
+gpufeed_add_test(test_tar_scan SOURCES ${_wds}/test_tar_scan.c TIMEOUT 120)
+gpufeed_add_test(test_wds_keys SOURCES ${_wds}/test_wds_keys.c TIMEOUT 60)
+gpufeed_add_test(test_wds_index SOURCES ${_wds}/test_wds_index.c TIMEOUT 60)
