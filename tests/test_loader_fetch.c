@@ -150,6 +150,13 @@ static void request_counts(void) {
 static void cached_epoch(void) {
   gf_loader_config c = base_config(slow_src, GF_ORDER_SHUFFLE);
   c.cache_bytes = 64u << 20;
+  /* Reads in flight well under an epoch, so that the stage's read-ahead
+   * (slots + 2 batches and the reads in flight) has planned epoch 3 only
+   * once the cache held every sample (at the default 1024 it spans several
+   * epochs of this fixture: failed under ASan in .ci/run). */
+  gf_remote_config rc = GF_REMOTE_CONFIG_INIT;
+  rc.fetch_requests = 64;
+  c.remote = &rc;
   gf_loader *l;
   slow_storage_reset();
   CHECK_OK(gf_loader_create(&c, &l));
