@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   gf_source *src = NULL;
-  if (gf_source_open(path, NULL, NULL, &src) < 0 ||
+  if (gf_source_open(path, NULL, NULL, NULL, &src) < 0 ||
       !(gf_source_caps(src) & GF_SOURCE_RECORDS)) {
     fprintf(stderr, "zstd_probe: %s: %s\n", path,
             src ? "not a built dataset" : gf_last_error()->message);

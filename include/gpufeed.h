@@ -502,6 +502,48 @@ GF_API int gf_location_display(const char *location,
                                const gf_remote_config *remote, char *buf,
                                size_t cap);
 
+/* How a source of WebDataset tar shards is read (gf_loader_config.shards;
+ * docs/SHARDS.md). A source names shards when it starts with '@' (a list
+ * file: a shard location or brace pattern a line), holds "::" (a list, as
+ * webdataset takes it) or ends in ".tar" (a shard, or a brace pattern:
+ * "data/train-{000000..000999}.tar"), locally, over http(s):// or in
+ * s3://. A sample is the run of adjacent members with one key (the path
+ * up to the first '.' of the file name); its image is its one member of an
+ * image field, its label the decimal integer of its label field. */
+typedef enum gf_shards_index {
+  /* A shard's sidecar index (DALI's wds2idx format, next to the shard:
+   * "x.tar" -> "x.idx"; `gpufeed index` writes them) where there is one
+   * and it matches the shard, else a scan of its tar headers at create
+   * (in parallel, headers only: over a network this reads the shard
+   * through; a warning says so). */
+  GF_SHARDS_INDEX_AUTO = 0,
+  GF_SHARDS_INDEX_REQUIRE = 1, /* every shard must have its index */
+  GF_SHARDS_INDEX_SCAN = 2,    /* indexes are not looked for */
+} gf_shards_index;
+
+typedef struct gf_shards_config {
+  uint32_t struct_size;     /* sizeof(gf_shards_config) */
+  uint32_t index;           /* gf_shards_index */
+  const char *image_fields; /* the fields an image may come from,
+                               ';'-separated, lower-case (NULL:
+                               "jpg;jpeg;png"); a sample must hold exactly
+                               one, else it fails under error_policy */
+  const char *label;        /* the label's field: NULL or "auto": "cls"
+                               where a sample has one, else -1; "none": -1;
+                               a field name ("cls", "cls2", "index"...): its
+                               decimal integer, which every sample must
+                               hold (else it fails under error_policy) */
+  uint32_t threads;         /* shards opened at once at create (0: 32 for
+                               remote shards, else the online cores) */
+  uint32_t reserved0;       /* must be zero */
+  uint64_t index_bytes;     /* the largest index file read (0: 256 MiB) */
+  uint64_t reserved[4];     /* must be zero */
+} gf_shards_config;
+/* clang-format off */
+#define GF_SHARDS_CONFIG_INIT \
+  {sizeof(gf_shards_config), 0, NULL, NULL, 0, 0, 0, {0}}
+/* clang-format on */
+
 #define GF_LOADER_CONFIG_VERSION 1
 typedef struct gf_loader_config {
   uint32_t struct_size;   /* sizeof(gf_loader_config) */
@@ -510,7 +552,8 @@ typedef struct gf_loader_config {
                              PNG and JPEG files (.png, .jpg, .jpeg, mixed
                              freely) in the ImageFolder convention; or a
                              dataset's URL (http://, https://,
-                             s3://bucket/prefix: see remote) */
+                             s3://bucket/prefix: see remote); or
+                             WebDataset tar shards (see shards) */
   const char *labels_file;/* image folder source: flat folder + labels
                              file */
   uint64_t seed;          /* permutation seed (default 0) */
@@ -601,7 +644,10 @@ typedef struct gf_loader_config {
   uint32_t reserved0;     /* must be zero */
   const gf_remote_config *remote; /* a source behind a server: NULL for
                              the defaults (read at create only) */
-  uint64_t reserved[4];           /* must be zero */
+  const gf_shards_config *shards; /* a source of tar shards: how it is
+                             read (NULL: the defaults; read at create
+                             only) */
+  uint64_t reserved[3];           /* must be zero */
 } gf_loader_config;
 /* JPEG samples (a folder's .jpg/.jpeg files, a dataset's jpeg records)
  * under a transform with a fixed output size (height/width set) are
@@ -705,7 +751,7 @@ typedef enum gf_worker_sched {
   {                                                                            \
     sizeof(gf_loader_config), 256, NULL, NULL, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0,   \
         0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, GF_DEVICE_AUTO, 0, 0, {0}, 0, 0, 0, \
-        0, 0, 0, 0, NULL, {                                                    \
+        0, 0, 0, 0, NULL, NULL, {                                              \
       0                                                                        \
     }                                                                          \
   }
@@ -900,7 +946,9 @@ GF_API int gf_loader_class_name(gf_loader *l, uint32_t label, char *buf,
  * folder the file's path relative to the folder (as batches' `indices`
  * number them: the listing order); for a built dataset the source name
  * its index stores (the path relative to the build's source folder; empty
- * when the build stored none). Returns the path's length in bytes,
+ * when the build stored none); for tar shards the sample's key (its
+ * members' path up to the first '.' of the file name). Returns the path's
+ * length in bytes,
  * -ERANGE (index >= the sample count), -ENOBUFS (as above), -EINVAL, or
  * GF_ECORRUPT (a damaged index record, with context). */
 GF_API int gf_loader_sample_path(gf_loader *l, uint64_t index, char *buf,

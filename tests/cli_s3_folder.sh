@@ -74,7 +74,7 @@ gets=$(grep '"GET ' "$T/build.log" | grep -vc 'list-type=2')
 # headers are not read first; one GET per image an epoch.
 m0=$(mark)
 run 0 plan "$G" bench "$URL" --device cpu --batch 16 --resize 8x8 --plan
-grep -q "no image header read: 1,0[0-9][0-9] files of a remote folder" "$T/plan.out" ||
+grep -q "no image header read: 1,0[0-9][0-9] samples of a remote folder" "$T/plan.out" ||
   fail "the plan does not say the headers were not read: $(grep sizing "$T/plan.out")"
 m0=$(mark)
 # The read-ahead at its least (--fetch-bytes rounds up to the batches in

@@ -7,6 +7,12 @@ gpufeed_add_test(test_s3_sigv4
 # skips without moto and boto3 unless GPUFEED_REQUIRE_S3=1.
 gpufeed_add_script_test(cli_s3 SCRIPT cli_s3.sh TIMEOUT 240 LABELS cli s3 net)
 
+# WebDataset tar shards in a bucket, with and without their indexes
+# (tests/cli_s3_shards.sh).
+gpufeed_add_script_test(cli_s3_shards SCRIPT cli_s3_shards.sh TIMEOUT 240 LABELS cli s3 net)
+set_property(TEST cli_s3_shards APPEND PROPERTY ENVIRONMENT
+             "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>")
+
 # An image folder on S3: listed (pages, no HEAD), built and read as a local
 # folder would be (tests/cli_s3_folder.sh).
 gpufeed_add_script_test(cli_s3_folder SCRIPT cli_s3_folder.sh TIMEOUT 300 LABELS cli s3 net)

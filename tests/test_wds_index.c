@@ -98,5 +98,14 @@ int main(void) {
           GF_ECORRUPT, "line 3:");
   /* Strings with a NUL: the length says where the text ends. */
   CHECK_ERR(gf_wds_index_parse("x.idx", "v1.2 0\n\0", 8, 0, &ix), GF_ECORRUPT);
+  /* The sidecar's name: ".tar" replaced, else ".idx" appended. */
+  char nm[32];
+  CHECK_OK(gf_wds_sidecar_name("d/train-000001.tar", nm, sizeof nm));
+  CHECK(strcmp(nm, "d/train-000001.idx") == 0);
+  CHECK_OK(gf_wds_sidecar_name("s3.tarball", nm, sizeof nm));
+  CHECK(strcmp(nm, "s3.tarball.idx") == 0);
+  CHECK_OK(gf_wds_sidecar_name("a.tar", nm, 6));
+  CHECK(strcmp(nm, "a.idx") == 0);
+  CHECK_ERR(gf_wds_sidecar_name("ab.tar", nm, 6), GF_ELIMIT);
   return gf_test_finish();
 }

@@ -87,22 +87,48 @@ int main(void) {
                               (uint64_t)i));
   CHECK(s.count == 3);
   CHECK(s.field_count == 6);
+  CHECK(s.dropped == 2); /* __key__ and README */
   if (s.count == 3) {
-    CHECK(!strcmp(s.samples[0].key, "a/1") && s.samples[0].count == 3);
-    CHECK(!strcmp(s.fields[1].name, "cls") && s.fields[1].offset == 1024);
-    CHECK(!strcmp(s.samples[1].key, "a/2") && s.samples[1].count == 2);
+    CHECK(!strcmp(gf_wds_key(&s, 0), "a/1") && s.samples[0].count == 3);
+    CHECK(!strcmp(gf_wds_field_name(&s, &s.fields[1]), "cls") &&
+          s.fields[1].offset == 1024);
+    CHECK(!strcmp(gf_wds_key(&s, 1), "a/2") && s.samples[1].count == 2);
     /* A key seen again later starts a second sample. */
-    CHECK(!strcmp(s.samples[2].key, "a/1") && s.samples[2].first == 5);
+    CHECK(!strcmp(gf_wds_key(&s, 2), "a/1") && s.samples[2].first == 5);
+    /* Names are interned: "jpg" is one id for samples 0, 1 and 2. */
+    CHECK(s.name_count == 3 && s.fields[0].name == s.fields[3].name &&
+          s.fields[0].name == s.fields[5].name);
   }
-  /* A repeated field (after lower-casing) in one sample. */
+  /* A repeated field (after lower-casing) in one sample flags it and is
+   * left out; the sample stays. */
   CHECK_OK(gf_wds_group_add(&s, "shard.tar", "a/1.txt", 9 * 512, 1));
-  gf_error_clear();
-  CHECK_ERR(gf_wds_group_add(&s, "shard.tar", "a/1.TXT", 10 * 512, 1),
-            GF_ECORRUPT);
-  const gf_error_info *e = gf_last_error();
-  CHECK(strstr(e->message, "shard.tar") && strstr(e->message, "'a/1'") &&
-        strstr(e->message, "'txt'"));
-  printf("repeated field: %s\n", e->message);
+  CHECK_OK(gf_wds_group_add(&s, "shard.tar", "a/1.TXT", 10 * 512, 1));
+  CHECK(s.count == 3 && s.samples[2].count == 2 &&
+        (s.samples[2].flags & GF_WDS_DUP_FIELD) &&
+        !strcmp(s.names[s.samples[2].dup], "txt"));
+  CHECK(!(s.samples[0].flags & GF_WDS_DUP_FIELD));
+  /* Appending re-interns names and shifts keys and fields. */
+  gf_wds_samples t2 = {0};
+  CHECK_OK(gf_wds_group_add(&t2, "b.tar", "z/9.PNG", 512, 7));
+  CHECK_OK(gf_wds_samples_append(&t2, &s, "b.tar"));
+  CHECK(t2.count == 4 && t2.field_count == 8);
+  if (t2.count == 4) {
+    CHECK(!strcmp(gf_wds_key(&t2, 3), "a/1") && t2.samples[3].first == 6);
+    CHECK(!strcmp(gf_wds_field_name(&t2, &t2.fields[1]), "jpg"));
+    CHECK(!strcmp(t2.names[t2.samples[3].dup], "txt"));
+    CHECK(gf_wds_name_id(&t2, "png") == 0);
+  }
+  gf_wds_samples_free(&t2);
+  /* A hostile shard with ever new field names is bounded. */
+  gf_wds_samples many = {0};
+  int last = 0;
+  for (unsigned i = 0; i <= GF_WDS_FIELD_NAMES_MAX && last == 0; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "k.f%u", i);
+    last = gf_wds_group_add(&many, "m.tar", nm, 512, 1);
+  }
+  CHECK(last == GF_ELIMIT && many.name_count == GF_WDS_FIELD_NAMES_MAX);
+  gf_wds_samples_free(&many);
   gf_wds_samples_free(&s);
   CHECK(s.count == 0 && !s.samples);
 

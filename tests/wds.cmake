@@ -4,3 +4,9 @@ set(_wds ${CMAKE_CURRENT_LIST_DIR})
 gpufeed_add_test(test_tar_scan SOURCES ${_wds}/test_tar_scan.c TIMEOUT 120)
 gpufeed_add_test(test_wds_keys SOURCES ${_wds}/test_wds_keys.c TIMEOUT 60)
 gpufeed_add_test(test_wds_index SOURCES ${_wds}/test_wds_index.c TIMEOUT 60)
+gpufeed_add_test(test_wds_source SOURCES ${_wds}/test_wds_source.c TIMEOUT 120
+                 LABELS threaded loader)
+# The CLI over tar shards, locally and from nginx (tests/cli_shards.sh).
+gpufeed_add_script_test(cli_shards SCRIPT cli_shards.sh TIMEOUT 240
+                        LABELS cli http)
+gpufeed_net_test(cli_shards)

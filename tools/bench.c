@@ -202,6 +202,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   gf_loader_config cfg = GF_LOADER_CONFIG_INIT;
   cfg.source = o->source;
   cfg.remote = &o->remote;
+  cfg.shards = &o->shards;
   cfg.labels_file = o->labels;
   cfg.batch_size = o->batch;
   cfg.threads = o->threads;

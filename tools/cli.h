@@ -99,6 +99,7 @@ typedef struct gfc_verify_opts {
 typedef struct gfc_bench_opts {
   const char *source;
   gf_remote_config remote;
+  gf_shards_config shards; /* a source of tar shards */
   const char *labels;
   uint32_t batch;       /* default 256 */
   uint32_t threads;     /* 0: the loader's autotune */
@@ -133,11 +134,59 @@ typedef struct gfc_bench_opts {
   bool quiet;
 } gfc_bench_opts;
 
+typedef struct gfc_index_opts {
+  const char *const *shards; /* the SHARD arguments: locations, brace
+                                patterns, "::" lists, @FILE list files */
+  size_t nshards;
+  const char *out;          /* --out DIR, or NULL: beside each shard */
+  gf_remote_config remote;
+  unsigned threads; /* 0: online cores (16 when a shard is remote) */
+  bool force;
+  bool json;
+  bool quiet;
+} gfc_index_opts;
+
+/* index_write.c: one shard's index made and stored, with what the
+ * indexing threads share (the storages, one a folder; the S3 uploaders,
+ * one a bucket). */
+typedef struct gfc_index_io gfc_index_io;
+enum { GFC_INDEX_WRITTEN = 0, GFC_INDEX_EXISTS = 1 };
+typedef struct gfc_index_counts {
+  uint64_t members; /* regular members scanned */
+  uint64_t samples; /* lines of the index written */
+  uint64_t bytes;   /* the shard's size */
+} gfc_index_counts;
+/* Whether location is read over http(s):// (nothing can be written
+ * there). */
+bool gfc_is_http(const char *location);
+/* The name of location's index under --out DIR (its file name's
+ * sidecar, without a URL's query) into buf. Returns 0 or GF_ELIMIT. */
+int gfc_index_out_name(const char *location, char *buf, size_t cap);
+/* Before any thread: reads the umask, makes --out DIR when missing.
+ * *interrupted (SIGINT's flag) stops scans at their next member. Returns
+ * 0 or a negative code, reported. Free with gfc_index_io_close. */
+int gfc_index_io_open(const gfc_index_opts *o,
+                      volatile const sig_atomic_t *interrupted,
+                      gfc_index_io **out);
+/* Indexes shard `location`: GFC_INDEX_WRITTEN, GFC_INDEX_EXISTS (its index
+ * is there, not --force: the shard is not read), or a negative code with
+ * this thread's gf_last_error() naming the shard (-ECANCELED once
+ * interrupted). *c is filled as far as it got. Any thread. */
+int gfc_index_shard(gfc_index_io *io, const char *location,
+                    gfc_index_counts *c);
+/* Members scanned so far by every thread, for progress. Any thread. */
+uint64_t gfc_index_io_members(gfc_index_io *io);
+/* Cuts the uploads in flight (they fail with -ECANCELED). Any thread. */
+void gfc_index_io_cancel(gfc_index_io *io);
+/* After the threads: closes the storages and uploaders. NULL accepted. */
+void gfc_index_io_close(gfc_index_io *io);
+
 int gfc_synth(const gfc_synth_opts *o);
 int gfc_build(const gfc_build_opts *o);
 int gfc_inspect(const gfc_inspect_opts *o);
 int gfc_verify(const gfc_verify_opts *o);
 int gfc_bench(const gfc_bench_opts *o);
+int gfc_index(const gfc_index_opts *o);
 
 /* ---- helpers (util.c) --------------------------------------------------- */
 

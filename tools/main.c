@@ -23,6 +23,8 @@ static const char main_usage[] =
     "  inspect  show what a dataset holds\n"
     "  verify   read, checksum and decode every sample of a dataset\n"
     "  bench    measure the loader on a dataset or an image folder\n"
+    "  index    write the sidecar indexes (DALI's wds2idx format) of\n"
+    "           WebDataset tar shards\n"
     "\n"
     "'gpufeed COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 success, 1 failure, 2 usage error (also an unknown\n"
@@ -62,6 +64,21 @@ static const char synth_usage[] =
     "                   same name are replaced, nothing is deleted)\n"
     "  --quiet          no progress and no summary\n"
     "  -h, --help       this text\n";
+
+/* The options of a source of tar shards (gf_shards_config;
+ * docs/SHARDS.md). */
+#define SHARDS_USAGE                                                           \
+  "\n"                                                                         \
+  "A SOURCE may be WebDataset tar shards: a path or URL ending in .tar,\n"      \
+  "a brace pattern ('data/train-{000000..000999}.tar'), several joined by\n"  \
+  "'::', or @FILE (a list file, one a line); docs/SHARDS.md. Reading them:\n"  \
+  "  --shard-index M  auto (default: a shard's sidecar index x.idx where\n"   \
+  "                   there is one, else a scan of its tar headers),\n"     \
+  "                   require, or scan\n"                                     \
+  "  --image-fields F the fields an image comes from, ';'-separated\n"       \
+  "                   (default jpg;jpeg;png)\n"                               \
+  "  --label-field F  auto (default: cls where a sample has one, else -1),\n" \
+  "                   none, or a field every sample must hold (cls, ...)\n"
 
 /* The options of a source behind a server, shared by inspect, verify and
  * bench (gf_remote_config; docs/REMOTE.md). */
@@ -206,15 +223,16 @@ static const char verify_usage[] =
 static const char bench_usage[] =
     "Usage: gpufeed bench SOURCE [OPTIONS]\n"
     "\n"
-    "Runs the loader over SOURCE (a dataset made by 'gpufeed build', or a\n"
-    "folder of PNG and JPEG files) for a few epochs as a training loop\n"
-    "would, and reports images/s, GB/s delivered, per-stage busy time, queue\n"
-    "occupancy, consumer stall, CPU cores used, memory, the JPEG decodes by\n"
-    "DCT scale and the share of their pixels decoded, and the limiting\n"
-    "stage. The throughput counts the epochs after the first (which warms\n"
-    "the page cache and fills the cache budget), or the only one. Each\n"
-    "epoch's last partial batch is dropped (a source smaller than --batch\n"
-    "gives no batch and is refused).\n"
+    "Runs the loader over SOURCE (a dataset made by 'gpufeed build', a\n"
+    "folder of PNG and JPEG files, or WebDataset tar shards) for a few\n"
+    "epochs as a training loop would, and reports images/s, GB/s\n"
+    "delivered, per-stage busy time, queue occupancy, consumer stall, CPU\n"
+    "cores used, memory, the JPEG decodes by DCT scale and the share of\n"
+    "their pixels decoded, and the limiting stage. The throughput counts\n"
+    "the epochs after the first (which warms the page cache and fills the\n"
+    "cache budget), or the only one. Each epoch's last partial batch is\n"
+    "dropped (a source smaller than --batch gives no batch and is\n"
+    "refused).\n"
     "\n"
     "Options:\n"
     "  --batch N        samples a batch (default 256)\n"
@@ -283,7 +301,49 @@ static const char bench_usage[] =
     "  --json           one JSON object on stdout instead of the table (paths\n"
     "                   escaped as 'gpufeed inspect --help' says)\n"
     "  --quiet          no progress lines\n"
-    "  -h, --help       this text\n" REMOTE_USAGE;
+    "  -h, --help       this text\n" SHARDS_USAGE REMOTE_USAGE;
+
+static const char index_usage[] =
+    "Usage: gpufeed index SHARD... [OPTIONS]\n"
+    "\n"
+    "Writes the sidecar index of each WebDataset tar shard, in DALI's\n"
+    "wds2idx v1.2 format, which gpufeed's loader (and DALI) read for random\n"
+    "access: x.tar's is x.idx beside it ('.idx' appended to a name not\n"
+    "ending in .tar). Only the tar headers are read, the payloads skipped.\n"
+    "A SHARD is a path, an http(s):// URL or s3://bucket/key, a brace\n"
+    "pattern of them (train-{000000..000999}.tar) or a '::' list of those;\n"
+    "@FILE is a list file: one shard or pattern a line (blank lines and\n"
+    "lines starting with '#' left out; a relative path is taken from\n"
+    "FILE's folder). A shard named twice is indexed once.\n"
+    "A local index is written to a temporary file beside it, synced and\n"
+    "renamed into place: readers never see part of one, and a failed or\n"
+    "interrupted run leaves no temporary file. Its mode follows the umask.\n"
+    "In a bucket an index is one PUT. Over http(s):// nothing can be\n"
+    "written: such shards need --out.\n"
+    "An index already there is left as it is (counted as already indexed,\n"
+    "its shard not read) unless --force. A shard that fails (not a tar\n"
+    "file, a damaged or cut header, a compressed shard, unreadable) is\n"
+    "named with the byte where it failed, and the others go on.\n"
+    "\n"
+    "Options:\n"
+    "  --out DIR        write every index into the local folder DIR instead\n"
+    "                   (made if missing), named after its shard's file name\n"
+    "                   (works for every kind of SHARD)\n"
+    "  --force          rewrite the indexes that exist\n"
+    "  --threads N      shards indexed at once (default: online cores; 16\n"
+    "                   when a shard is remote)\n"
+    "  --json           one JSON object on stdout at the end instead of the\n"
+    "                   summary: shards, indexed, skipped_existing, failed,\n"
+    "                   samples, members, bytes, seconds and failures (each\n"
+    "                   shard and error; strings escaped as 'gpufeed inspect\n"
+    "                   --help' says)\n"
+    "  --quiet          no progress and no summary (errors are still\n"
+    "                   printed)\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Exit status: 0 every shard indexed (or already), 1 a shard failed, 2\n"
+    "usage error, 130 interrupted by SIGINT (SIGTERM gives 1): the indexes\n"
+    "written stay, and no temporary file is left.\n" REMOTE_USAGE;
 
 /* The arguments of one command being parsed. */
 typedef struct args {
@@ -599,6 +659,7 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
 }
 
 static bool remote_arg(args *a, gf_remote_config *r);
+static bool shards_arg(args *a, gf_shards_config *s);
 
 static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   const char *pos[2] = {NULL, NULL};
@@ -679,6 +740,24 @@ static gf_s3_config cli_s3 = GF_S3_CONFIG_INIT;
 
 /* One option of a source behind a server, if a's current one is (then
  * true). */
+static int pick(args *a, const char *name, const char *v,
+                const char *const *names, int n, const char *accepted);
+
+static bool shards_arg(args *a, gf_shards_config *s) {
+  static const char *const modes[] = {"auto", "require", "scan"};
+  const char *v;
+  if (opt(a, "--shard-index", &v))
+    s->index = (uint32_t)pick(a, "--shard-index", v, modes, 3,
+                              "auto, require or scan");
+  else if (opt(a, "--image-fields", &v))
+    s->image_fields = v;
+  else if (opt(a, "--label-field", &v))
+    s->label = v;
+  else
+    return false;
+  return true;
+}
+
 static bool remote_arg(args *a, gf_remote_config *r) {
   const char *v;
   if (opt(a, "--no-sign-request", NULL))
@@ -788,10 +867,12 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
                         .epochs = 3,
                         .device = GF_DEVICE_AUTO,
                         .trace_events = 1000000,
-                        .remote = GF_REMOTE_CONFIG_INIT};
+                        .remote = GF_REMOTE_CONFIG_INIT,
+                        .shards = GF_SHARDS_CONFIG_INIT};
   int shape_opts = 0;
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote))
+    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote) ||
+        shards_arg(a, &o->shards))
       continue;
     if (opt(a, "--batch", &v)) {
       o->batch = (uint32_t)parse_u64(a, "--batch", v, 1, 1u << 20);
@@ -903,6 +984,37 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   check_path(a, "the value of --labels", o->labels);
 }
 
+/* pos: room for every argument (SHARD... has no bound). */
+static void parse_index(args *a, gfc_index_opts *o, const char **pos,
+                        bool *help) {
+  int npos = 0;
+  const char *v;
+  *o = (gfc_index_opts){.remote = GF_REMOTE_CONFIG_INIT};
+  for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
+    if (common_arg(a, pos, a->argc, &npos, help) || remote_arg(a, &o->remote))
+      continue;
+    if (opt(a, "--out", &v))
+      o->out = v;
+    else if (opt(a, "--force", NULL))
+      o->force = true;
+    else if (opt(a, "--threads", &v))
+      o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
+    else if (opt(a, "--json", NULL))
+      o->json = true;
+    else if (opt(a, "--quiet", NULL))
+      o->quiet = true;
+    else
+      unknown_option(a);
+  }
+  if (!a->bad && !*help && npos < 1)
+    usage_error(a, "index needs at least one SHARD");
+  for (int k = 0; k < npos && !a->bad; k++)
+    check_path(a, "SHARD", pos[k]);
+  check_path(a, "the value of --out", o->out);
+  o->shards = pos;
+  o->nshards = (size_t)npos;
+}
+
 /* Each command: parse, then either print its help, report a usage error,
  * or run it. Returns the exit status. */
 #define RUN_COMMAND(kind, usage)                                               \
@@ -926,12 +1038,35 @@ RUN_COMMAND(inspect, inspect_usage)
 RUN_COMMAND(verify, verify_usage)
 RUN_COMMAND(bench, bench_usage)
 
+/* index: RUN_COMMAND's steps, with room for its SHARD arguments. */
+static int run_index(args *a) {
+  gfc_index_opts o;
+  bool help = false;
+  const char **pos = calloc((size_t)a->argc + 1, sizeof *pos);
+  if (!pos) {
+    fputs("gpufeed index: out of memory\n", stderr);
+    return GFC_EXIT_FAIL;
+  }
+  parse_index(a, &o, pos, &help);
+  int status;
+  if (help) {
+    fputs(index_usage, stdout);
+    status = GFC_EXIT_OK;
+  } else if (a->bad || !gfc_env_ok(a->cmd)) {
+    status = GFC_EXIT_USAGE;
+  } else {
+    status = gfc_index(&o);
+  }
+  free(pos);
+  return status;
+}
+
 static const struct command {
   const char *name;
   int (*run)(args *a);
 } commands[] = {
     {"synth", run_synth},   {"build", run_build}, {"inspect", run_inspect},
-    {"verify", run_verify}, {"bench", run_bench},
+    {"verify", run_verify}, {"bench", run_bench},   {"index", run_index},
 };
 
 int main(int argc, char **argv) {

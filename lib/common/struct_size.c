@@ -29,6 +29,7 @@ static const published table[] = {
     {"gf_device_pool_config", {sizeof(gf_device_pool_config)}},
     {"gf_device_pool_stats", {sizeof(gf_device_pool_stats)}},
     {"gf_remote_config", {sizeof(gf_remote_config)}},
+    {"gf_shards_config", {sizeof(gf_shards_config)}},
 };
 
 static const published *find(const char *what) {

@@ -127,11 +127,6 @@ static int member(scan *s, struct archive *a, struct archive_entry *e,
                    "the member at byte %llu has a name longer than %u "
                    "bytes",
                    (unsigned long long)hdr, GF_TAR_NAME_MAX);
-  if (archive_entry_sparse_count(e) > 0)
-    return gf_fail(GF_EUNSUPPORTED, s->shard, GF_NO_INDEX, hdr,
-                   "member '%s' at byte %llu is a GNU sparse file, "
-                   "which a shard may not hold",
-                   path, (unsigned long long)hdr);
   la_int64_t sz = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
   /* The data follows the headers just consumed: the filter's position. */
   la_int64_t data = archive_filter_bytes(a, 0);
@@ -153,8 +148,11 @@ static int member(scan *s, struct archive *a, struct archive_entry *e,
   return fn(fn_ctx, &m);
 }
 
-int gf_tar_scan(const char *shard, uint64_t size, gf_tar_read_fn read,
-                void *read_ctx, gf_tar_member_fn fn, void *fn_ctx) {
+int gf_tar_scan_counted(const char *shard, uint64_t size, gf_tar_read_fn read,
+                        void *read_ctx, gf_tar_member_fn fn, void *fn_ctx,
+                        uint64_t *skipped) {
+  if (skipped)
+    *skipped = 0;
   if (!shard)
     shard = "(tar shard)";
   if (!read || !fn)
@@ -203,9 +201,14 @@ int gf_tar_scan(const char *shard, uint64_t size, gf_tar_read_fn read,
       rc = header_error(&s, a, (uint64_t)hdr);
       goto out;
     }
-    /* Regular files only; a hard link is AE_IFREG with a link target. */
-    if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e))
+    /* Regular files only; a hard link is AE_IFREG with a link target; a
+     * GNU sparse member is not a sample's bytes as stored. */
+    if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) ||
+        archive_entry_sparse_count(e) > 0) {
+      if (skipped)
+        (*skipped)++;
       continue;
+    }
     rc = member(&s, a, e, (uint64_t)hdr, fn, fn_ctx);
     if (rc)
       goto out;
@@ -216,10 +219,21 @@ out:
   return rc;
 }
 
+int gf_tar_scan(const char *shard, uint64_t size, gf_tar_read_fn read,
+                void *read_ctx, gf_tar_member_fn fn, void *fn_ctx) {
+  return gf_tar_scan_counted(shard, size, read, read_ctx, fn, fn_ctx, NULL);
+}
+
 static int64_t object_read(void *ctx, void *buf, uint64_t off, uint64_t len) {
   return gf_object_read_upto(ctx, buf, off, len);
 }
 
 int gf_tar_scan_object(gf_object *o, gf_tar_member_fn fn, void *fn_ctx) {
   return gf_tar_scan(o->display, o->size, object_read, o, fn, fn_ctx);
+}
+
+int gf_tar_scan_object_counted(gf_object *o, gf_tar_member_fn fn, void *fn_ctx,
+                               uint64_t *skipped) {
+  return gf_tar_scan_counted(o->display, o->size, object_read, o, fn, fn_ctx,
+                             skipped);
 }

@@ -41,17 +41,23 @@ typedef int (*gf_tar_member_fn)(void *ctx, const gf_tar_member *m);
 
 /* Scans the tar file `shard` (its name, for messages) of `size` bytes,
  * read through read(read_ctx, ...), and calls fn(fn_ctx, member) for each
- * regular member; directories, symbolic and hard links and other special
- * members are skipped. Returns 0, fn's nonzero return, or an error with the
- * shard and byte offset recorded: GF_EFORMAT (not a tar file), GF_ECORRUPT
- * (a bad header checksum, a member running past the shard's end, a name
- * longer than GF_TAR_NAME_MAX), GF_ETRUNCATED (the shard ends inside a
- * header), GF_EUNSUPPORTED (a GNU sparse member), -ENOMEM, or the read's
- * error. Any thread. */
+ * regular member; directories, symbolic and hard links, GNU sparse files
+ * and other special members are skipped. Returns 0, fn's nonzero return, or an
+ * error with the shard and byte offset recorded: GF_EFORMAT (not a tar file),
+ * GF_ECORRUPT (a bad header checksum, a member running past the shard's end, a
+ * name longer than GF_TAR_NAME_MAX), GF_ETRUNCATED (the shard ends inside a
+ * header), -ENOMEM, or the read's error. Any thread. */
 int gf_tar_scan(const char *shard, uint64_t size, gf_tar_read_fn read,
                 void *read_ctx, gf_tar_member_fn fn, void *fn_ctx);
+/* gf_tar_scan, counting the members skipped in *skipped (NULL: not
+ * counted). */
+int gf_tar_scan_counted(const char *shard, uint64_t size, gf_tar_read_fn read,
+                        void *read_ctx, gf_tar_member_fn fn, void *fn_ctx,
+                        uint64_t *skipped);
 
 /* gf_tar_scan over an open object (its display name and size at open). */
 int gf_tar_scan_object(gf_object *o, gf_tar_member_fn fn, void *fn_ctx);
+int gf_tar_scan_object_counted(gf_object *o, gf_tar_member_fn fn, void *fn_ctx,
+                               uint64_t *skipped);
 
 #endif

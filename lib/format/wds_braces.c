@@ -184,22 +184,31 @@ static int range(const ctx *c, const char *e, size_t len, list *out) {
   if (span / step >= c->max)
     return too_many(c);
   uint64_t count = span / step + 1;
-  for (uint64_t i = 0; i < count; i++) {
+  /* A number zero-padded to the wider end: as wide as that end's text
+   * (which may be far wider than 20 digits), plus a sign. */
+  size_t cap = (size_t)pad + 24;
+  char small[64], *buf = cap <= sizeof small ? small : malloc(cap);
+  if (!buf)
+    return nomem(c);
+  int rc = 1;
+  for (uint64_t i = 0; i < count && rc == 1; i++) {
     uint64_t d = i * step;
     int64_t v = a < b ? (int64_t)((uint64_t)a + d) : (int64_t)((uint64_t)a - d);
-    char buf[32];
     int n;
     if (chars) {
       buf[0] = alphabet[v];
       n = 1;
     } else {
-      n = snprintf(buf, sizeof buf, "%0*lld", pad, (long long)v);
+      n = snprintf(buf, cap, "%0*lld", pad, (long long)v);
     }
-    int rc = push(c, out, buf, (size_t)n);
-    if (rc)
-      return rc;
+    int err =
+        n < 0 || (size_t)n >= cap ? nomem(c) : push(c, out, buf, (size_t)n);
+    if (err)
+      rc = err;
   }
-  return 1;
+  if (buf != small)
+    free(buf);
+  return rc;
 }
 
 /* parse_sequence: the comma-separated alternatives at depth 0, each a

@@ -311,3 +311,16 @@ int gf_wds_index_write(const char *shard, const gf_tar_member *members,
   *len = out.len;
   return 0;
 }
+
+int gf_wds_sidecar_name(const char *shard, char *buf, size_t cap) {
+  size_t n = strlen(shard);
+  if (n >= 4 && memcmp(shard + n - 4, ".tar", 4) == 0)
+    n -= 4;
+  if (n + 5 > cap)
+    return gf_fail(GF_ELIMIT, shard, GF_NO_INDEX, GF_NO_INDEX,
+                   "the index's name for this shard is longer than %zu bytes",
+                   cap - 1);
+  memcpy(buf, shard, n);
+  memcpy(buf + n, ".idx", 5);
+  return 0;
+}

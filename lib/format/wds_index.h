@@ -61,4 +61,11 @@ void gf_wds_index_free(gf_wds_index *ix);
 int gf_wds_index_write(const char *shard, const gf_tar_member *members,
                        uint64_t n, char **text, size_t *len);
 
+/* The sidecar index's name for the shard `shard` (a name or location):
+ * a final ".tar" replaced by ".idx" ("train-000001.tar" gives
+ * "train-000001.idx", as DALI's examples name wds2idx's output), else
+ * ".idx" appended. Into buf. Returns 0, or GF_ELIMIT when it does not fit
+ * in cap bytes. Any thread. */
+int gf_wds_sidecar_name(const char *shard, char *buf, size_t cap);
+
 #endif

@@ -54,15 +54,6 @@ bool gf_wds_split(const char *path, size_t *key_len, const char **field) {
   return true;
 }
 
-static char *copy(const char *p, size_t n) {
-  char *c = malloc(n + 1);
-  if (c) {
-    memcpy(c, p, n);
-    c[n] = '\0';
-  }
-  return c;
-}
-
 static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem) {
   if (need <= *cap)
     return true;
@@ -79,71 +70,185 @@ static bool grow(void **p, uint64_t *cap, uint64_t need, size_t elem) {
   return true;
 }
 
+uint32_t gf_wds_name_id(const gf_wds_samples *s, const char *name) {
+  for (uint32_t i = 0; i < s->name_count; i++)
+    if (!strcmp(s->names[i], name))
+      return i;
+  return UINT32_MAX;
+}
+
+/* The id of name (n bytes, lower-cased here), interned when new. Returns
+ * it, or a negative code (recorded by the caller). */
+static int64_t intern(gf_wds_samples *s, const char *name, size_t n) {
+  char small[64], *low = n < sizeof small ? small : malloc(n + 1);
+  if (!low)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    low[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a')
+                                              : name[i];
+  low[n] = '\0';
+  uint32_t id = gf_wds_name_id(s, low);
+  int64_t rc = id;
+  if (id == UINT32_MAX) {
+    if (s->name_count >= GF_WDS_FIELD_NAMES_MAX) {
+      rc = GF_ELIMIT;
+    } else if (s->name_count == s->name_cap) {
+      uint32_t c = s->name_cap ? s->name_cap * 2 : 8;
+      char **q = realloc(s->names, c * sizeof *q);
+      if (q) {
+        s->names = q;
+        s->name_cap = c;
+      } else {
+        rc = -ENOMEM;
+      }
+    }
+    if (rc >= 0) {
+      char *dup = malloc(n + 1);
+      if (dup) {
+        memcpy(dup, low, n + 1);
+        s->names[s->name_count] = dup;
+        rc = s->name_count++;
+      } else {
+        rc = -ENOMEM;
+      }
+    }
+  }
+  if (low != small)
+    free(low);
+  return rc;
+}
+
+static int add_key(gf_wds_samples *s, const char *key, size_t n, uint64_t *at) {
+  if (!grow((void **)&s->keys, &s->keys_cap, s->keys_len + n + 1, 1))
+    return -ENOMEM;
+  *at = s->keys_len;
+  memcpy(s->keys + s->keys_len, key, n);
+  s->keys[s->keys_len + n] = '\0';
+  s->keys_len += n + 1;
+  return 0;
+}
+
+static int fail_add(int rc, const char *shard, const char *path,
+                    uint64_t offset) {
+  if (rc == -ENOMEM)
+    return gf_fail(-ENOMEM, shard, GF_NO_INDEX, offset,
+                   "out of memory grouping member '%s'", path);
+  return gf_fail(GF_ELIMIT, shard, GF_NO_INDEX, offset,
+                 "member '%s' (data at byte %llu): more than %u distinct "
+                 "field names, 65,535 members in one sample, or a key of "
+                 "4 GiB",
+                 path, (unsigned long long)offset, GF_WDS_FIELD_NAMES_MAX);
+}
+
 int gf_wds_group_add(gf_wds_samples *s, const char *shard, const char *path,
                      uint64_t offset, uint64_t size) {
   size_t klen;
   const char *f;
-  if (!gf_wds_split(path, &klen, &f))
+  if (!gf_wds_split(path, &klen, &f)) {
+    s->dropped++;
     return 0;
+  }
+  if (klen >= UINT32_MAX)
+    return fail_add(GF_ELIMIT, shard, path, offset);
   gf_wds_sample *cur = s->count ? &s->samples[s->count - 1] : NULL;
-  if (cur && (strlen(cur->key) != klen || memcmp(cur->key, path, klen)))
+  if (cur && (cur->key_len != klen || memcmp(s->keys + cur->key, path, klen)))
     cur = NULL;
-  char *name = copy(f, strlen(f));
-  if (!name)
-    goto nomem;
-  for (char *c = name; *c; c++)
-    if (*c >= 'A' && *c <= 'Z')
-      *c = (char)(*c - 'A' + 'a');
+  int64_t id = intern(s, f, strlen(f));
+  if (id < 0)
+    return fail_add((int)id, shard, path, offset);
   if (cur) {
     for (uint64_t j = cur->first; j < cur->first + cur->count; j++)
-      if (!strcmp(s->fields[j].name, name)) {
-        int rc = gf_fail(GF_ECORRUPT, shard, GF_NO_INDEX, offset,
-                         "sample '%s' has field '%s' twice (member "
-                         "'%s', data at byte %llu): webdataset refuses a "
-                         "repeated field",
-                         cur->key, name, path, (unsigned long long)offset);
-        free(name);
-        return rc;
+      if (s->fields[j].name == (uint32_t)id) {
+        if (!(cur->flags & GF_WDS_DUP_FIELD))
+          cur->dup = (uint32_t)id;
+        cur->flags |= GF_WDS_DUP_FIELD;
+        return 0;
       }
-    if (cur->count == UINT32_MAX) {
-      free(name);
-      return gf_fail(GF_ELIMIT, shard, GF_NO_INDEX, offset,
-                     "sample '%s' has too many fields", cur->key);
-    }
+    if (cur->count == UINT16_MAX)
+      return fail_add(GF_ELIMIT, shard, path, offset);
   }
   if (!grow((void **)&s->fields, &s->field_cap, s->field_count + 1,
-            sizeof *s->fields)) {
-    free(name);
-    goto nomem;
-  }
+            sizeof *s->fields))
+    return fail_add(-ENOMEM, shard, path, offset);
   if (!cur) {
-    char *key = copy(path, klen);
-    if (!key || !grow((void **)&s->samples, &s->cap, s->count + 1,
-                      sizeof *s->samples)) {
-      free(key);
-      free(name);
-      goto nomem;
-    }
+    uint64_t at;
+    if (!grow((void **)&s->samples, &s->cap, s->count + 1,
+              sizeof *s->samples) ||
+        add_key(s, path, klen, &at) < 0)
+      return fail_add(-ENOMEM, shard, path, offset);
     cur = &s->samples[s->count++];
-    *cur = (gf_wds_sample){.key = key, .first = s->field_count, .count = 0};
+    *cur = (gf_wds_sample){
+        .key = at, .first = s->field_count, .key_len = (uint32_t)klen};
   }
   s->fields[s->field_count++] =
-      (gf_wds_field){.name = name, .offset = offset, .size = size};
+      (gf_wds_field){.name = (uint32_t)id, .offset = offset, .size = size};
   cur->count++;
   return 0;
-nomem:
-  return gf_fail(-ENOMEM, shard, GF_NO_INDEX, offset,
-                 "out of memory grouping member '%s'", path);
+}
+
+int gf_wds_samples_append(gf_wds_samples *dst, const gf_wds_samples *src,
+                          const char *what) {
+  uint32_t map_small[64], *map = src->name_count <= 64
+                                     ? map_small
+                                     : malloc(src->name_count * sizeof *map);
+  int rc = 0;
+  if (!map)
+    return gf_fail(-ENOMEM, what, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory merging samples");
+  for (uint32_t i = 0; i < src->name_count && rc == 0; i++) {
+    int64_t id = intern(dst, src->names[i], strlen(src->names[i]));
+    if (id < 0)
+      rc = (int)id;
+    else
+      map[i] = (uint32_t)id;
+  }
+  if (rc == 0 &&
+      (!grow((void **)&dst->samples, &dst->cap, dst->count + src->count,
+             sizeof *dst->samples) ||
+       !grow((void **)&dst->fields, &dst->field_cap,
+             dst->field_count + src->field_count, sizeof *dst->fields) ||
+       !grow((void **)&dst->keys, &dst->keys_cap, dst->keys_len + src->keys_len,
+             1)))
+    rc = -ENOMEM;
+  if (rc == 0) {
+    for (uint64_t i = 0; i < src->count; i++) {
+      gf_wds_sample m = src->samples[i];
+      m.key += dst->keys_len;
+      m.first += dst->field_count;
+      if (m.flags & GF_WDS_DUP_FIELD)
+        m.dup = map[m.dup];
+      dst->samples[dst->count + i] = m;
+    }
+    for (uint64_t i = 0; i < src->field_count; i++) {
+      gf_wds_field f = src->fields[i];
+      f.name = map[f.name];
+      dst->fields[dst->field_count + i] = f;
+    }
+    if (src->keys_len)
+      memcpy(dst->keys + dst->keys_len, src->keys, src->keys_len);
+    dst->count += src->count;
+    dst->field_count += src->field_count;
+    dst->keys_len += src->keys_len;
+    dst->dropped += src->dropped;
+  }
+  if (map != map_small)
+    free(map);
+  if (rc < 0)
+    return gf_fail(rc, what, GF_NO_INDEX, GF_NO_INDEX,
+                   rc == -ENOMEM ? "out of memory merging samples"
+                                 : "more than %u distinct field names",
+                   GF_WDS_FIELD_NAMES_MAX);
+  return 0;
 }
 
 void gf_wds_samples_free(gf_wds_samples *s) {
   if (!s)
     return;
-  for (uint64_t i = 0; i < s->count; i++)
-    free(s->samples[i].key);
-  for (uint64_t i = 0; i < s->field_count; i++)
-    free(s->fields[i].name);
+  for (uint32_t i = 0; i < s->name_count; i++)
+    free(s->names[i]);
+  free(s->names);
   free(s->samples);
   free(s->fields);
+  free(s->keys);
   *s = (gf_wds_samples){0};
 }

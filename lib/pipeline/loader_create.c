@@ -266,8 +266,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   gf_loader__decode_opts_of(&l->cfg, &l->dopts);
   l->jpeg_window = gf_loader__jpeg_windows(&l->cfg);
 
-  if ((rc = gf_source_open(l->source_path, l->labels_path, l->cfg.remote,
-                           &l->src)) < 0)
+  if ((rc = gf_source_open(l->source_path, l->labels_path, l->cfg.shards,
+                           l->cfg.remote, &l->src)) < 0)
     goto fail;
   uint64_t t_source = now_ns();
   uint64_t n = gf_source_count(l->src);

@@ -289,10 +289,13 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
    * its listing and max_sample_bytes (or the default bound), not from a
    * request for each file's header. */
   const gf_transform *tf = &c->transform;
-  bool listed = !(gf_source_caps(src) & GF_SOURCE_RECORDS) &&
-                (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) &&
-                tf->height && tf->width &&
-                gf_source_extent_listed(src, &dopts, &ex) == 0;
+  /* Tar shards, local or remote, likewise: their index told every
+   * extent, and reading each image's header would cost a read a sample. */
+  bool listed =
+      !(gf_source_caps(src) & GF_SOURCE_RECORDS) &&
+      ((gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) ||
+       (gf_source_caps(src) & GF_SOURCE_PACKED)) &&
+      tf->height && tf->width && gf_source_extent_listed(src, &dopts, &ex) == 0;
   if (listed) {
     ex.max_decoded = c->max_sample_bytes ? c->max_sample_bytes
                                          : GF_REMOTE_FOLDER_SAMPLE_BYTES;
@@ -537,7 +540,7 @@ int gf_loader_plan_get(const gf_loader_config *cfg, gf_memory_plan *p,
   gf_loader_sizes z;
   int rc = gf_loader__resolve_config(cfg, &c);
   if (rc == 0)
-    rc = gf_source_open(c.source, c.labels_file, c.remote, &src);
+    rc = gf_source_open(c.source, c.labels_file, c.shards, c.remote, &src);
   /* GPU mode unless the config asks for the host: the plan is what a
    * loader needs where a GPU is found (create falls back to host mode,
    * which needs no device memory and no more host memory but the outputs'

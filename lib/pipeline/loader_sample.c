@@ -11,7 +11,8 @@ typedef struct cache_head {
   gf_shape shape;
   uint32_t filtered; /* 1: the bytes are still gradient-filtered, 2: they
                         are a loco record (GPU mode) */
-  uint32_t pad[3];
+  uint32_t has_label; /* a packed sample's label, found in its bytes */
+  int64_t label;
 } cache_head;
 #define CACHE_HEAD ((size_t)sizeof(cache_head))
 
@@ -71,20 +72,32 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
  * cache (not a JPEG window: it depends on the epoch). A folder's file is
- * decoded by what its first bytes say it is (gf_source_file_codec). With
- * gpu (a sample the GPU may take), a JPEG nvJPEG decodes is not decoded
- * here: its bytes go to dst and *gpu gets their length (jpeg_gpu_take).
- * Records context and returns the error on failure. */
+ * decoded by what its first bytes say it is (gf_source_file_codec). A
+ * packed sample (a tar shard's) is checked and taken apart first: its
+ * label goes to *label (label NULL: buf is its image alone, taken apart
+ * before). With gpu (a sample the GPU may take), a JPEG nvJPEG decodes is
+ * not decoded here: its bytes go to dst and *gpu gets their length
+ * (jpeg_gpu_take). Records context and returns the error on failure. */
 static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                          uint64_t epoch, const uint8_t *buf, uint64_t len,
                          bool in_place, uint8_t *dst, gf_shape *shape,
                          uint8_t *filtered, gf_xform_region *region,
-                         uint32_t *gpu) {
+                         uint32_t *gpu, int64_t *label) {
   int rc;
   *filtered = 0;
   region->denom = 0;
   if (gpu)
     *gpu = 0;
+  bool packed = label && (gf_source_caps(l->src) & GF_SOURCE_PACKED);
+  int64_t lab = -1;
+  if (packed) {
+    uint64_t io, il;
+    if ((rc = gf_source_unpack(l->src, smp, buf, len, &io, &il, &lab)) < 0)
+      return rc;
+    *label = lab;
+    buf += io;
+    len = il;
+  }
   if (smp->has_crc) {
     uint32_t crc = gf_crc32c(0, buf, (size_t)len);
     if (crc != smp->crc) {
@@ -168,6 +181,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
     memset(&h, 0, sizeof h);
     h.shape = *shape;
     h.filtered = *filtered;
+    h.has_label = packed;
+    h.label = lab;
     gf_cache_put_parts(l->cache, smp->index, &h, CACHE_HEAD, dst, (size_t)out);
   }
   return 0;
@@ -178,7 +193,7 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
  * get the device and host addresses of its bytes (else *dev is 0). */
 static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
                        gf_shape *shape, uint8_t *filtered, uint64_t *dev,
-                       const uint8_t **host) {
+                       const uint8_t **host, int64_t *label) {
   if (!l->cache)
     return false;
   const void *data;
@@ -192,6 +207,8 @@ static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
   memcpy(&h, data, CACHE_HEAD);
   *shape = h.shape;
   *filtered = (uint8_t)h.filtered;
+  if (h.has_label)
+    *label = h.label;
   if (d) {
     *dev = d + CACHE_HEAD;
     *host = (const uint8_t *)data + CACHE_HEAD;
@@ -258,7 +275,7 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
     return rc;
   *label = smp.label;
   if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered, NULL,
-                 NULL))
+                 NULL, label))
     return 0;
   gf_object *obj = smp.obj, *own = NULL;
   if (!obj) {
@@ -289,7 +306,7 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
         add(&l->st_read.bytes, smp.length);
         rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, epoch, buf,
                            smp.length, false, dst, shape, filtered, region,
-                           NULL);
+                           NULL, label);
       }
       free(buf);
     }
@@ -352,8 +369,10 @@ int gf_loader__decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
   if (rc == 0) {
     memcpy(copy, dst, len);
     smp.length = len;
+    /* Its label is in the slot already; the bytes are its image alone. */
     rc = finish_sample(l, tid, &smp, s->epoch, copy, len, false, dst,
-                       &s->shapes[j], &s->filtered[j], &s->regions[j], NULL);
+                       &s->shapes[j], &s->filtered[j], &s->regions[j], NULL,
+                       NULL);
   }
   free(copy);
   if (rc < 0)
@@ -474,7 +493,7 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
       s->dsrc_dev[j] = 0;
     if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
                    s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
-                   s->dsrc_dev ? &s->dsrc_host[j] : NULL)) {
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL, &s->labels[j])) {
       gf_fetch_release(l->fetch, seq);
       s->status[j] = 0;
       continue;
@@ -501,7 +520,8 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
     add(&l->st_read.bytes, len);
     rc = finish_sample(l, w->tid, &smp, s->epoch, data, len, false, dst,
                        &s->shapes[j], &s->filtered[j], &s->regions[j],
-                       gpu_position(l, j) ? &s->gpu_len[j] : NULL);
+                       gpu_position(l, j) ? &s->gpu_len[j] : NULL,
+                       &s->labels[j]);
     free(own);
     gf_fetch_release(l->fetch, seq);
     if (rc < 0)
@@ -542,7 +562,7 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       s->dsrc_dev[j] = 0;
     if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
                    s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
-                   s->dsrc_dev ? &s->dsrc_host[j] : NULL)) {
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL, &s->labels[j])) {
       s->status[j] = 0;
       continue;
     }
@@ -665,7 +685,8 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       rc = finish_sample(l, w->tid, &p->smp, s->epoch, p->buf + p->skew,
                          p->smp.length, p->in_place, dst, &s->shapes[p->j],
                          &s->filtered[p->j], &s->regions[p->j],
-                         gpu_position(l, p->j) ? &s->gpu_len[p->j] : NULL);
+                         gpu_position(l, p->j) ? &s->gpu_len[p->j] : NULL,
+                         &s->labels[p->j]);
       if (rc < 0)
         record_failure(l, s, p->j, rc, p->smp.index);
       else

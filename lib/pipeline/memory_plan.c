@@ -105,8 +105,9 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
   put(s, "\n");
   if (p->headers_listed)
     put(s,
-        "sizing  no image header read: %s files of a remote folder, a "
-        "transform of fixed output size; a sample decoding past the "
+        "sizing  no image header read: %s samples of a remote folder or "
+        "of tar shards, a transform of fixed output size; a sample "
+        "decoding past the "
         "staging place fails, named (raise max_sample_bytes)\n",
         grouped(p->headers_listed, a));
   if (p->headers_counted || p->headers_uncounted)

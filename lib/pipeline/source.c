@@ -14,6 +14,10 @@ static const gf_source_ops *const kinds[] = {
     &gf_source_dataset,
     &gf_source_folder,
 };
+/* Asked first whether the path itself names a source of their kind. */
+static const gf_source_ops *const path_kinds[] = {
+    &gf_source_shards,
+};
 
 struct gf_source {
   const gf_source_ops *ops;
@@ -23,6 +27,7 @@ struct gf_source {
 };
 
 int gf_source_open(const char *path, const char *labels_file,
+                   const gf_shards_config *shards,
                    const gf_remote_config *remote, gf_source **out) {
   *out = NULL;
   if (!path || !path[0])
@@ -32,7 +37,26 @@ int gf_source_open(const char *path, const char *labels_file,
   gf_source *s = calloc(1, sizeof *s);
   if (!s)
     return -ENOMEM;
-  int rc = gf_storage_open(path, remote, &s->st);
+  int rc;
+  for (size_t i = 0; i < sizeof path_kinds / sizeof path_kinds[0]; i++) {
+    if (!path_kinds[i]->claims(path))
+      continue;
+    if (labels_file && labels_file[0]) {
+      free(s);
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "a labels file is for a folder of images: %s take "
+                     "their labels from a field (gf_shards_config.label)",
+                     path_kinds[i]->name);
+    }
+    if ((rc = path_kinds[i]->open_at(path, shards, remote, &s->st, &s->impl)) <
+        0) {
+      free(s);
+      return rc;
+    }
+    s->ops = path_kinds[i];
+    goto opened;
+  }
+  rc = gf_storage_open(path, remote, &s->st);
   if (rc < 0) {
     free(s);
     return rc;
@@ -54,6 +78,7 @@ int gf_source_open(const char *path, const char *labels_file,
     s->ops = NULL;
     goto fail;
   }
+opened:
   s->count = s->ops->count(s->impl);
   if (s->count == 0) {
     rc = gf_fail(GF_EBADSOURCE, gf_storage_display(s->st), GF_NO_INDEX,
@@ -151,6 +176,16 @@ uint32_t gf_source_class_count(const gf_source *s) {
 
 const char *gf_source_class_name(const gf_source *s, uint32_t i) {
   return s->ops->class_name(s->impl, i);
+}
+
+int gf_source_unpack(const gf_source *s, const gf_src_sample *smp,
+                     const uint8_t *buf, uint64_t len, uint64_t *image_off,
+                     uint64_t *image_len, int64_t *label) {
+  if (!s->ops->unpack)
+    return gf_fail(GF_EINTERNAL, NULL, smp->index, GF_NO_INDEX,
+                   "gf_source_unpack: a %s holds no packed samples",
+                   s->ops->name);
+  return s->ops->unpack(s->impl, smp, buf, len, image_off, image_len, label);
 }
 
 int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n,

@@ -28,6 +28,11 @@ enum {
   /* A checksum of each sample's stored bytes (gf_src_sample.crc): damage
    * anywhere in a file is caught before decoding. */
   GF_SOURCE_CHECKSUMS = 1u << 1,
+  /* A sample's extent holds more than its image (a tar shard's members,
+   * their headers, its label): once read, gf_source_unpack checks it and
+   * says where the image is and what the label is (gf_src_sample.label is
+   * -1 until then). */
+  GF_SOURCE_PACKED = 1u << 2,
 };
 
 /* Where one sample's stored bytes are and how to decode them. */
@@ -48,12 +53,21 @@ typedef struct gf_src_sample {
   int64_t label;
   uint32_t crc; /* CRC32C of the stored bytes, when has_crc */
   uint32_t has_crc;
+  /* GF_SOURCE_PACKED: where the image lies in the extent, as the source's
+   * index says (gf_source_unpack checks it once the bytes are read). */
+  uint64_t inner_offset, inner_length;
 } gf_src_sample;
 
 /* One kind of source. impl is the kind's own state. */
 typedef struct gf_source_ops {
-  const char *name; /* "dataset", "folder" */
+  const char *name; /* "dataset", "folder", "shards" */
   uint32_t caps;    /* GF_SOURCE_* */
+  /* Optional: whether `path` itself names a source of this kind (a list
+   * of shards), which then opens its own storage (open_at) instead of
+   * being probed at a storage's root. */
+  bool (*claims)(const char *path);
+  int (*open_at)(const char *path, const gf_shards_config *shards,
+                 const gf_remote_config *remote, gf_storage **st, void **impl);
   /* Whether the storage's root holds a source of this kind (1) or not
    * (0), asked in source.c's order; the last kind takes what is left. */
   int (*probe)(gf_storage *st, const char *labels_file);
@@ -88,6 +102,11 @@ typedef struct gf_source_ops {
    * and n 0: 1 when it may ever read anything, else 0. */
   int (*prepare)(const void *impl, const uint64_t *idx, size_t n,
                  uint8_t *unready);
+  /* GF_SOURCE_PACKED: checks the extent's bytes and finds the image
+   * and the label in them (gf_source_unpack). */
+  int (*unpack)(const void *impl, const gf_src_sample *smp, const uint8_t *buf,
+                uint64_t len, uint64_t *image_off, uint64_t *image_len,
+                int64_t *label);
   /* Optional: what reading the records cost (a remote index's reads,
    * bytes, pages in memory). */
   void (*record_counters)(const void *impl, uint64_t *reads, uint64_t *bytes,
@@ -95,18 +114,20 @@ typedef struct gf_source_ops {
 } gf_source_ops;
 
 /* Opens the source at `path` (a folder path or a URL; remote: how a
- * server is read, NULL for the defaults): the storage that serves it,
- * then the first kind that claims it (a dataset when it holds
- * an index and no labels file is given, else an image folder: ImageFolder,
- * or flat with labels_file). Returns 0 or the storage's or the source's
- * error with context. */
+ * server is read, NULL for the defaults): WebDataset shards when the path
+ * names them (gpufeed.h's gf_shards_config: read as `shards` says, NULL
+ * for the defaults); else the storage that serves it, then the first kind
+ * that claims it (a dataset when it holds an index and no labels file is
+ * given, else an image folder: ImageFolder, or flat with labels_file).
+ * Returns 0 or the storage's or the source's error with context. */
 int gf_source_open(const char *path, const char *labels_file,
+                   const gf_shards_config *shards,
                    const gf_remote_config *remote, gf_source **out);
 void gf_source_close(gf_source *s);
 
 uint64_t gf_source_count(const gf_source *s);
 uint32_t gf_source_caps(const gf_source *s);
-/* "dataset" or "folder", for reports. */
+/* "dataset", "folder" or "shards", for reports. */
 const char *gf_source_kind(const gf_source *s);
 /* The storage the source lies in (owned by the source). */
 gf_storage *gf_source_storage(const gf_source *s);
@@ -195,8 +216,18 @@ const char *gf_source_class_name(const gf_source *s, uint32_t i);
 int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,
                           size_t *len);
 
+/* GF_SOURCE_PACKED: checks the bytes buf[0 .. len) read for smp's
+ * extent and finds in them the image (*image_off, *image_len within buf)
+ * and the label (-1 without one). Returns 0, or the error with the sample
+ * named (bytes that are not what the source's index says, a label that is
+ * not a number). Any thread. */
+int gf_source_unpack(const gf_source *s, const gf_src_sample *smp,
+                     const uint8_t *buf, uint64_t len, uint64_t *image_off,
+                     uint64_t *image_len, int64_t *label);
+
 /* The kinds (source.c's table). */
 extern const gf_source_ops gf_source_dataset;
 extern const gf_source_ops gf_source_folder;
+extern const gf_source_ops gf_source_shards;
 
 #endif

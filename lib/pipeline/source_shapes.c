@@ -31,14 +31,30 @@ int gf_png_header_shape(const uint8_t *p, size_t len,
   bool ok;
   uint32_t ch;
   switch (ctype) {
-  case 0: ok = depth == 1 || depth == 2 || depth == 4 || depth == 8 ||
-               depth == 16; ch = 1; break;
-  case 2: ok = depth == 8 || depth == 16; ch = 3; break;
-  case 3: ok = depth == 1 || depth == 2 || depth == 4 || depth == 8;
-          ch = 3; break;
-  case 4: ok = depth == 8 || depth == 16; ch = 2; break;
-  case 6: ok = depth == 8 || depth == 16; ch = 4; break;
-  default: ok = false; ch = 0; break;
+  case 0:
+    ok = depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
+    ch = 1;
+    break;
+  case 2:
+    ok = depth == 8 || depth == 16;
+    ch = 3;
+    break;
+  case 3:
+    ok = depth == 1 || depth == 2 || depth == 4 || depth == 8;
+    ch = 3;
+    break;
+  case 4:
+    ok = depth == 8 || depth == 16;
+    ch = 2;
+    break;
+  case 6:
+    ok = depth == 8 || depth == 16;
+    ch = 4;
+    break;
+  default:
+    ok = false;
+    ch = 0;
+    break;
   }
   if (!ok)
     return GF_EDECODE;
@@ -93,8 +109,7 @@ int gf_jpeg_header_scan(const uint8_t *p, size_t len, uint64_t base,
     }
     if (m == 0xD8 || m == 0xD9 || m == 0xDA || m == 0x00)
       return GF_EDECODE; /* SOI again, EOI or a scan before the frame */
-    bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 &&
-               m != 0xCC;
+    bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
     size_t need = sof ? 10 : 4;
     if (i + need > len) {
       *pos = at;
@@ -168,12 +183,45 @@ typedef struct scan_thread {
   pthread_t thread;
 } scan_thread;
 
+/* A sample's file: an object of its own, or its image's bytes inside an
+ * object (a packed sample's, at base). */
+typedef struct view {
+  gf_object *o;
+  gf_object *own; /* o, when opened for the view */
+  uint64_t base, size;
+} view;
+
+static int view_open(const gf_source *src, uint64_t idx,
+                     const gf_src_sample *smp, view *v) {
+  *v = (view){0};
+  if (smp->obj && (gf_source_caps(src) & GF_SOURCE_PACKED)) {
+    v->o = smp->obj;
+    v->base = smp->offset + smp->inner_offset;
+    v->size = smp->inner_length;
+    return 0;
+  }
+  int rc = gf_source_open_sample(src, idx, &v->own);
+  if (rc < 0)
+    return rc;
+  v->o = v->own;
+  v->size = v->own->size;
+  return 0;
+}
+
+static int64_t view_read(const view *v, void *buf, uint64_t off, uint64_t len) {
+  if (off >= v->size)
+    return 0;
+  if (len > v->size - off)
+    len = v->size - off;
+  return gf_object_read_upto(v->o, buf, v->base + off, len);
+}
+
 /* Whether a tRNS chunk comes before the image data, by the chunk headers
  * from offset `at` on; 1 (alpha, the larger) when it cannot be told. */
-static int trns_after(gf_object *o, uint64_t at, uint64_t size) {
+static int trns_after(const view *o, uint64_t at, uint64_t size) {
   for (int i = 0; i < SCAN_MAX_CHUNKS && at + 8 <= size; i++) {
     uint8_t hd[8];
-    if (gf_object_read_upto(o, hd, at, 8) != 8)
+    if (view_read(o, hd, at, 8) != 8)
       return 1;
     if (!memcmp(hd + 4, "IDAT", 4))
       return 0;
@@ -187,7 +235,7 @@ static int trns_after(gf_object *o, uint64_t at, uint64_t size) {
 /* A JPEG's shape from its frame header: in the first `got` bytes (head),
  * else further on in the file (after a large EXIF APP1, say), a few bytes
  * a segment, at most SCAN_MAX_SEGMENTS reads. */
-static int jpeg_shape(gf_object *o, uint8_t *head, size_t got, uint64_t size,
+static int jpeg_shape(const view *o, uint8_t *head, size_t got, uint64_t size,
                       const gf_decode_opts *opts, gf_shape *out,
                       gf_shape *native) {
   uint64_t pos = 2, base = 0; /* after the SOI */
@@ -200,7 +248,7 @@ static int jpeg_shape(gf_object *o, uint8_t *head, size_t got, uint64_t size,
     if (rc < 0 || reads >= SCAN_MAX_SEGMENTS || pos >= size)
       return GF_EDECODE;
     /* Only the marker and the frame header's first bytes are needed. */
-    int64_t n = gf_object_read_upto(o, head, pos, 16);
+    int64_t n = view_read(o, head, pos, 16);
     if (n <= 0)
       return GF_EDECODE;
     base = pos;
@@ -211,10 +259,10 @@ static int jpeg_shape(gf_object *o, uint8_t *head, size_t got, uint64_t size,
 /* One file: counts it in *pt when its header is a PNG or a JPEG within the
  * limits. */
 static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
-  gf_object *o;
+  view vw, *o = &vw;
   gf_src_sample smp;
   if (gf_source_sample(j->src, idx, &smp) < 0 ||
-      gf_source_open_sample(j->src, idx, &o) < 0) {
+      view_open(j->src, idx, &smp, o) < 0) {
     pt->uncounted++;
     if (idx < pt->first_bad)
       pt->first_bad = idx;
@@ -222,7 +270,7 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   }
   uint64_t size = o->size;
   uint8_t head[SCAN_HEAD];
-  int64_t got = gf_object_read_upto(o, head, 0, sizeof head);
+  int64_t got = view_read(o, head, 0, sizeof head);
   gf_shape out, native;
   int rc = got < 0 ? GF_EDECODE
                    : gf_source_file_codec(j->src, &smp, head, (size_t)got);
@@ -232,8 +280,8 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
   } else if (rc == GF_CODEC_PNG) {
     int trns;
     uint64_t next;
-    rc = gf_png_header_shape(head, (size_t)got, j->opts, &out, &native,
-                             &trns, &next);
+    rc = gf_png_header_shape(head, (size_t)got, j->opts, &out, &native, &trns,
+                             &next);
     if (rc == 0 && trns < 0 && trns_after(o, next, size) == 1 &&
         (native.channels == 1 || native.channels == 3) && head[25] != 4 &&
         head[25] != 6) {
@@ -242,7 +290,7 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
         out.channels++;
     }
   }
-  gf_object_close(o);
+  gf_object_close(o->own);
   if (rc < 0 || size > j->lim.max_bytes ||
       gf_limits_check(&j->lim, &out, NULL, GF_NO_INDEX) < 0) {
     pt->uncounted++;
@@ -305,42 +353,59 @@ static void merge(scan_part *a, const scan_part *b) {
  * reads the header after all. */
 static int recheck(const gf_source *src, const gf_decode_opts *opts,
                    uint64_t idx, gf_shape *shape, uint64_t *size) {
-  gf_object *o;
+  view vw, *o = &vw;
   gf_src_sample smp;
   int rc = gf_source_sample(src, idx, &smp);
-  if (rc < 0 || (rc = gf_source_open_sample(src, idx, &o)) < 0)
+  if (rc < 0 || (rc = view_open(src, idx, &smp, o)) < 0)
     return rc;
+  /* A packed sample: its whole extent, checked and taken apart as a
+   * loader does (an image header that did not count may be bytes the
+   * source's index placed wrongly). */
+  bool packed = !o->own;
+  if (packed) {
+    o->base = smp.offset;
+    o->size = smp.length;
+  }
   *size = o->size;
   gf_limits lim = gf_limits_resolve(&opts->limits);
   char name[4200];
   gf_source_name(src, idx, name, sizeof name);
   if (*size > lim.max_bytes) {
-    gf_object_close(o);
+    gf_object_close(o->own);
     return gf_fail(GF_ELIMIT, name, idx, GF_NO_INDEX,
                    "file of %llu bytes exceeds the limit of %llu bytes",
                    (unsigned long long)*size,
                    (unsigned long long)lim.max_bytes);
   }
-  void *buf = malloc(*size ? *size : 1);
+  uint8_t *buf = malloc(*size ? *size : 1);
   if (!buf) {
-    gf_object_close(o);
+    gf_object_close(o->own);
     return -ENOMEM;
   }
-  int64_t got = gf_object_read_upto(o, buf, 0, *size);
-  gf_object_close(o);
-  if (got != (int64_t)*size)
+  int64_t got = view_read(o, buf, 0, *size);
+  gf_object_close(o->own);
+  uint64_t io = 0, il = *size;
+  int64_t label;
+  if (got != (int64_t)*size) {
     rc = gf_fail(got < 0 ? (int)got : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
                  "cannot read the file");
-  else if ((rc = gf_source_file_codec(src, &smp, buf, *size)) >= 0)
-    rc = gf_decode_shape(rc, buf, *size, NULL, opts, shape);
+  } else if (packed &&
+             (rc = gf_source_unpack(src, &smp, buf, *size, &io, &il,
+                                    &label)) < 0) {
+    free(buf);
+    return rc; /* named */
+  } else if ((rc = gf_source_file_codec(src, &smp, buf + io, il)) >= 0) {
+    rc = gf_decode_shape(rc, buf + io, il, NULL, opts, shape);
+  }
+  *size = il;
   free(buf);
   return rc < 0 ? gf_fail_context(rc, name, idx, NULL) : 0;
 }
 
 static int scan_folder(const gf_source *src, const gf_decode_opts *opts,
-                       uint32_t threads, bool strict,
-                       gf_source_extent *out) {
-  scan_job job = {.src = src, .opts = opts,
+                       uint32_t threads, bool strict, gf_source_extent *out) {
+  scan_job job = {.src = src,
+                  .opts = opts,
                   .lim = gf_limits_resolve(&opts->limits),
                   .count = gf_source_count(src)};
   atomic_init(&job.next, 0);
@@ -425,16 +490,23 @@ int gf_source_extent_listed(const gf_source *src, const gf_decode_opts *opts,
   if (gf_source_caps(src) & GF_SOURCE_RECORDS)
     return -EINVAL;
   uint64_t n = gf_source_count(src);
+  bool packed = gf_source_caps(src) & GF_SOURCE_PACKED;
   for (uint64_t i = 0; i < n; i++) {
     gf_src_sample smp;
-    if (gf_source_sample(src, i, &smp) < 0 || !smp.length)
+    int rc = gf_source_sample(src, i, &smp);
+    if (rc < 0 && packed) {
+      /* A packed sample that is not one (no image field): it fails when
+       * loaded, under the error policy. */
+      out->uncounted++;
+      continue;
+    }
+    if (rc < 0 || !smp.length)
       return -ENOENT;
     if (smp.length > out->max_stored)
       out->max_stored = smp.length;
     if (smp.codec == GF_CODEC_JPEG)
       out->jpeg++;
   }
-  out->uncounted = 0;
   out->max_channels = opts->channels ? opts->channels : 4;
   return 0;
 }
@@ -448,8 +520,7 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
     return scan_folder(src, opts, threads, strict, out);
   uint64_t by_codec[GF_CODEC_COUNT_];
   int rc = gf_source_max_sizes(src, opts, &out->max_decoded, &out->max_stored,
-                               &out->max_native, &out->max_channels,
-                               by_codec);
+                               &out->max_native, &out->max_channels, by_codec);
   if (rc < 0)
     return rc;
   out->jpeg = by_codec[GF_CODEC_JPEG];

@@ -47,8 +47,9 @@ int gf_source_extent_scan(const gf_source *src, const gf_decode_opts *opts,
                           uint32_t threads, bool strict,
                           gf_source_extent *out);
 
-/* A folder whose storage's listing told every file's size, when the
- * caller bounds the decoded sizes itself (a remote folder under a
+/* A folder whose storage's listing told every file's size, or a packed
+ * source (tar shards: its index told every extent), when the caller bounds
+ * the decoded sizes itself (a remote folder under a
  * transform of fixed output size: reading each file's header would cost a
  * request a file): *out from the listing alone, no file read. max_stored:
  * the largest file; jpeg: the files named .jpg or .jpeg; max_decoded and

@@ -156,20 +156,84 @@ def _s3_config(s3):
     return out
 
 
+_SHARDS_INDEX = {"auto": 0, "require": 1, "scan": 2}
+
+
+def _shards_config(shards):
+    """The ``shards=`` dict (docs/SHARDS.md) as gf_shards_config fields:
+    index ("auto", "require" or "scan"), image_fields (a str of
+    ";"-separated field names, or a list or tuple of them), label (a str:
+    "auto", "none" or a field name), threads (int) and index_bytes (an int
+    or a size such as "256M")."""
+    if not isinstance(shards, dict):
+        raise ConfigError("shards must be a dict (index, image_fields, "
+                          "label, threads, index_bytes), not %r" % (shards,))
+    out = {}
+    for k, v in shards.items():
+        if k == "index":
+            if not isinstance(v, str) or v not in _SHARDS_INDEX:
+                raise ConfigError("shards['index'] is 'auto', 'require' or "
+                                  "'scan', not %r" % (v,))
+            out[k] = _SHARDS_INDEX[v]
+        elif k == "image_fields":
+            if v is None:
+                out[k] = None
+                continue
+            fields = [v] if isinstance(v, str) else v
+            if (not isinstance(fields, (list, tuple)) or
+                    not all(isinstance(f, str) for f in fields)):
+                raise ConfigError("shards['image_fields'] must be a str or a "
+                                  "list of str, not %r" % (v,))
+            joined = ";".join(fields)
+            if not joined.strip(";"):
+                # C takes "" as the default: an empty list must not be
+                # read as "jpg;jpeg;png".
+                raise ConfigError("shards['image_fields'] names no field")
+            out[k] = joined
+        elif k == "label":
+            if v is not None and not isinstance(v, str):
+                raise ConfigError("shards['label'] must be a str ('auto', "
+                                  "'none' or a field name), not %r" % (v,))
+            out[k] = v
+        elif k == "threads":
+            out[k] = _uint(v, "shards['threads']")
+        elif k == "index_bytes":
+            out[k] = parse_bytes(v, "shards['index_bytes']")
+        else:
+            raise ConfigError("shards has no option %r (index, image_fields, "
+                              "label, threads, index_bytes)" % (k,))
+    return out
+
+
 class Loader:
-    """Batches of a dataset folder (``gpufeed build``) or a folder of PNG
-    and JPEG files, one rank's share, epoch after epoch; see the package
-    documentation for every argument (``jpeg_scale``: JPEG windows decoded
-    at a reduced DCT scale where they allow, True by default; False:
-    full scale, the same bytes as a full decode; ``gpu_decode``: "auto",
-    "off" or "all", which JPEG samples nvJPEG decodes on the GPU, with
-    ``gpu_decode_percent`` the share of them, 1-100, 0 for all;
-    ``worker_sched``: "batch", the decode workers under SCHED_BATCH so that
-    the training loop's threads get a core at once when they wake, or
-    "normal"). Iterating
-    yields ``(images, labels)`` torch tensors
-    (on the device, ready on torch's current stream; CPU tensors in host
-    mode); ``batches()`` yields gpufeed.Batch objects without torch."""
+    """Batches of a dataset folder (``gpufeed build``), a folder of PNG
+    and JPEG files or WebDataset tar shards, one rank's share, epoch after
+    epoch; see the package documentation for every argument
+    (``jpeg_scale``: JPEG windows decoded at a reduced DCT scale where they
+    allow, True by default; False: full scale, the same bytes as a full
+    decode; ``gpu_decode``: "auto", "off" or "all", which JPEG samples
+    nvJPEG decodes on the GPU, with ``gpu_decode_percent`` the share of
+    them, 1-100, 0 for all; ``worker_sched``: "batch", the decode workers
+    under SCHED_BATCH so that the training loop's threads get a core at
+    once when they wake, or "normal").
+
+    ``source`` names tar shards (docs/SHARDS.md) when it ends in ".tar"
+    (one shard, or a brace pattern such as "train-{000000..000099}.tar"),
+    holds "::" (a list) or starts with "@" (a list file); a sample's
+    ``sample_path`` is then its key. ``shards``, a dict, says how they are
+    read: ``index`` ("auto": a shard's ".idx" beside it where there is one,
+    else a scan of its headers; "require": every shard must have one, else
+    create fails naming it; "scan": indexes are not looked for),
+    ``image_fields`` (the fields an image may come from: a str such as
+    "jpg;png" or a list of names; default "jpg;jpeg;png"), ``label``
+    ("auto", the default: the "cls" field where a sample has one, else -1;
+    "none": -1; or a field every sample must hold), ``threads`` (shards
+    opened at once at create) and ``index_bytes`` (the largest index file
+    read, an int or a size such as "256M").
+
+    Iterating yields ``(images, labels)`` torch tensors (on the device,
+    ready on torch's current stream; CPU tensors in host mode);
+    ``batches()`` yields gpufeed.Batch objects without torch."""
 
     def __init__(self, source, batch_size=256, *, shuffle=True, order=None,
                  seed=0, transform=None, device=None, cache_bytes=0,
@@ -180,7 +244,7 @@ class Loader:
                  max_sample_bytes=0, limits=None, staging_slots=0,
                  device_pool_bytes=0, trace_events=0, cache_direct=True,
                  jpeg_scale=True, gpu_decode="auto", gpu_decode_percent=0,
-                 worker_sched="batch", remote=None):
+                 worker_sched="batch", remote=None, shards=None):
         self._core = None
         source = os.fspath(source)
         if not isinstance(source, str):
@@ -237,6 +301,8 @@ class Loader:
         }
         if remote is not None:
             cfg["remote"] = _remote_config(remote)
+        if shards is not None:
+            cfg["shards"] = _shards_config(shards)
         if labels_file is not None:
             cfg["labels_file"] = os.fsdecode(os.fspath(labels_file))
         if limits is not None:

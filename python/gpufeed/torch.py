@@ -353,8 +353,10 @@ def _indices_tensor(buf):
 class DataLoader:
     """``torch.utils.data.DataLoader``'s interface over a ``gpufeed.Loader``.
 
-    ``dataset``: a path (an ImageFolder tree of PNG and JPEG files, or a
-    gpufeed dataset) or a torchvision ``ImageFolder`` (its ``root`` is read
+    ``dataset``: a path (an ImageFolder tree of PNG and JPEG files, a
+    gpufeed dataset, or WebDataset tar shards: a ".tar" path or brace
+    pattern, a "::" list or an "@" list file, read as ``shards=`` says)
+    or a torchvision ``ImageFolder`` (its ``root`` is read
     by gpufeed, its ``transform`` used when ``transform`` is not given; its
     own loading is not used). ``shuffle`` and ``sampler`` as in PyTorch: a
     ``DistributedSampler`` gives rank, world size, seed, shuffle and its
@@ -379,8 +381,9 @@ class DataLoader:
     iteration continues it with the identical next batch.
 
     Other keyword arguments (``seed``, ``device``, ``cache_bytes``,
-    ``channels`` ...) go to ``gpufeed.Loader``; ``channels`` defaults to 3
-    (RGB, as ImageFolder's loader converts every image).
+    ``channels``, ``remote``, ``shards`` ...) go to ``gpufeed.Loader``;
+    ``channels`` defaults to 3 (RGB, as ImageFolder's loader converts every
+    image).
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None,

@@ -1,7 +1,8 @@
 /* A dict of gf_loader_config fields (the C names) -> the struct, starting
  * from GF_LOADER_CONFIG_INIT: every field reachable, the C defaults for
  * those not given. "transform" and "limits" take dicts of their structs'
- * fields; mean, std, scale and ratio take sequences of floats. */
+ * fields; "remote" (with its "s3") and "shards" dicts of theirs, or None
+ * (the C defaults); mean, std, scale and ratio take sequences of floats. */
 #include "gfpy.h"
 
 #include <stddef.h>
@@ -72,6 +73,12 @@ static const field s3_fields[] = {S_(anonymous, F_U32),
                                   S_(addressing, F_U32),
                                   {NULL, 0, F_U32, 0}};
 #undef S_
+#define H_(name, t)                                                            \
+  { #name, offsetof(gf_shards_config, name), t, 1 }
+static const field shards_fields[] = {
+    H_(index, F_U32),   H_(image_fields, F_STR), H_(label, F_STR),
+    H_(threads, F_U32), H_(index_bytes, F_U64),  {NULL, 0, F_U32, 0}};
+#undef H_
 #define L_(name, t) {#name, offsetof(gf_limits, name), t, 1}
 static const field limits_fields[] = {
     L_(max_width, F_U32), L_(max_height, F_U32), L_(max_pixels, F_U64),
@@ -142,6 +149,19 @@ static int set_floats(const char *name, PyObject *v, float *dst, uint32_t n) {
 static int fill(PyObject *d, void *base, const field *table, const char *what,
                 PyObject *keep, gf_loader_config *cfg);
 
+/* A nested config struct (remote, remote.s3, shards) of `size` bytes: a
+ * bytearray that `keep` holds until create has read it, so that the
+ * pointer stored in the parent struct stays valid. NULL with an error. */
+static void *kept_struct(PyObject *keep, size_t size) {
+  PyObject *buf = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
+  if (!buf || PyList_Append(keep, buf) < 0) {
+    Py_XDECREF(buf);
+    return NULL;
+  }
+  Py_DECREF(buf); /* keep holds it */
+  return PyByteArray_AsString(buf);
+}
+
 static int set_field(const field *f, PyObject *v, void *base, PyObject *keep) {
   void *dst = (char *)base + f->off;
   switch (f->type) {
@@ -205,16 +225,9 @@ static int fill(PyObject *d, void *base, const field *table, const char *what,
         cfg->remote = NULL;
         continue;
       }
-      /* The struct lives in a bytearray that `keep` holds until create
-       * has read it. */
-      PyObject *buf =
-          PyByteArray_FromStringAndSize(NULL, sizeof(gf_remote_config));
-      if (!buf || PyList_Append(keep, buf) < 0) {
-        Py_XDECREF(buf);
+      gf_remote_config *rc = kept_struct(keep, sizeof *rc);
+      if (!rc)
         return -1;
-      }
-      Py_DECREF(buf); /* keep holds it */
-      gf_remote_config *rc = (gf_remote_config *)PyByteArray_AsString(buf);
       *rc = (gf_remote_config)GF_REMOTE_CONFIG_INIT;
       if (fill(v, rc, remote_fields, "remote", keep, NULL) < 0)
         return -1;
@@ -227,17 +240,27 @@ static int fill(PyObject *d, void *base, const field *table, const char *what,
         rc->s3 = NULL;
         continue;
       }
-      PyObject *buf = PyByteArray_FromStringAndSize(NULL, sizeof(gf_s3_config));
-      if (!buf || PyList_Append(keep, buf) < 0) {
-        Py_XDECREF(buf);
+      gf_s3_config *s3 = kept_struct(keep, sizeof *s3);
+      if (!s3)
         return -1;
-      }
-      Py_DECREF(buf); /* keep holds it */
-      gf_s3_config *s3 = (gf_s3_config *)PyByteArray_AsString(buf);
       *s3 = (gf_s3_config)GF_S3_CONFIG_INIT;
       if (fill(v, s3, s3_fields, "remote.s3", keep, NULL) < 0)
         return -1;
       rc->s3 = s3;
+      continue;
+    }
+    if (cfg && strcmp(name, "shards") == 0) {
+      if (v == Py_None) {
+        cfg->shards = NULL;
+        continue;
+      }
+      gf_shards_config *sc = kept_struct(keep, sizeof *sc);
+      if (!sc)
+        return -1;
+      *sc = (gf_shards_config)GF_SHARDS_CONFIG_INIT;
+      if (fill(v, sc, shards_fields, "shards", keep, NULL) < 0)
+        return -1;
+      cfg->shards = sc;
       continue;
     }
     if (cfg && strcmp(name, "limits") == 0) {

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# WebDataset tar shards against the same JPEG images as a gpufeed dataset
+# and against the webdataset recipe's loader, side by side in one run
+# (issue 36's targets; docs/SHARDS.md):
+#
+#   1. a folder of COUNT JPEG images of varied sizes (gpufeed synth
+#      --format jpeg, SIZES), its gpufeed dataset (--codec jpeg: the same
+#      files stored as they are), and the same images as WebDataset shards
+#      of PER_SHARD samples written by the peer's own writer (PEER --make:
+#      ustar, KEY.jpg + KEY.cls), with DALI-format indexes beside them
+#      (tests/wds/pack_shards.py's, or `gpufeed index` where BIN has it);
+#   2. `gpufeed bench` of the dataset, of the shards with their indexes
+#      (--shard-index require) and scanned at create (--shard-index scan),
+#      the same transform (RandomResizedCrop 224 + flip, DTYPE out) and
+#      THREADS threads;
+#   3. the peer (PEER: ../shared/peers/pytorch_wds.py, the webdataset
+#      library's recipe in the standard library: shard shuffle, a shuffle
+#      buffer of 1,000, torchvision decode and RandomResizedCrop 224 +
+#      flip) on the same shards with THREADS DataLoader workers;
+#   4. the create time over the shards with indexes, and over SMALL_SHARDS
+#      (default 1000) shards of 8 samples each with indexes;
+# then the ratios against the targets: indexed shards >= 0.95x the
+# dataset, >= 3x the peer, create <= 1 s over 1,000 indexed shards.
+#
+#   bash bench/wds_bench.sh BIN WORK [PEER]
+#
+# Environment: THREADS (default the online cores), DEVICE (gpufeed's
+# --device, default auto), DTYPE (default bf16), COUNT (default 20000),
+# SIZES (default 200-500), PER_SHARD (default 1000), EPOCHS (default 3),
+# PEER_EPOCHS (default 2), PYTHON (the peer's python, default python3),
+# PACK_PYTHON (python with tarfile for the indexes, default python3),
+# SMALL_SHARDS (default 1000; 0 skips step 4's second part). JSON lines go
+# to WORK/results.jsonl.
+set -euo pipefail
+BIN=$(cd "$1" && pwd)
+WORK=$2
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+PEER=${3:-$HERE/../shared/peers/pytorch_wds.py}
+G=$BIN/gpufeed
+THREADS=${THREADS:-$(nproc)}
+DEVICE=${DEVICE:-auto}
+DTYPE=${DTYPE:-bf16}
+COUNT=${COUNT:-20000}
+SIZES=${SIZES:-200-500}
+PER_SHARD=${PER_SHARD:-1000}
+EPOCHS=${EPOCHS:-3}
+PEER_EPOCHS=${PEER_EPOCHS:-2}
+PYTHON=${PYTHON:-python3}
+PACK_PYTHON=${PACK_PYTHON:-python3}
+SMALL_SHARDS=${SMALL_SHARDS:-1000}
+mkdir -p "$WORK"
+OUT=$WORK/results.jsonl
+: > "$OUT"
+say() { echo "== $*" >&2; }
+
+# 1. The images, three ways.
+if [ ! -d "$WORK/folder" ]; then
+  say "folder: $COUNT JPEG images, sides $SIZES"
+  "$G" synth "$WORK/folder.tmp" --count "$COUNT" --format jpeg --sizes "$SIZES" --classes 100 --quiet
+  mv "$WORK/folder.tmp" "$WORK/folder"
+fi
+if [ ! -d "$WORK/ds" ]; then
+  say "dataset (--codec jpeg)"
+  "$G" build "$WORK/folder" "$WORK/ds" --codec jpeg --quiet
+fi
+NSH=$(( (COUNT + PER_SHARD - 1) / PER_SHARD ))
+LAST=$(printf '%06d' $((NSH - 1)))
+SHARDS="$WORK/shards/shard-{000000..$LAST}.tar"
+index_shards() { # DIR PATTERN
+  if "$G" index --help >/dev/null 2>&1; then
+    "$G" index "$2" --quiet
+  else
+    "$PACK_PYTHON" "$HERE/tests/wds/index_shards.py" "$1"/*.tar
+  fi
+}
+if [ ! -d "$WORK/shards" ]; then
+  say "shards: $NSH of $PER_SHARD samples (the peer's writer), with indexes"
+  "$PYTHON" "$PEER" --make "$WORK/folder" "$WORK/shards.tmp" --per-shard "$PER_SHARD" >&2
+  mv "$WORK/shards.tmp" "$WORK/shards"
+  index_shards "$WORK/shards" "$SHARDS"
+fi
+
+# 2. gpufeed on each.
+run() { # NAME SOURCE ARGS...
+  local name=$1 src=$2
+  shift 2
+  say "gpufeed bench $name"
+  "$G" bench "$src" --device "$DEVICE" --threads "$THREADS" --rrc 224 \
+    --dtype "$DTYPE" --epochs "$EPOCHS" --json --quiet "$@" |
+    sed "s/^{/{\"run\":\"$name\",/" | tee -a "$OUT" >&2
+}
+run dataset "$WORK/ds"
+run shards_indexed "$SHARDS" --shard-index require
+run shards_scanned "$SHARDS" --shard-index scan
+
+# 3. The peer.
+if [ -f "$PEER" ] && "$PYTHON" -c 'import torch, torchvision' 2>/dev/null; then
+  say "peer: $PEER"
+  "$PYTHON" "$PEER" "$SHARDS" --workers "$THREADS" --batch 256 \
+    --epochs "$PEER_EPOCHS" --size 224 --count "$COUNT" | tail -1 |
+    sed 's/^{/{"run":"peer",/' | tee -a "$OUT" >&2
+else
+  say "peer skipped: no $PEER or no torch for $PYTHON"
+fi
+
+# 4. Create over many small indexed shards.
+if [ "$SMALL_SHARDS" -gt 0 ]; then
+  if [ ! -d "$WORK/small" ]; then
+    say "small shards: $SMALL_SHARDS of 8 samples"
+    mkdir -p "$WORK/small.src/c"
+    for f in $(ls "$WORK/folder"/*/* | head -8); do cp "$f" "$WORK/small.src/c/"; done
+    "$PYTHON" "$PEER" --make "$WORK/small.src" "$WORK/small.one" --per-shard 8 >&2
+    mkdir -p "$WORK/small"
+    for i in $(seq 0 $((SMALL_SHARDS - 1))); do
+      cp "$WORK/small.one/shard-000000.tar" "$WORK/small/shard-$(printf '%06d' "$i").tar"
+    done
+    SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
+    index_shards "$WORK/small" "$WORK/small/shard-{000000..$SLAST}.tar"
+  fi
+  SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
+  say "create over $SMALL_SHARDS indexed shards"
+  "$G" bench "$WORK/small/shard-{000000..$SLAST}.tar" --device "$DEVICE" \
+    --threads "$THREADS" --rrc 224 --batch 8 --batches 1 --epochs 1 --json --quiet \
+    --shard-index require | sed 's/^{/{"run":"small_create",/' | tee -a "$OUT" >&2
+fi
+
+"$PACK_PYTHON" - "$OUT" <<'PY'
+import json, sys
+runs = {}
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line)
+        runs[d["run"]] = d
+def ips(name):
+    d = runs.get(name)
+    if not d:
+        return None
+    return d.get("images_per_s") or d.get("images_per_sec") or d.get("ips")
+rows = []
+ds, ix, sc, peer = ips("dataset"), ips("shards_indexed"), ips("shards_scanned"), ips("peer")
+print("| run | images/s |")
+print("|---|---:|")
+for n in ("dataset", "shards_indexed", "shards_scanned", "peer"):
+    v = ips(n)
+    print("| %s | %s |" % (n, "%.0f" % v if v else "-"))
+def verdict(ok):
+    return "met" if ok else "MISSED"
+if ds and ix:
+    print("indexed shards / dataset: %.3f (target 0.95: %s)" % (ix / ds, verdict(ix / ds >= 0.95)))
+if ds and sc:
+    print("scanned shards / dataset: %.3f" % (sc / ds))
+if ix and peer:
+    print("indexed shards / peer: %.1fx (target 3x: %s)" % (ix / peer, verdict(ix / peer >= 3)))
+for n in ("shards_indexed", "small_create"):
+    d = runs.get(n)
+    if d:
+        c = d.get("create_ms")
+        print("%s: create %.0f ms, first batch %.0f ms after create%s" % (
+            n, c, d.get("first_batch_ms", 0),
+            " (target 1 s: %s)" % verdict(c <= 1000) if n == "small_create" else ""))
+PY

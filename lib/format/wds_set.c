@@ -1,0 +1,295 @@
+/* A WebDataset source's samples (wds_set.h): where each lies, the check
+ * of its bytes against the index once read, its label, and the set's
+ * fingerprint. (Opening: wds_set_open.c.) */
+#include "format/wds_set_impl.h"
+
+#include "format/format.h"
+#include "format/tar_header.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- lookups ------------------------------------------------------------ */
+
+uint64_t gf_wds_set_count(const gf_wds_set *s) { return s->all.count; }
+
+void gf_wds_set_info_get(const gf_wds_set *s, gf_wds_set_info *out) {
+  *out = s->info;
+}
+
+uint32_t gf_wds_set_shards(const gf_wds_set *s) { return s->nshards; }
+
+const char *gf_wds_set_shard_name(const gf_wds_set *s, uint32_t i) {
+  return i < s->nshards ? s->shards[i].name : NULL;
+}
+
+uint32_t gf_wds_set_shard_of(const gf_wds_set *s, uint64_t idx) {
+  uint32_t lo = 0, hi = s->nshards;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s->shards[mid].first <= idx)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  /* Shards without samples share their first with the next: skip them. */
+  while (lo + 1 < s->nshards && s->shards[lo].count == 0 &&
+         s->shards[lo + 1].first <= idx)
+    lo++;
+  return lo;
+}
+
+const char *gf_wds_set_key(const gf_wds_set *s, uint64_t idx) {
+  return gf_wds_key(&s->all, idx);
+}
+
+void gf_wds_set_name(const gf_wds_set *s, uint64_t idx, char *buf, size_t cap) {
+  const shard *sh = &s->shards[gf_wds_set_shard_of(s, idx)];
+  snprintf(buf, cap, "%s: sample '%s'", sh->obj->display,
+           gf_wds_key(&s->all, idx));
+}
+
+/* Fails sample idx: `what` names the problem. */
+static int bad_sample(const gf_wds_set *s, uint64_t idx, int code, uint64_t off,
+                      const char *what) {
+  const gf_wds_sample *m = &s->all.samples[idx];
+  const shard *sh = &s->shards[gf_wds_set_shard_of(s, idx)];
+  char fields[256] = "";
+  size_t at = 0;
+  for (uint32_t k = 0; k < m->count && at + 2 < sizeof fields; k++) {
+    int w = snprintf(fields + at, sizeof fields - at, "%s%s", k ? ", " : "",
+                     gf_wds_field_name(&s->all, &s->all.fields[m->first + k]));
+    if (w < 0)
+      break;
+    at += (size_t)w;
+  }
+  return gf_fail(code, sh->obj->display, idx, off,
+                 "sample '%s' (data from byte %llu; fields: %s): %s",
+                 gf_wds_key(&s->all, idx), (unsigned long long)off, fields,
+                 what);
+}
+
+int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out) {
+  const gf_wds_sample *m = &s->all.samples[idx];
+  const gf_wds_field *f = &s->all.fields[m->first];
+  uint64_t at = m->count ? f[0].offset : 0;
+  if (m->flags & GF_WDS_DUP_FIELD) {
+    char what[160];
+    snprintf(what, sizeof what,
+             "field '%s' comes twice (webdataset refuses such a sample)",
+             s->all.names[m->dup]);
+    return bad_sample(s, idx, GF_EBADSOURCE, at, what);
+  }
+  int img = -1, lab = -1, codec = GF_FOLDER_CODEC_UNKNOWN;
+  for (uint32_t k = 0; k < m->count; k++) {
+    for (uint32_t i = 0; i < s->n_image; i++)
+      if (f[k].name == s->image_ids[i]) {
+        if (img >= 0) {
+          char what[400];
+          snprintf(what, sizeof what,
+                   "two image fields ('%s' and '%s'): the options take "
+                   "one of '%s'",
+                   gf_wds_field_name(&s->all, &f[img]),
+                   gf_wds_field_name(&s->all, &f[k]), s->image_list);
+          return bad_sample(s, idx, GF_EBADSOURCE, at, what);
+        }
+        img = (int)k;
+        codec = s->image_codec[i];
+      }
+    if (s->label_id != UINT32_MAX && f[k].name == s->label_id)
+      lab = (int)k;
+  }
+  if (img < 0) {
+    char what[400];
+    snprintf(what, sizeof what, "no image field (one of '%s')", s->image_list);
+    return bad_sample(s, idx, GF_EBADSOURCE, at, what);
+  }
+  if (lab < 0 && s->label_mode == LABEL_FIELD) {
+    char what[160];
+    snprintf(what, sizeof what, "no label field '%s'", s->label_name);
+    return bad_sample(s, idx, GF_EBADSOURCE, at, what);
+  }
+  uint64_t lo = f[img].offset, hi = f[img].offset + f[img].size;
+  if (lab >= 0) {
+    if (f[lab].offset < lo)
+      lo = f[lab].offset;
+    if (f[lab].offset + f[lab].size > hi)
+      hi = f[lab].offset + f[lab].size;
+  }
+  lo -= GF_TAR_BLOCK; /* the first member's header (an index's offsets are
+                         at least 512) */
+  uint32_t sh = gf_wds_set_shard_of(s, idx);
+  *out = (gf_wds_extent){.shard = sh,
+                         .obj = s->shards[sh].obj,
+                         .offset = lo,
+                         .length = hi - lo,
+                         .image_offset = f[img].offset - lo,
+                         .image_length = f[img].size,
+                         .codec = codec,
+                         .has_label = lab >= 0,
+                         .label_offset = lab >= 0 ? f[lab].offset - lo : 0,
+                         .label_length = lab >= 0 ? f[lab].size : 0};
+  return 0;
+}
+
+/* Whether a tar header's name is the member's: key "." field, the field
+ * compared without case (the set holds it lower-cased). Names of 100 bytes
+ * or more are not compared (a GNU or PAX long name lies in an earlier
+ * header, the ustar field holding a cut or made-up one). */
+static bool same_name(const char *hdr, const char *key, const char *field) {
+  size_t kl = strlen(key), fl = strlen(field);
+  if (kl + 1 + fl >= 100 || strlen(hdr) >= 100)
+    return true;
+  if (strlen(hdr) != kl + 1 + fl || memcmp(hdr, key, kl) || hdr[kl] != '.')
+    return false;
+  for (size_t i = 0; i < fl; i++) {
+    char c = hdr[kl + 1 + i];
+    if (c >= 'A' && c <= 'Z')
+      c = (char)(c - 'A' + 'a');
+    if (c != field[i])
+      return false;
+  }
+  return true;
+}
+
+/* The member f whose data lies at `off` in buf: its header must be the
+ * block before, a regular file of its size and name. */
+static int check_header(const gf_wds_set *s, uint64_t idx,
+                        const gf_wds_extent *x, const uint8_t *buf,
+                        uint64_t off, const gf_wds_field *f) {
+  gf_tar_header h;
+  const char *why = NULL;
+  const char *key = gf_wds_key(&s->all, idx);
+  const char *field = gf_wds_field_name(&s->all, f);
+  if (off < GF_TAR_BLOCK || gf_tar_header_read(buf + off - GF_TAR_BLOCK, &h))
+    why = "no valid tar header precedes it";
+  else if (h.type != '0' && h.type != '\0' && h.type != '7')
+    why = "the tar header before it is not a regular file's";
+  else if (h.size != f->size && f->size < (1ull << 33))
+    why = "the tar header before it gives another size";
+  else if (!s->shards[x->shard].anonymous && !same_name(h.name, key, field))
+    why = "the tar header before it names another member";
+  if (!why)
+    return 0;
+  char what[600];
+  snprintf(what, sizeof what,
+           "the shard does not hold what its index says: member '%s.%s' of "
+           "%llu bytes at byte %llu: %s (the shard changed since its index "
+           "was written: `gpufeed index --force` rewrites it)",
+           key, field, (unsigned long long)f->size,
+           (unsigned long long)(x->offset + off), why);
+  return bad_sample(s, idx, GF_ECORRUPT, x->offset + off, what);
+}
+
+/* A decimal integer with optional white space and sign, as Python's int()
+ * takes a cls field (underscores aside). */
+static bool parse_label(const uint8_t *p, uint64_t n, int64_t *out) {
+  uint64_t i = 0;
+  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' ||
+                   p[i] == '\r' || p[i] == '\v' || p[i] == '\f'))
+    i++;
+  bool neg = false;
+  if (i < n && (p[i] == '+' || p[i] == '-'))
+    neg = p[i++] == '-';
+  uint64_t v = 0, digits = 0;
+  for (; i < n && p[i] >= '0' && p[i] <= '9'; i++, digits++) {
+    if (v > (uint64_t)INT64_MAX / 10)
+      return false;
+    v = v * 10 + (uint64_t)(p[i] - '0');
+    if (v > (uint64_t)INT64_MAX)
+      return false;
+  }
+  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' ||
+                   p[i] == '\r' || p[i] == '\v' || p[i] == '\f'))
+    i++;
+  if (!digits || i != n)
+    return false;
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  return true;
+}
+
+/* Sample idx's member whose data lies at byte `at` of its shard. */
+static const gf_wds_field *member_at(const gf_wds_set *s, uint64_t idx,
+                                     uint64_t at) {
+  const gf_wds_sample *m = &s->all.samples[idx];
+  for (uint32_t k = 0; k < m->count; k++)
+    if (s->all.fields[m->first + k].offset == at)
+      return &s->all.fields[m->first + k];
+  return &s->all.fields[m->first]; /* not reached: extent found it */
+}
+
+int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
+                      uint64_t len, uint64_t *image_off, uint64_t *image_len,
+                      int64_t *label) {
+  gf_wds_extent x;
+  int rc = gf_wds_set_extent(s, idx, &x);
+  if (rc < 0)
+    return rc;
+  if (len != x.length)
+    return bad_sample(s, idx, GF_EINTERNAL, x.offset,
+                      "the bytes given are not the sample's extent");
+  const gf_wds_field *img = member_at(s, idx, x.offset + x.image_offset);
+  if ((rc = check_header(s, idx, &x, buf, x.image_offset, img)) < 0)
+    return rc;
+  *label = -1;
+  if (x.has_label) {
+    const gf_wds_field *lf = member_at(s, idx, x.offset + x.label_offset);
+    if ((rc = check_header(s, idx, &x, buf, x.label_offset, lf)) < 0)
+      return rc;
+    if (!parse_label(buf + x.label_offset, x.label_length, label)) {
+      char what[200], shown[40];
+      uint64_t n = x.label_length < 24 ? x.label_length : 24;
+      size_t k = 0;
+      for (uint64_t i = 0; i < n; i++) {
+        uint8_t c = buf[x.label_offset + i];
+        shown[k++] = c >= 0x20 && c < 0x7f && c != '\'' ? (char)c : '?';
+      }
+      shown[k] = '\0';
+      snprintf(what, sizeof what,
+               "label field '%s' is not a decimal integer ('%s%s')",
+               s->label_name, shown, x.label_length > n ? "..." : "");
+      return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset, what);
+    }
+  }
+  *image_off = x.image_offset;
+  *image_len = x.image_length;
+  return 0;
+}
+
+/* splitmix64's finalizer. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  uint64_t z = h ^ v;
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static uint64_t mix_bytes(uint64_t h, const char *p, size_t n) {
+  for (size_t o = 0; o < n; o += 8) {
+    uint8_t w[8] = {0};
+    memcpy(w, p + o, n - o < 8 ? n - o : 8);
+    h = mix(h, gf_le64(w));
+  }
+  return mix(h, n);
+}
+
+uint64_t gf_wds_set_fingerprint(const gf_wds_set *s) {
+  uint64_t h = mix(0x7764737368617264ull /* "wdsshard" */, s->nshards);
+  for (uint32_t i = 0; i < s->nshards; i++) {
+    h = mix_bytes(h, s->shards[i].name, strlen(s->shards[i].name));
+    h = mix(h, s->shards[i].obj->size);
+    h = mix(h, s->shards[i].count);
+  }
+  for (uint64_t i = 0; i < s->all.count; i++) {
+    const gf_wds_sample *m = &s->all.samples[i];
+    h = mix_bytes(h, s->all.keys + m->key, m->key_len);
+    for (uint32_t k = 0; k < m->count; k++) {
+      const gf_wds_field *f = &s->all.fields[m->first + k];
+      h = mix(h, f->offset);
+      h = mix(h, f->size ^ ((uint64_t)f->name << 48));
+    }
+  }
+  return h;
+}

@@ -1,0 +1,41 @@
+/* A source given as WebDataset tar shards (wds_spec.c): which locations
+ * name shards, and the shards a location names, expanded (brace patterns,
+ * "::" lists, list files) and split into the storage root they share and
+ * each shard's name under it.
+ *
+ * Threads: no shared state; any thread. */
+#ifndef GF_FORMAT_WDS_SPEC_H
+#define GF_FORMAT_WDS_SPEC_H
+
+#include "common/common.h"
+
+/* The most bytes of a list file read. */
+#define GF_WDS_LIST_BYTES_MAX (64u << 20)
+
+/* Whether `source` names tar shards rather than a dataset or a folder: it
+ * starts with '@' (a list file), holds "::" (webdataset's URL list), or
+ * ends in ".tar" (a shard or a brace pattern of shards), or in ".tar.gz",
+ * ".tgz", ".tar.zst" or ".tar.xz" (compressed shards, which
+ * gf_wds_spec_parse refuses with what to do); a URL's query is not part
+ * of its end. */
+bool gf_wds_spec_claims(const char *source);
+
+/* The shards `source` names, in order: the source cut at "::", each part
+ * brace-expanded as webdataset does (wds_braces.h); a part "@FILE" is
+ * the local list file FILE, one location or pattern a line (blank lines
+ * and lines starting with '#' left out; a relative path is taken from
+ * FILE's folder). *root gets the location of the deepest folder holding
+ * every shard (for URLs: at least the scheme and server, or the bucket;
+ * the URLs' query, which must be the same for all, after it: a storage
+ * sends its root's query with every request); *names the shards' names
+ * under it (*n of them). Both malloc'd (free
+ * with gf_wds_spec_free). max: the most shards (0: 1,000,000). Returns 0,
+ * or with the source named: -EINVAL (no shard, unbalanced braces, shards
+ * on different servers or schemes), GF_EUNSUPPORTED (a compressed shard,
+ * saying how to decompress it), GF_ELIMIT (more than max shards, a list
+ * file beyond GF_WDS_LIST_BYTES_MAX), a list file's read error, -ENOMEM. */
+int gf_wds_spec_parse(const char *source, uint64_t max, char **root,
+                      char ***names, uint32_t *n);
+void gf_wds_spec_free(char *root, char **names, uint32_t n);
+
+#endif

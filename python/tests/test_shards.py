@@ -1,0 +1,207 @@
+"""WebDataset tar shards through gpufeed.Loader(source=..., shards={...})
+and gpufeed.torch.DataLoader in host mode: shards written here with the
+standard library's tarfile, each sample a solid gray image (PNG or JPEG)
+whose value encodes its number k, its label k * 3 + 1 in "<key>.cls" and a
+caption in "<key>.txt". Checked: every sample once an epoch with the label
+of its own pixels, by a brace pattern and by a "::" list; label "none";
+index "require" without ".idx" files failing create, named; the shards=
+dict's keys and values refused with errors naming them."""
+
+import io
+import os
+import re
+import tarfile
+
+import pytest
+
+torch = pytest.importorskip("torch")
+Image = pytest.importorskip("PIL.Image")
+import gpufeed  # noqa: E402
+
+SHARDS = 3
+PER_SHARD = 12
+COUNT = SHARDS * PER_SHARD
+STEP = 7  # pixel value of sample k: k * STEP (JPEG keeps it within +-2)
+BATCH = 5
+
+
+def _key(k):
+    return "s%d/k%03d" % (k // PER_SHARD, k)
+
+
+def _label(k):
+    return k * 3 + 1
+
+
+def _image_member(k):
+    """(extension, bytes) of sample k's 8x8 gray image: PNG for even k,
+    JPEG for odd."""
+    img = Image.new("L", (8, 8), k * STEP)
+    buf = io.BytesIO()
+    if k % 2 == 0:
+        img.save(buf, format="PNG")
+        return "png", buf.getvalue()
+    img.save(buf, format="JPEG", quality=95)
+    return "jpg", buf.getvalue()
+
+
+def _add(tar, name, data):
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def shard_dir(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("shards"))
+    for s in range(SHARDS):
+        path = os.path.join(root, "train-%06d.tar" % s)
+        with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+            for k in range(s * PER_SHARD, (s + 1) * PER_SHARD):
+                ext, data = _image_member(k)
+                _add(tar, "%s.%s" % (_key(k), ext), data)
+                _add(tar, "%s.cls" % _key(k), b"%d" % _label(k))
+                _add(tar, "%s.txt" % _key(k), b"caption of sample %d" % k)
+    return root
+
+
+def _brace(root):
+    return os.path.join(root, "train-{000000..%06d}.tar" % (SHARDS - 1))
+
+
+def _list(root):
+    return "::".join(os.path.join(root, "train-%06d.tar" % s)
+                     for s in range(SHARDS))
+
+
+def _number(pixels):
+    """Sample k from its image's pixels (a tensor of one sample)."""
+    v = pixels.float()
+    assert float(v.max() - v.min()) <= 4, "not a solid image"
+    return int(round(float(v.mean()) / STEP))
+
+
+def _epoch(loader):
+    """One epoch as {k: (label, key)}, failing on a sample seen twice."""
+    seen = {}
+    for b in loader.batches():
+        images = torch.from_dlpack(b.images)
+        labels = torch.from_dlpack(b.labels)
+        for j, i in enumerate(b.indices):
+            k = _number(images[j])
+            assert k not in seen, "sample %d delivered twice" % k
+            seen[k] = (int(labels[j]), loader.sample_path(int(i)))
+        del images, labels
+        b.release()
+    return seen
+
+
+def _check_all(seen, labels=True):
+    assert sorted(seen) == list(range(COUNT))
+    for k, (label, key) in seen.items():
+        assert key == _key(k)
+        assert label == (_label(k) if labels else -1), (k, label)
+
+
+@pytest.mark.parametrize("spec", [_brace, _list], ids=["brace", "list"])
+def test_every_sample_once_with_its_label(shard_dir, spec):
+    with gpufeed.Loader(spec(shard_dir), BATCH, device="cpu", seed=5,
+                        channels=1, num_workers=2,
+                        shards={"label": "cls"}) as loader:
+        assert loader.num_samples == COUNT
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            _check_all(_epoch(loader))
+
+
+def test_every_option_accepted(shard_dir):
+    shards = {"index": "scan", "image_fields": ("png", "jpg"),
+              "label": "auto", "threads": 2, "index_bytes": "1M"}
+    with gpufeed.Loader(_brace(shard_dir), BATCH, device="cpu",
+                        channels=1, shards=shards) as loader:
+        _check_all(_epoch(loader))
+    # image_fields reaches the C config: JPEG samples have no image field
+    # left, skipped under the skip policy.
+    with gpufeed.Loader(_brace(shard_dir), BATCH, device="cpu", channels=1,
+                        on_error="skip",
+                        shards={"image_fields": ["png"]}) as loader:
+        seen = _epoch(loader)
+        assert sorted(seen) == list(range(0, COUNT, 2))
+
+
+def test_label_none(shard_dir):
+    with gpufeed.Loader(_list(shard_dir), BATCH, device="cpu", channels=1,
+                        shards={"label": "none"}) as loader:
+        _check_all(_epoch(loader), labels=False)
+
+
+def test_index_require_names_the_missing_index(shard_dir):
+    with pytest.raises(gpufeed.Error) as e:
+        gpufeed.Loader(_brace(shard_dir), BATCH, device="cpu",
+                       shards={"index": "require"})
+    assert re.search(r"train-00000[0-2]\.idx", str(e.value)), str(e.value)
+
+
+def test_bad_options_named(shard_dir):
+    src = _brace(shard_dir)
+    with pytest.raises(gpufeed.ConfigError, match="no option 'labels'"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards={"labels": "cls"})
+    with pytest.raises(ValueError, match="'auto', 'require' or 'scan'"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards={"index": "always"})
+    with pytest.raises(gpufeed.ConfigError, match="'auto', 'require' or"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards={"index": 1})
+    with pytest.raises(gpufeed.ConfigError, match="shards must be a dict"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards="scan")
+    with pytest.raises(gpufeed.ConfigError, match="image_fields"):
+        gpufeed.Loader(src, BATCH, device="cpu",
+                       shards={"image_fields": []})
+    with pytest.raises(gpufeed.ConfigError, match="image_fields"):
+        gpufeed.Loader(src, BATCH, device="cpu",
+                       shards={"image_fields": ["png", 3]})
+    with pytest.raises(gpufeed.ConfigError, match="label"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards={"label": 1})
+    with pytest.raises(gpufeed.ConfigError, match=r"threads"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards={"threads": -1})
+    with pytest.raises(gpufeed.ConfigError, match="index_bytes"):
+        gpufeed.Loader(src, BATCH, device="cpu",
+                       shards={"index_bytes": "lots"})
+    # What only the C library checks comes back named.
+    with pytest.raises(gpufeed.Error, match="lower-case"):
+        gpufeed.Loader(src, BATCH, device="cpu", shards={"label": "Cls"})
+
+
+def test_c_config_table(shard_dir):
+    """The extension's own checks of the "shards" dict (C field names)."""
+    cfg = {"source": _brace(shard_dir), "batch_size": BATCH,
+           "device": gpufeed._C.DEVICE_CPU}
+    with pytest.raises(gpufeed.ConfigError, match="shards has no field 'x'"):
+        gpufeed._C.Core(dict(cfg, shards={"x": 1}))
+    with pytest.raises(gpufeed.ConfigError, match="shards must be a dict"):
+        gpufeed._C.Core(dict(cfg, shards=3))
+    with pytest.raises(gpufeed.ConfigError, match="label must be a str"):
+        gpufeed._C.Core(dict(cfg, shards={"label": 3}))
+    with pytest.raises(gpufeed.Error, match="index"):
+        gpufeed._C.Core(dict(cfg, shards={"index": 7}))
+    core = gpufeed._C.Core(dict(cfg, shards={"index": 2, "label": "none"}))
+    core.close()
+    core = gpufeed._C.Core(dict(cfg, shards=None))
+    core.close()
+
+
+def test_torch_adapter_same_labels(shard_dir):
+    import gpufeed.torch as gft
+
+    dl = gft.DataLoader(_brace(shard_dir), batch_size=BATCH, shuffle=True,
+                        device="cpu", channels=1, seed=2,
+                        shards={"label": "cls", "index": "auto"})
+    for epoch in range(2):
+        dl.set_epoch(epoch)
+        seen = {}
+        for images, labels in dl:
+            for j in range(images.shape[0]):
+                k = _number(images[j])
+                assert k not in seen
+                seen[k] = int(labels[j])
+        assert seen == {k: _label(k) for k in range(COUNT)}
+    dl.close()
