@@ -13,10 +13,12 @@
 #      (--shard-index require) and scanned at create (--shard-index scan),
 #      the same transform (RandomResizedCrop 224 + flip, DTYPE out) and
 #      THREADS threads;
-#   3. the peer (PEER: ../shared/peers/pytorch_wds.py, the webdataset
-#      library's recipe in the standard library: shard shuffle, a shuffle
-#      buffer of 1,000, torchvision decode and RandomResizedCrop 224 +
-#      flip) on the same shards with THREADS DataLoader workers;
+#   3. the peers on the same shards with THREADS DataLoader workers: the
+#      webdataset library's loader (bench/wds_peer.py) where PYTHON has
+#      webdataset, and PEER (../shared/peers/pytorch_wds.py, its recipe in
+#      the standard library): shard shuffle, a shuffle buffer of 1,000,
+#      torchvision decode and RandomResizedCrop 224 + flip; the ratio is
+#      taken against the library's where it ran;
 #   4. the create time over the shards with indexes, and over SMALL_SHARDS
 #      (default 1000) shards of 8 samples each with indexes;
 # then the ratios against the targets: indexed shards >= 0.95x the
@@ -93,7 +95,16 @@ run dataset "$WORK/ds"
 run shards_indexed "$SHARDS" --shard-index require
 run shards_scanned "$SHARDS" --shard-index scan
 
-# 3. The peer.
+# 3. The peers: webdataset's own loader where PYTHON has it, and the
+# recipe in the standard library.
+if "$PYTHON" -c 'import torch, torchvision, webdataset' 2>/dev/null; then
+  say "peer: webdataset (bench/wds_peer.py)"
+  "$PYTHON" "$HERE/bench/wds_peer.py" "$SHARDS" --workers "$THREADS" \
+    --batch 256 --epochs "$PEER_EPOCHS" --size 224 | tail -1 |
+    sed 's/^{/{"run":"peer_webdataset",/' | tee -a "$OUT" >&2
+else
+  say "webdataset peer skipped: $PYTHON lacks torch, torchvision or webdataset"
+fi
 if [ -f "$PEER" ] && "$PYTHON" -c 'import torch, torchvision' 2>/dev/null; then
   say "peer: $PEER"
   "$PYTHON" "$PEER" "$SHARDS" --workers "$THREADS" --batch 256 \
@@ -136,12 +147,12 @@ def ips(name):
     d = runs.get(name)
     if not d:
         return None
-    return d.get("images_per_s") or d.get("images_per_sec") or d.get("ips")
-rows = []
-ds, ix, sc, peer = ips("dataset"), ips("shards_indexed"), ips("shards_scanned"), ips("peer")
+    return d.get("images_per_s") or d.get("best_img_per_s")
+ds, ix, sc = ips("dataset"), ips("shards_indexed"), ips("shards_scanned")
+peer = ips("peer_webdataset") or ips("peer")
 print("| run | images/s |")
 print("|---|---:|")
-for n in ("dataset", "shards_indexed", "shards_scanned", "peer"):
+for n in ("dataset", "shards_indexed", "shards_scanned", "peer_webdataset", "peer"):
     v = ips(n)
     print("| %s | %s |" % (n, "%.0f" % v if v else "-"))
 def verdict(ok):

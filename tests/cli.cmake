@@ -31,3 +31,10 @@ gpufeed_add_script_test(cli_sizes SCRIPT cli_sizes.sh TIMEOUT 60 LABELS cli)
 gpufeed_add_script_test(cli_synth_jpeg SCRIPT cli_synth_jpeg.sh TIMEOUT 60 LABELS cli jpeg)
 # bench --rrc / --eval-crop / --resize / --mean / --std.
 gpufeed_add_script_test(cli_bench_resize SCRIPT cli_bench_resize.sh TIMEOUT 60 LABELS cli)
+# `gpufeed index`: WebDataset shards' sidecar indexes against tarfile's
+# offsets, patterns and list files, atomic writes, failures named, http
+# secrets, SIGINT (tests/cli_index.sh); the testing CLI drives the write
+# path's fault sites when it is built.
+gpufeed_add_script_test(cli_index SCRIPT cli_index.sh TIMEOUT 120 LABELS cli)
+set_property(TEST cli_index APPEND PROPERTY ENVIRONMENT
+             "GPUFEED_TESTING_CLI=$<TARGET_FILE:gpufeed_cli_testing>")

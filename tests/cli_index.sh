@@ -4,7 +4,8 @@
 #     links, folders, a member past the 64 KiB read block, an empty one)
 #     and with GNU tar (gnu, posix, ustar): each index equals the one
 #     computed here from tarfile's own offsets (wds2idx.py's rules), named
-#     x.idx beside x.tar (and y.shard.idx beside y.shard);
+#     x.idx beside x.tar (and y.shard.idx beside y.shard); shards of real
+#     images indexed so are read by `bench --shard-index require`;
 #   - brace patterns, '::' lists and @list files (comments, blank lines,
 #     CRLF, paths relative to the list's folder, a shard named twice);
 #   - an index there is left alone (counted as skipped) unless --force,
@@ -74,6 +75,20 @@ def mk(folder):
         for i in range(3000):
             add(t, "s%05d.jpg" % i, b"x" * (i % 7))
             add(t, "s%05d.cls" % i, b"%d" % (i % 10))
+
+
+def pack(folder, out, per):
+    """An ImageFolder's PNG files into shards OUT-K.tar of PER samples:
+    <class>/<stem>.png and .cls."""
+    files = sorted(os.path.join(c, f) for c in sorted(os.listdir(folder))
+                   for f in sorted(os.listdir(os.path.join(folder, c))))
+    classes = sorted(os.listdir(folder))
+    for k in range(0, len(files), int(per)):
+        with tarfile.open("%s-%d.tar" % (out, k // int(per)), "w") as t:
+            for f in files[k:k + int(per)]:
+                key = f[:-len(".png")]
+                add(t, key + ".png", open(os.path.join(folder, f), "rb").read())
+                add(t, key + ".cls", b"%d" % classes.index(os.path.dirname(f)))
 
 
 def ref(path):
@@ -179,6 +194,8 @@ def check_json(path, want):
 cmd, args = sys.argv[1], sys.argv[2:]
 if cmd == "mk":
     mk(*args)
+elif cmd == "pack":
+    pack(*args)
 elif cmd == "ref":
     sys.stdout.buffer.write(ref(args[0]))
 elif cmd == "counts":
@@ -229,17 +246,18 @@ gf 2 index x.tar --json=1 && has err "option '--json' takes no value"
 # ---- shards made by Python and by GNU tar ----------------------------------
 S=$T/shards
 tools mk "$S" || finish
-mkdir -p "$T/gsrc/sub.d" "$T/gsrc/$(printf 'p%.0s' {1..120})"
+LONG=$(printf 'p%.0s' {1..60})/$(printf 'q%.0s' {1..60})
+mkdir -p "$T/gsrc/sub.d" "$T/gsrc/$LONG"
 printf 'jpeg' >"$T/gsrc/x.jpg"
 printf '7' >"$T/gsrc/x.cls"
 head -c 100000 /dev/urandom >"$T/gsrc/big.png"
 printf '1' >"$T/gsrc/big.cls"
 printf 's' >"$T/gsrc/sub.d/q.seg.png"
-printf 'l' >"$T/gsrc/$(printf 'p%.0s' {1..120})/long.jpg"
+printf 'l' >"$T/gsrc/$LONG/long.jpg"
 ln -s x.jpg "$T/gsrc/link.jpg"
 for f in gnu posix ustar; do
   (cd "$T/gsrc" && tar --format=$f -cf "$S/gnutar-$f.tar" x.jpg x.cls \
-    big.png big.cls sub.d link.jpg "$(printf 'p%.0s' {1..120})") ||
+    big.png big.cls sub.d link.jpg "${LONG%%/*}") ||
     fail "GNU tar --format=$f"
 done
 GOOD=(py-ustar py-gnu py-pax gnutar-gnu gnutar-posix gnutar-ustar many)
@@ -256,8 +274,22 @@ grep -q "hidden\|lnk.jpg\|hl.jpg" "$S/py-gnu.idx" && fail "a hidden file or a li
 grep -q "$(printf 'caf\xc3\xa9.jpg')" "$S/py-pax.idx" || fail "the PAX UTF-8 name is not indexed"
 [ "$(head -1 "$S/many.idx")" = "v1.2 3000" ] || fail "many.tar: $(head -1 "$S/many.idx")"
 
+# The loader takes them: shards of real images, indexed here, read with
+# --shard-index require.
+gf 0 synth "$T/img" --count 12 --size 16 --classes 3 --quiet || finish
+mkdir -p "$T/e"
+tools pack "$T/img" "$T/e/e" 5 || fail "packing images"
+gf 0 index "$T/e/e-{0..2}.tar" --quiet
+for k in 0 1 2; do same "$T/e/e-$k.idx" "$T/e/e-$k.tar"; done
+gf 0 bench "$T/e/e-{0..2}.tar" --shard-index require --device cpu --batch 4 \
+  --epochs 1 --json --quiet && has out '"images":12,'
+rm "$T/e/e-1.idx"
+gf 1 bench "$T/e/e-{0..2}.tar" --shard-index require --device cpu --batch 4 \
+  --epochs 1 --quiet && has err "e-1.idx"
+
 # An index there is left alone, unless --force (a new file, renamed in).
 echo "SENTINEL" >"$S/py-gnu.idx"
+rm "$S/py-pax.idx"
 ino=$(stat -c %i "$S/py-ustar.idx")
 want=$(tools counts "$S/py-pax.tar")
 gf 0 index "$S/py-{ustar,gnu,pax}.tar" --json
@@ -293,8 +325,8 @@ gf 0 index "$B/s-{000..002}.tar::$B/s-00{3,4}.tar" --json
 tools json "$T/out" '{"shards":5,"indexed":5,"failed":0}' >/dev/null || fail "braces: $(cat "$T/out")"
 for i in 000 001 002 003 004; do same "$B/s-$i.idx" "$B/s-$i.tar"; done
 [ -e "$B/s-005.idx" ] && fail "a shard outside the pattern was indexed"
-printf '# shards of the test\n\n../sub/r-{1..2}.tar\r\n  %s/s-005.tar  \n#%s/s-000.tar\n../s-005.tar\n' \
-  "$B" "$B" >"$B/lists/list.txt"
+printf '# shards of the test\n\n../sub/r-{1..2}.tar\r\n  %s/s-005.tar  \n#%s/s-000.tar\n%s/s-00{5,5}.tar\n' \
+  "$B" "$B" "$B" >"$B/lists/list.txt"
 gf 0 index "@$B/lists/list.txt" --json
 tools json "$T/out" '{"shards":3,"indexed":3,"skipped_existing":0}' >/dev/null ||
   fail "@list (a shard twice): $(cat "$T/out")"
@@ -316,7 +348,7 @@ mkdir -p "$B/other" && cp "$S/y.shard" "$B/other/r-1.tar"
 gf 1 index "$B/sub/r-1.tar" "$B/other/r-1.tar" --out "$T/idx2" &&
   has err "would both have their index at $T/idx2/r-1.idx"
 [ -e "$T/idx2/r-1.idx" ] && fail "a colliding --out wrote an index"
-gf 1 index "$S/y.shard" "$S/y.tar" --force 2>/dev/null && has err "would both have their index at $S/y.idx"
+gf 1 index "$S/many.tar" "$S/many" --force && has err "would both have their index at $S/many.idx"
 echo x >"$T/afile"
 gf 1 index "$S/y.shard" --out "$T/afile" && has err "not a folder"
 
@@ -342,11 +374,12 @@ echo "not a tar at all" >"$D/text.tar"
 (cd "$S" && "$PY" -c 'import tarfile,io,sys
 with tarfile.open(sys.argv[1], "w") as t:
     i = tarfile.TarInfo("a b.jpg"); i.size = 1; t.addfile(i, io.BytesIO(b"x"))' "$D/space.tar")
-cp "$D/good.tar" "$D/gone.tar" && echo stale >"$D/gone.idx"
-gf 1 index "$D/"{good,cut,cutdata,sum,zipped.tar.gz,gzdata,text,space,good2}.tar "$D/zipped.tar.gz" --json --threads 4
+gf 1 index "$D/"{good,cut,cutdata,sum,gzdata,text,space,good2}.tar "$D/zipped.tar.gz" --json --threads 4
 no_crash
-has err "$D/cut.tar: offset $((hdr + 100)): the shard ends inside a tar header at byte $((hdr + 100))"
-has err "the last member read before it: 'noext'"
+# The byte named: the cut header's, or where the shard ends.
+grep -qE "$D/cut.tar: offset ($hdr|$((hdr + 100))): the shard ends inside a tar header at byte ($hdr|$((hdr + 100)))" "$T/err" ||
+  fail "cut.tar: not named with its byte: $(cat "$T/err")"
+has err "the last member read before it: 'd.v1/.hidden'"
 has err "$D/cutdata.tar"
 has err "member 'b.jpg' (header at byte $bh) holds $bsz bytes from byte $bd, past the shard's end at $((bd + 1000))"
 has err "$D/sum.tar: offset $ch: a tar header with a bad checksum at byte $ch"
@@ -364,6 +397,14 @@ done
 same "$D/good.idx" "$D/good.tar"
 same "$D/good2.idx" "$D/good2.tar"
 no_tmp "failures"
+# A shard whose index is there is not read at all (a damaged one then
+# passes as already indexed).
+echo "OLD" >"$D/cut.idx"
+gf 0 index "$D/cut.tar" --json
+tools json "$T/out" '{"shards":1,"indexed":0,"skipped_existing":1,"failed":0}' >/dev/null ||
+  fail "a shard with its index there was read: $(cat "$T/out" "$T/err")"
+[ "$(cat "$D/cut.idx")" = OLD ] || fail "the index of cut.tar changed"
+rm "$D/cut.idx"
 
 # ---- the write path's failures (the testing CLI's fault sites) -------------
 GT=${GPUFEED_TESTING_CLI:-}
@@ -398,7 +439,6 @@ URL="http://agent007:PASSW0RD@127.0.0.1:$port/x/s-{0..2}.tar?token=T0KEN"
 gf 1 index "$URL" "$S/y.shard" && has err "use --out DIR"
 has err "http://127.0.0.1:$port/x/s-0.tar"
 secrets_none "http without --out"
-[ "$(stat -c %Y "$S/y.shard.idx")" ] || true
 gf 1 index "$URL" --out "$T/hidx" --max-attempts 1 --json
 has err "http://127.0.0.1:$port/x/s-1.tar"
 has err "3 of 3 shards failed"
@@ -422,7 +462,7 @@ URL="http://agent007:PASSW0RD@127.0.0.1:$P/w-{0..19}.tar?token=T0KEN"
 rm -rf "$T/www-idx"
 "$GPUFEED" index "$URL" --out "$T/www-idx" --threads 1 >"$T/out" 2>"$T/err" &
 pid=$!
-for i in $(seq 1 200); do [ -e "$T/www-idx/w-1.idx" ] && break; sleep 0.02; done
+for i in $(seq 1 1000); do [ -e "$T/www-idx/w-1.idx" ] && break; sleep 0.02; done
 kill -INT $pid
 rc=0
 wait $pid || rc=$?
@@ -433,4 +473,18 @@ n=$(find "$T/www-idx" -name '*.idx' | wc -l)
 for f in "$T/www-idx"/*.idx; do same "$f" "$T/www/$(basename "$f" .idx).tar"; done
 no_tmp "SIGINT"
 secrets_none "SIGINT"
+# SIGINT inside one long scan (3000 members read 64 KiB a request, each
+# reply 50 ms late: seconds): it stops at the next member.
+cp "$S/many.tar" "$T/www/long.tar"
+"$GPUFEED" index "http://127.0.0.1:$P/long.tar" --out "$T/www-idx" >"$T/out" 2>"$T/err" &
+pid=$!
+sleep 0.6
+t0=$(date +%s%N)
+kill -INT $pid
+rc=0
+wait $pid || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" = 130 ] || fail "SIGINT in a scan: exit $rc, wanted 130: $(cat "$T/err")"
+[ "$ms" -lt 1500 ] || fail "SIGINT in a scan: it took $ms ms to stop"
+[ -e "$T/www-idx/long.idx" ] && fail "SIGINT in a scan: an index was written"
 finish

@@ -4,7 +4,8 @@
 # written beside them by that script; bench reads them by brace pattern,
 # "::" list and list file, locally (indexed and scanned) and over HTTP from
 # nginx (indexed: ranged reads only, no whole-shard GET; scanned: a warning
-# says the shards were read through); --shard-index require names a
+# says the shards were read through); inspect and verify over them;
+# --shard-index require names a
 # missing index; a compressed shard and a stale index are named; a secret
 # in the shards' URLs appears in no output.
 . "$GPUFEED_SOURCE_DIR/tests/cli_lib.sh"
@@ -36,6 +37,13 @@ bench "$T/root/s/shard-000000.tar::$T/root/s/shard-00000{1..4}.tar" && [ "$(imag
   fail ":: list: $(images) images"
 printf '# five shards\ns/shard-00000{0..4}.tar\n' > "$T/root/list.txt"
 bench "@$T/root/list.txt" && [ "$(images)" = 48 ] || fail "list file: $(images) images"
+# inspect and verify over the shards.
+gf 0 inspect "$PAT" --json
+has out '"samples": 48'
+has out '"indexed": 5'
+has out '"cls": 48'
+gf 0 verify "$PAT" --shard-index require
+has out "all 48 samples OK"
 # A label field no sample holds: every sample fails, named.
 gf 1 bench "$PAT" --device cpu --batch 4 --epochs 1 --label-field cls2
 has err "no label field 'cls2'"
@@ -69,6 +77,15 @@ for mode in require scan; do
 done
 grep -qF "shard-000003.idx" "$T/e" || grep -qF "127.0.0.1:$GF_NGINX_PORT/s" "$T/o" ||
   fail "the secret URL's runs: $(cat "$T/e")"
+# ... nor in the errors about the patterns themselves.
+for bad in "$SURL{" "http://agent007:PASSW0RD@h1/a.tar?token=T0KEN::http://agent007:PASSW0RD@h2/b.tar" \
+    "http://agent007:PASSW0RD@h/a.tar?token=T0KEN::http://agent007:PASSW0RD@h/b.tar?token=2" \
+    "http://agent007:PASSW0RD@h/x.tar.gz?token=T0KEN"; do
+  "$G" bench "$bad" --device cpu >"$T/o" 2>"$T/e" && fail "bench $bad: succeeded"
+  for s in agent007 PASSW0RD T0KEN; do
+    grep -qF "$s" "$T/o" "$T/e" && fail "a secret ($s) shown: $(cat "$T/e")"
+  done
+done
 
 # A compressed shard: what to do, named.
 gf 1 bench "$T/root/s/shard-{000000..000001}.tar.gz" --device cpu
@@ -79,5 +96,8 @@ has err "decompress"
 cp "$T/root/s/shard-000000.idx" "$T/other/shard-000001.idx"
 gf 1 bench "$T/other/shard-000001.tar" --device cpu --batch 4 --epochs 1 --rrc 32 --shard-index require
 has err "does not hold what its index says"
+gf 1 verify "$T/other/shard-000001.tar" --shard-index require
+has out "does not hold what its index says"
+has err "samples bad"
 no_crash
 finish

@@ -26,15 +26,19 @@ done
 # The Python package's tests run in the suite too (tests/python.cmake), and
 # the network tests (tests/net.cmake: nginx, curl, openssl).
 GPUFEED_WITH_PYTHON=1 GPUFEED_WITH_NET=1 bash cmake/install-deps.sh
-# The S3 tests talk to moto's S3 server (PyPI's moto[server] and boto3, in
-# a venv of their own, build-s3venv/): installed when GPUFEED_REQUIRE_S3=1
-# (CI sets it) or GPUFEED_WITH_S3=1; without them those tests skip.
-if [ "${GPUFEED_REQUIRE_S3:-0}" = 1 ] || [ "${GPUFEED_WITH_S3:-0}" = 1 ]; then
-  if ! build-s3venv/bin/python -c 'import moto.server, boto3' 2>/dev/null; then
+# The S3 tests talk to moto's S3 server (PyPI's moto[server] and boto3), and
+# the WebDataset interop test reads shards with PyPI's webdataset, all in a
+# venv of their own, build-s3venv/: installed when GPUFEED_REQUIRE_S3=1 or
+# GPUFEED_REQUIRE_WDS=1 (CI sets them) or GPUFEED_WITH_S3=1; without them
+# those tests skip.
+if [ "${GPUFEED_REQUIRE_S3:-0}" = 1 ] || [ "${GPUFEED_WITH_S3:-0}" = 1 ] ||
+   [ "${GPUFEED_REQUIRE_WDS:-0}" = 1 ]; then
+  if ! build-s3venv/bin/python -c 'import moto.server, boto3, webdataset' 2>/dev/null; then
     python3 -m venv build-s3venv
-    build-s3venv/bin/pip install -q 'moto[server]' boto3
+    build-s3venv/bin/pip install -q 'moto[server]' boto3 webdataset
   fi
   export GPUFEED_S3_PYTHON=$PWD/build-s3venv/bin/python
+  export GPUFEED_WDS_PYTHON=$PWD/build-s3venv/bin/python
 fi
 jobs=$(nproc)
 dir=build

@@ -29,3 +29,10 @@ set_property(TEST cli_s3_faults APPEND PROPERTY ENVIRONMENT
 gpufeed_add_script_test(cli_s3_build SCRIPT cli_s3_build.sh TIMEOUT 300 LABELS cli s3 net)
 set_property(TEST cli_s3_build APPEND PROPERTY ENVIRONMENT
              "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>")
+
+# `gpufeed index s3://...`: each shard's index an object beside it (one
+# PUT), against tarfile's offsets; indexes there left alone unless --force;
+# failures named (tests/cli_index_s3.sh).
+gpufeed_add_script_test(cli_index_s3 SCRIPT cli_index_s3.sh TIMEOUT 300 LABELS cli s3 net)
+set_property(TEST cli_index_s3 APPEND PROPERTY ENVIRONMENT
+             "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>")

@@ -10,3 +10,7 @@ gpufeed_add_test(test_wds_source SOURCES ${_wds}/test_wds_source.c TIMEOUT 120
 gpufeed_add_script_test(cli_shards SCRIPT cli_shards.sh TIMEOUT 240
                         LABELS cli http)
 gpufeed_net_test(cli_shards)
+# Shards written by the webdataset library and GNU tar, read by webdataset
+# and by gpufeed, compared sample by sample (tests/cli_wds_interop.sh).
+gpufeed_add_script_test(cli_wds_interop SCRIPT cli_wds_interop.sh TIMEOUT 120
+                        LABELS cli)

@@ -83,15 +83,17 @@ int gfc_s3_publish(gfc_s3_out *p);
 void gfc_s3_out_close(gfc_s3_out *p);
 
 typedef struct gfc_inspect_opts {
-  const char *dataset;
+  const char *dataset;     /* or tar shards (gf_wds_spec_claims) */
   gf_remote_config remote; /* --tls-no-verify, --ca-file, ... */
+  gf_shards_config shards; /* tar shards: how they are read */
   bool json;
   uint64_t samples; /* list the first N records */
 } gfc_inspect_opts;
 
 typedef struct gfc_verify_opts {
-  const char *dataset;
+  const char *dataset; /* or tar shards (gf_wds_spec_claims) */
   gf_remote_config remote;
+  gf_shards_config shards; /* tar shards: how they are read */
   unsigned threads; /* 0: online cores */
   bool quiet;
 } gfc_verify_opts;
@@ -138,7 +140,7 @@ typedef struct gfc_index_opts {
   const char *const *shards; /* the SHARD arguments: locations, brace
                                 patterns, "::" lists, @FILE list files */
   size_t nshards;
-  const char *out;          /* --out DIR, or NULL: beside each shard */
+  const char *out; /* --out DIR, or NULL: beside each shard */
   gf_remote_config remote;
   unsigned threads; /* 0: online cores (16 when a shard is remote) */
   bool force;
@@ -184,6 +186,8 @@ void gfc_index_io_close(gfc_index_io *io);
 int gfc_synth(const gfc_synth_opts *o);
 int gfc_build(const gfc_build_opts *o);
 int gfc_inspect(const gfc_inspect_opts *o);
+/* inspect over tar shards (inspect_shards.c). */
+int gfc_inspect_shards(const gfc_inspect_opts *o);
 int gfc_verify(const gfc_verify_opts *o);
 int gfc_bench(const gfc_bench_opts *o);
 int gfc_index(const gfc_index_opts *o);

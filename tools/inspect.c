@@ -3,6 +3,7 @@
 
 #include "common/common.h"
 #include "format/format.h"
+#include "format/wds_spec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -358,6 +359,8 @@ static void print_json(const gfc_inspect_opts *o, const gf_dataset *ds,
 }
 
 int gfc_inspect(const gfc_inspect_opts *o) {
+  if (gf_wds_spec_claims(o->dataset))
+    return gfc_inspect_shards(o);
   int status = GFC_EXIT_FAIL;
   gf_dataset *ds = NULL;
   stats st;

@@ -195,7 +195,11 @@ static const char inspect_usage[] =
     "Shows what a dataset holds: samples, classes, shards, alignment, codecs,\n"
     "stored and decoded bytes, shapes, the size histogram (min / median /\n"
     "max of height and width; shorter and longer sides by buckets) and\n"
-    "labels. Reads the index only.\n"
+    "labels. Reads the index only. Over WebDataset tar shards (SOURCE: see\n"
+    "below): the shards, how each was read (its index, or a scan), the\n"
+    "samples and members, each field and the samples holding it, what was\n"
+    "left out; --samples N reads and checks the first N samples as a\n"
+    "loader does (key, fields, label, image field, bytes, CRC-32).\n"
     "\n"
     "Options:\n"
     "  --json           print one JSON object instead of text; names are\n"
@@ -205,7 +209,7 @@ static const char inspect_usage[] =
     "                   gives the exact bytes back)\n"
     "  --samples N      also list the first N sample records (shard, offset,\n"
     "                   length, codec, shape, label, source)\n"
-    "  -h, --help       this text\n" REMOTE_USAGE;
+    "  -h, --help       this text\n" SHARDS_USAGE REMOTE_USAGE;
 
 static const char verify_usage[] =
     "Usage: gpufeed verify DATASET [OPTIONS]\n"
@@ -213,11 +217,14 @@ static const char verify_usage[] =
     "Checks the index checksum, then reads every sample (checking its\n"
     "checksum) and decodes it, checking the decoded shape against the\n"
     "index. Prints 'all N samples OK', or each bad sample and a count.\n"
+    "Over WebDataset tar shards (see below): every sample read as a loader\n"
+    "reads it (its members' tar headers checked against the shard's index,\n"
+    "its label parsed) and its image decoded.\n"
     "\n"
     "Options:\n"
     "  --threads N      worker threads (default: online cores)\n"
     "  --quiet          print nothing when every sample is good\n"
-    "  -h, --help       this text\n" REMOTE_USAGE "\n"
+    "  -h, --help       this text\n" SHARDS_USAGE REMOTE_USAGE "\n"
     "Exit status: 0 all good, 1 a problem was found, 2 usage error.\n";
 
 static const char bench_usage[] =
@@ -806,9 +813,11 @@ static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  *o = (gfc_inspect_opts){.remote = GF_REMOTE_CONFIG_INIT};
+  *o = (gfc_inspect_opts){.remote = GF_REMOTE_CONFIG_INIT,
+                          .shards = GF_SHARDS_CONFIG_INIT};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote))
+    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote) ||
+        shards_arg(a, &o->shards))
       continue;
     if (opt(a, "--json", NULL))
       o->json = true;
@@ -827,9 +836,11 @@ static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
   const char *pos[1] = {NULL};
   int npos = 0;
   const char *v;
-  *o = (gfc_verify_opts){.remote = GF_REMOTE_CONFIG_INIT};
+  *o = (gfc_verify_opts){.remote = GF_REMOTE_CONFIG_INIT,
+                         .shards = GF_SHARDS_CONFIG_INIT};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote))
+    if (common_arg(a, pos, 1, &npos, help) || remote_arg(a, &o->remote) ||
+        shards_arg(a, &o->shards))
       continue;
     if (opt(a, "--threads", &v))
       o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
@@ -1066,7 +1077,7 @@ static const struct command {
   int (*run)(args *a);
 } commands[] = {
     {"synth", run_synth},   {"build", run_build}, {"inspect", run_inspect},
-    {"verify", run_verify}, {"bench", run_bench},   {"index", run_index},
+    {"verify", run_verify}, {"bench", run_bench}, {"index", run_index},
 };
 
 int main(int argc, char **argv) {

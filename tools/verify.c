@@ -1,9 +1,15 @@
 /* gpufeed verify: checks the index checksum, then reads (checksum) and
  * decodes every sample in parallel, comparing the decoded shape with the
- * index. Bad samples are listed by index, shard, offset and source. */
+ * index. Bad samples are listed by index, shard, offset and source. Over
+ * WebDataset tar shards: every sample read as a loader reads it (its
+ * extent, checked against the shard's index: the headers, the label) and
+ * its image decoded. */
 #include "cli.h"
 
 #include "common/common.h"
+#include "format/format.h"
+#include "format/wds_set.h"
+#include "format/wds_spec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +30,7 @@ typedef struct bad_sample {
 
 typedef struct verify_job {
   const gf_dataset *ds;
+  const gf_wds_set *set; /* tar shards instead of ds */
   uint64_t count;
   atomic_uint_fast64_t next;
   atomic_uint_fast64_t done;
@@ -62,22 +69,8 @@ static const char *reason(int rc) {
   return m;
 }
 
-static void add_bad(verify_job *j, uint64_t idx, const gf_sample_info *s,
-                    bool have_info, const char *why) {
-  atomic_fetch_add(&j->nbad, 1);
-  char buf[2048];
-  if (have_info)
-    snprintf(buf, sizeof buf,
-             "sample %" PRIu64 ": %s offset %" PRIu64 " (source %.*s): %s", idx,
-             base_name(gf_dataset_shard_path(j->ds, s->shard)), s->offset,
-             (int)(s->source_len > 512 ? 512 : s->source_len),
-             s->source ? s->source : "", why);
-  else if (gf_last_error()->offset != GF_NO_INDEX)
-    snprintf(buf, sizeof buf, "sample %" PRIu64 ": %s offset %" PRIu64 ": %s",
-             idx, base_name(gf_last_error()->path), gf_last_error()->offset,
-             why);
-  else
-    snprintf(buf, sizeof buf, "sample %" PRIu64 ": %s", idx, why);
+/* Keeps msg among the listed bad samples: those of the lowest indices. */
+static void add_listed(verify_job *j, uint64_t idx, const char *buf) {
   pthread_mutex_lock(&j->lock);
   size_t slot = j->listed;
   if (slot == BAD_LISTED) {
@@ -99,6 +92,25 @@ static void add_bad(verify_job *j, uint64_t idx, const gf_sample_info *s,
     }
   }
   pthread_mutex_unlock(&j->lock);
+}
+
+static void add_bad(verify_job *j, uint64_t idx, const gf_sample_info *s,
+                    bool have_info, const char *why) {
+  atomic_fetch_add(&j->nbad, 1);
+  char buf[2048];
+  if (have_info)
+    snprintf(buf, sizeof buf,
+             "sample %" PRIu64 ": %s offset %" PRIu64 " (source %.*s): %s", idx,
+             base_name(gf_dataset_shard_path(j->ds, s->shard)), s->offset,
+             (int)(s->source_len > 512 ? 512 : s->source_len),
+             s->source ? s->source : "", why);
+  else if (gf_last_error()->offset != GF_NO_INDEX)
+    snprintf(buf, sizeof buf, "sample %" PRIu64 ": %s offset %" PRIu64 ": %s",
+             idx, base_name(gf_last_error()->path), gf_last_error()->offset,
+             why);
+  else
+    snprintf(buf, sizeof buf, "sample %" PRIu64 ": %s", idx, why);
+  add_listed(j, idx, buf);
 }
 
 /* Grows *buf to at least need bytes (need is already checked against the
@@ -169,6 +181,47 @@ static void check_one(verify_job *j, uint64_t i, void **rbuf, size_t *rcap,
   }
 }
 
+/* Sample i of tar shards: read, checked and taken apart, its image
+ * decoded. */
+static void check_shard_sample(verify_job *j, uint64_t i, void **rbuf,
+                               size_t *rcap, void **dbuf, size_t *dcap) {
+  gf_error_clear();
+  gf_wds_extent x;
+  uint64_t io = 0, il = 0;
+  int64_t label;
+  int rc = gf_wds_set_extent(j->set, i, &x);
+  gf_limits lim = gf_limits_resolve(NULL);
+  if (rc == 0 && x.length > lim.max_bytes)
+    rc = gf_fail(GF_ELIMIT, NULL, i, GF_NO_INDEX,
+                 "its extent of %" PRIu64 " bytes exceeds the limit of %" PRIu64
+                 " bytes",
+                 x.length, lim.max_bytes);
+  if (rc == 0)
+    rc = reserve(rbuf, rcap, x.length ? x.length : 1);
+  if (rc == 0)
+    rc = gf_object_read(x.obj, *rbuf, x.offset, x.length);
+  if (rc == 0)
+    rc = gf_wds_set_unpack(j->set, i, *rbuf, x.length, &io, &il, &label);
+  const uint8_t *img = (const uint8_t *)*rbuf + io;
+  int codec = rc == 0 ? gf_folder_file_codec(x.codec, NULL, img, il) : rc;
+  gf_shape want, out;
+  gf_decode_opts opts = GF_DECODE_OPTS_INIT;
+  rc = codec < 0 ? codec : 0;
+  if (rc == 0)
+    rc = gf_decode_shape(codec, img, il, NULL, &opts, &want);
+  if (rc == 0)
+    rc = reserve(dbuf, dcap, gf_shape_bytes(&want));
+  if (rc == 0)
+    rc = gf_decode(codec, img, il, NULL, &opts, *dbuf, *dcap, &out);
+  if (rc != 0) {
+    char name[1200], why[2400];
+    gf_wds_set_name(j->set, i, name, sizeof name);
+    snprintf(why, sizeof why, "%s: %s", name, reason(rc));
+    atomic_fetch_add(&j->nbad, 1);
+    add_listed(j, i, why);
+  }
+}
+
 static void *verify_worker(void *arg) {
   verify_job *j = arg;
   void *rbuf = NULL, *dbuf = NULL;
@@ -177,7 +230,10 @@ static void *verify_worker(void *arg) {
     uint64_t i = atomic_fetch_add(&j->next, 1);
     if (i >= j->count)
       break;
-    check_one(j, i, &rbuf, &rcap, &dbuf, &dcap);
+    if (j->set)
+      check_shard_sample(j, i, &rbuf, &rcap, &dbuf, &dcap);
+    else
+      check_one(j, i, &rbuf, &rcap, &dbuf, &dcap);
     atomic_fetch_add(&j->done, 1);
   }
   free(rbuf);
@@ -199,14 +255,36 @@ int gfc_verify(const gfc_verify_opts *o) {
   unsigned started = 0;
   bool index_bad = false;
 
-  int rc = gf_dataset_open_with(o->dataset, &o->remote, &ds);
-  if (rc != 0) {
+  char *root = NULL, **names = NULL;
+  uint32_t nshards = 0;
+  gf_storage *st = NULL;
+  gf_wds_set *set = NULL;
+  int rc;
+  if (gf_wds_spec_claims(o->dataset)) {
+    gf_wds_set_opts wo = {.image_fields = o->shards.image_fields,
+                          .label = o->shards.label,
+                          .index = o->shards.index,
+                          .threads = o->shards.threads,
+                          .index_bytes = o->shards.index_bytes};
+    rc = gf_wds_spec_parse(o->dataset, 0, &root, &names, &nshards);
+    if (rc == 0)
+      rc = gf_storage_open(root, &o->remote, &st);
+    if (rc == 0)
+      rc = gf_wds_set_open(st, names, nshards, &wo, &set);
+    if (rc != 0) {
+      gfc_error_last(CMD, rc);
+      goto out;
+    }
+    j.set = set;
+    j.count = gf_wds_set_count(set);
+  } else if ((rc = gf_dataset_open_with(o->dataset, &o->remote, &ds)) != 0) {
     gfc_error_last(CMD, rc);
     goto out;
+  } else {
+    j.ds = ds;
+    j.count = gf_dataset_count(ds);
   }
-  j.ds = ds;
-  j.count = gf_dataset_count(ds);
-  if ((rc = gf_dataset_check_index(ds)) != 0) {
+  if (ds && (rc = gf_dataset_check_index(ds)) != 0) {
     /* Go on: every record is still checked on its own when read. */
     gfc_error_last(CMD, rc);
     index_bad = true;
@@ -266,6 +344,9 @@ out:
     free(j.list[k].msg);
   free(tids);
   gf_dataset_close(ds);
+  gf_wds_set_close(set);
+  gf_storage_close(st);
+  gf_wds_spec_free(root, names, nshards);
   pthread_mutex_destroy(&j.lock);
   return status;
 }

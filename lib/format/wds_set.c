@@ -44,6 +44,10 @@ const char *gf_wds_set_key(const gf_wds_set *s, uint64_t idx) {
   return gf_wds_key(&s->all, idx);
 }
 
+const gf_wds_samples *gf_wds_set_samples(const gf_wds_set *s) {
+  return &s->all;
+}
+
 void gf_wds_set_name(const gf_wds_set *s, uint64_t idx, char *buf, size_t cap) {
   const shard *sh = &s->shards[gf_wds_set_shard_of(s, idx)];
   snprintf(buf, cap, "%s: sample '%s'", sh->obj->display,

@@ -78,6 +78,9 @@ const char *gf_wds_set_shard_name(const gf_wds_set *s, uint32_t i);
 uint32_t gf_wds_set_shard_of(const gf_wds_set *s, uint64_t idx);
 /* Sample idx's key (NUL-terminated, owned by the set). */
 const char *gf_wds_set_key(const gf_wds_set *s, uint64_t idx);
+/* Every sample's members (gf_wds_key, gf_wds_field_name; owned by the
+ * set): sample i is samples[i], its members fields[first ..]. */
+const gf_wds_samples *gf_wds_set_samples(const gf_wds_set *s);
 
 /* Where sample idx's bytes lie: one range of its shard that holds its
  * image member and its label member, their tar headers included. */

@@ -3,6 +3,7 @@
 #include "format/wds_spec.h"
 
 #include "format/wds_braces.h"
+#include "io/storage.h" /* gf_location_redact */
 
 #include <errno.h>
 #include <stdio.h>
@@ -231,6 +232,47 @@ static int common_root(const list *l, char **root, size_t *cut) {
   return *root ? 0 : -ENOMEM;
 }
 
+/* The URLs in s (NUL-terminated, in a buffer of cap bytes) with what may
+ * be a secret taken out (gf_location_redact): a URL runs from the word
+ * holding "://" to white space, a quote, a parenthesis, ": " or "::" (a list's
+ * next URL). The messages here quote patterns and locations as given. */
+static void redact_urls(char *s, size_t cap) {
+  char out[2048], tok[2048], shown[2048];
+  size_t o = 0;
+  const char *p = s;
+  while (*p && o + 1 < sizeof out) {
+    const char *u = strstr(p, "://");
+    const char *st = u ? u : p + strlen(p);
+    while (u && st > p && !strchr(" \t'\"()", st[-1]) &&
+           !(st - p >= 2 && st[-1] == ':' && st[-2] == ':'))
+      st--;
+    size_t n = (size_t)(st - p);
+    if (n > sizeof out - 1 - o)
+      n = sizeof out - 1 - o;
+    memcpy(out + o, p, n);
+    o += n;
+    if (!u)
+      break;
+    const char *en = u + 3;
+    while (*en && !strchr(" \t'\"()", *en) &&
+           !(en[0] == ':' && (en[1] == ':' || en[1] == ' ')))
+      en++;
+    size_t tl =
+        (size_t)(en - st) < sizeof tok ? (size_t)(en - st) : sizeof tok - 1;
+    memcpy(tok, st, tl);
+    tok[tl] = '\0';
+    gf_location_redact(tok, shown, sizeof shown);
+    size_t sl = strlen(shown);
+    if (sl > sizeof out - 1 - o)
+      sl = sizeof out - 1 - o;
+    memcpy(out + o, shown, sl);
+    o += sl;
+    p = en;
+  }
+  out[o] = '\0';
+  gf_strlcpy(s, out, cap);
+}
+
 int gf_wds_spec_parse(const char *source, uint64_t max, char **root,
                       char ***names, uint32_t *n) {
   *root = NULL;
@@ -300,6 +342,10 @@ int gf_wds_spec_parse(const char *source, uint64_t max, char **root,
     if (rc == -ENOMEM)
       gf_fail(-ENOMEM, source, GF_NO_INDEX, GF_NO_INDEX,
               "out of memory listing the shards");
+    gf_error_info e = *gf_last_error();
+    redact_urls(e.message, sizeof e.message);
+    redact_urls(e.path, sizeof e.path);
+    gf_error_restore(&e);
     gf_wds_spec_free(*root, l.v, (uint32_t)l.n);
     *root = NULL;
     return rc;

@@ -33,7 +33,8 @@ bool gf_wds_spec_claims(const char *source);
  * or with the source named: -EINVAL (no shard, unbalanced braces, shards
  * on different servers or schemes), GF_EUNSUPPORTED (a compressed shard,
  * saying how to decompress it), GF_ELIMIT (more than max shards, a list
- * file beyond GF_WDS_LIST_BYTES_MAX), a list file's read error, -ENOMEM. */
+ * file beyond GF_WDS_LIST_BYTES_MAX), a list file's read error, -ENOMEM;
+ * the error's URLs without what may be a secret (user:password, query). */
 int gf_wds_spec_parse(const char *source, uint64_t max, char **root,
                       char ***names, uint32_t *n);
 void gf_wds_spec_free(char *root, char **names, uint32_t n);
