@@ -21,8 +21,13 @@
 #      taken against the library's where it ran;
 #   4. the create time over the shards with indexes, and over SMALL_SHARDS
 #      (default 1000) shards of 8 samples each with indexes;
+#   5. with REMOTE=1: nginx serving WORK on the loopback (tests/net/nginx.sh;
+#      GF_NGINX names its binary), directly and through BIN's netproxy with
+#      LATENCY_MS (default 25) of added round trip: the indexed shards
+#      over HTTP, and create + first batch over the SMALL_SHARDS;
 # then the ratios against the targets: indexed shards >= 0.95x the
-# dataset, >= 3x the peer, create <= 1 s over 1,000 indexed shards.
+# dataset, >= 3x the peer, create <= 1 s over 1,000 indexed shards, over
+# HTTP >= 0.90x local, first batch from 1,000 remote shards <= 2 s.
 #
 #   bash bench/wds_bench.sh BIN WORK [PEER]
 #
@@ -94,6 +99,14 @@ run() { # NAME SOURCE ARGS...
 run dataset "$WORK/ds"
 run shards_indexed "$SHARDS" --shard-index require
 run shards_scanned "$SHARDS" --shard-index scan
+# On a GPU, gpu_decode auto gives a dataset's JPEGs (checksummed) to
+# nvJPEG and keeps the shards' (no checksum) on the CPU: the same images
+# through the same decoder too, both ways.
+if [ "$DEVICE" != cpu ]; then
+  run dataset_gpu_all "$WORK/ds" --gpu-decode all
+  run shards_gpu_all "$SHARDS" --shard-index require --gpu-decode all
+  run dataset_gpu_off "$WORK/ds" --gpu-decode off
+fi
 
 # 3. The peers: webdataset's own loader where PYTHON has it, and the
 # recipe in the standard library.
@@ -135,6 +148,38 @@ if [ "$SMALL_SHARDS" -gt 0 ]; then
     --shard-index require | sed 's/^{/{"run":"small_create",/' | tee -a "$OUT" >&2
 fi
 
+# 5. Over HTTP (REMOTE=1): nginx serving WORK on the loopback, directly and
+# through netproxy with LATENCY_MS of added round trip; the indexed shards
+# against the local ones, and create + first batch over the SMALL_SHARDS.
+if [ "${REMOTE:-0}" = 1 ]; then
+  run_dir=$WORK/run
+  rm -rf "$run_dir"
+  mkdir -p "$run_dir"
+  proxy_pid=
+  stop_servers() {
+    [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null
+    bash "$HERE/tests/net/nginx.sh" stop "$run_dir/nginx" >/dev/null 2>&1 || true
+  }
+  trap stop_servers EXIT
+  eval "$(bash "$HERE/tests/net/nginx.sh" start "$WORK" "$run_dir/nginx" --owner $$ \
+    --workers 4 --connections 8192)"
+  "$BIN/tests/netproxy" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run_dir/proxy.env" \
+    --die-with-parent --latency "${LATENCY_MS:-25}" >/dev/null 2>"$run_dir/proxy.err" &
+  proxy_pid=$!
+  for i in $(seq 1 200); do [ -s "$run_dir/proxy.env" ] && break; sleep 0.05; done
+  PURL=$(sed -n 's/^GF_PROXY_URL=//p' "$run_dir/proxy.env")
+  run shards_http "$GF_NGINX_URL/shards/shard-{000000..$LAST}.tar" --shard-index require
+  run shards_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index require
+  if [ "$SMALL_SHARDS" -gt 0 ]; then
+    SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
+    say "create over $SMALL_SHARDS indexed shards through +${LATENCY_MS:-25} ms"
+    "$G" bench "$PURL/small/shard-{000000..$SLAST}.tar" --device "$DEVICE" \
+      --threads "$THREADS" --rrc 224 --batch 8 --batches 1 --epochs 1 --json --quiet \
+      --shard-index require | sed 's/^{/{"run":"small_remote_create",/' | tee -a "$OUT" >&2
+  fi
+  stop_servers
+fi
+
 "$PACK_PYTHON" - "$OUT" <<'PY'
 import json, sys
 runs = {}
@@ -152,7 +197,9 @@ ds, ix, sc = ips("dataset"), ips("shards_indexed"), ips("shards_scanned")
 peer = ips("peer_webdataset") or ips("peer")
 print("| run | images/s |")
 print("|---|---:|")
-for n in ("dataset", "shards_indexed", "shards_scanned", "peer_webdataset", "peer"):
+for n in ("dataset", "shards_indexed", "shards_scanned", "dataset_gpu_all",
+          "shards_gpu_all", "dataset_gpu_off", "shards_http", "shards_delayed",
+          "peer_webdataset", "peer"):
     v = ips(n)
     print("| %s | %s |" % (n, "%.0f" % v if v else "-"))
 def verdict(ok):
@@ -161,13 +208,28 @@ if ds and ix:
     print("indexed shards / dataset: %.3f (target 0.95: %s)" % (ix / ds, verdict(ix / ds >= 0.95)))
 if ds and sc:
     print("scanned shards / dataset: %.3f" % (sc / ds))
+da, sa, do = ips("dataset_gpu_all"), ips("shards_gpu_all"), ips("dataset_gpu_off")
+if da and sa:
+    print("both on nvJPEG (--gpu-decode all): shards / dataset: %.3f (target 0.95: %s)"
+          % (sa / da, verdict(sa / da >= 0.95)))
+if do and ix:
+    print("both on the CPU (dataset --gpu-decode off): shards / dataset: %.3f (target 0.95: %s)"
+          % (ix / do, verdict(ix / do >= 0.95)))
 if ix and peer:
     print("indexed shards / peer: %.1fx (target 3x: %s)" % (ix / peer, verdict(ix / peer >= 3)))
-for n in ("shards_indexed", "small_create"):
+ht, dl = ips("shards_http"), ips("shards_delayed")
+if ix and ht:
+    print("indexed shards over HTTP / local: %.3f (target 0.90: %s)" % (ht / ix, verdict(ht / ix >= 0.9)))
+if ix and dl:
+    print("indexed shards over HTTP +25 ms / local: %.3f (target 0.90: %s)" % (dl / ix, verdict(dl / ix >= 0.9)))
+for n in ("shards_indexed", "small_create", "small_remote_create"):
     d = runs.get(n)
     if d:
-        c = d.get("create_ms")
-        print("%s: create %.0f ms, first batch %.0f ms after create%s" % (
-            n, c, d.get("first_batch_ms", 0),
-            " (target 1 s: %s)" % verdict(c <= 1000) if n == "small_create" else ""))
+        c, fb = d.get("create_ms"), d.get("first_batch_ms", 0)
+        extra = ""
+        if n == "small_create":
+            extra = " (target: create <= 1 s: %s)" % verdict(c <= 1000)
+        if n == "small_remote_create":
+            extra = " (target: first batch <= 2 s from create: %s)" % verdict(c + fb <= 2000)
+        print("%s: create %.0f ms, first batch %.0f ms after create%s" % (n, c, fb, extra))
 PY

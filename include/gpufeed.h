@@ -532,7 +532,9 @@ typedef struct gf_shards_config {
                                where a sample has one, else -1; "none": -1;
                                a field name ("cls", "cls2", "index"...): its
                                decimal integer, which every sample must
-                               hold (else it fails under error_policy) */
+                               hold (else it fails under error_policy);
+                               "json:KEY": the integer at KEY of the json
+                               field's object */
   uint32_t threads;         /* shards opened at once at create (0: 32 for
                                remote shards, else the online cores) */
   uint32_t reserved0;       /* must be zero */

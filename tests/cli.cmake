@@ -38,3 +38,6 @@ gpufeed_add_script_test(cli_bench_resize SCRIPT cli_bench_resize.sh TIMEOUT 60 L
 gpufeed_add_script_test(cli_index SCRIPT cli_index.sh TIMEOUT 120 LABELS cli)
 set_property(TEST cli_index APPEND PROPERTY ENVIRONMENT
              "GPUFEED_TESTING_CLI=$<TARGET_FILE:gpufeed_cli_testing>")
+# `build --format wds`: WebDataset tar shards, read back with tarfile (and
+# webdataset when installed).
+gpufeed_add_script_test(cli_build_wds SCRIPT cli_build_wds.sh TIMEOUT 180 LABELS cli)

@@ -4,7 +4,8 @@
 # written beside them by that script; bench reads them by brace pattern,
 # "::" list and list file, locally (indexed and scanned) and over HTTP from
 # nginx (indexed: ranged reads only, no whole-shard GET; scanned: a warning
-# says the shards were read through); inspect and verify over them;
+# says the shards were read through); inspect and verify over them; the
+# builder both ways (folder -> shards -> dataset equals folder -> dataset);
 # --shard-index require names a
 # missing index; a compressed shard and a stale index are named; a secret
 # in the shards' URLs appears in no output.
@@ -44,6 +45,29 @@ has out '"indexed": 5'
 has out '"cls": 48'
 gf 0 verify "$PAT" --shard-index require
 has out "all 48 samples OK"
+# Both directions of the builder: the folder built as a dataset, and as
+# shards (--format wds) then those shards built as a dataset, give the same
+# samples in the same order: labels, shapes and stored bytes (CRC), the
+# source path being the shard's key (the file's path less its extension).
+gf 0 build "$T/src" "$T/d1" --quiet
+gf 0 build "$T/src" "$T/w" --format wds --shard-size 64K
+nw=$(ls "$T/w"/shard-*.tar | wc -l)
+gf 0 build "$T/w/shard-{000000..$(printf '%06d' $((nw - 1)))}.tar" "$T/d2" --quiet
+gf 0 inspect "$T/d1" --json --samples 1000
+cp "$T/out" "$T/d1.json"
+gf 0 inspect "$T/d2" --json --samples 1000
+cp "$T/out" "$T/d2.json"
+"$PY" - "$T/d1.json" "$T/d2.json" <<'PY' || fail "folder -> dataset and folder -> shards -> dataset differ"
+import json, os, sys
+a = json.load(open(sys.argv[1]))["records"]
+b = json.load(open(sys.argv[2]))["records"]
+assert len(a) == len(b) == 48, (len(a), len(b))
+for x, y in zip(a, b):
+    for k in ("label", "height", "width", "channels", "checksum", "length"):
+        assert x[k] == y[k], (k, x, y)
+    assert os.path.splitext(x["source"])[0] == y["source"], (x["source"], y["source"])
+print("48 samples alike both ways")
+PY
 # A label field no sample holds: every sample fails, named.
 gf 1 bench "$PAT" --device cpu --batch 4 --epochs 1 --label-field cls2
 has err "no label field 'cls2'"

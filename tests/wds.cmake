@@ -14,3 +14,7 @@ gpufeed_net_test(cli_shards)
 # and by gpufeed, compared sample by sample (tests/cli_wds_interop.sh).
 gpufeed_add_script_test(cli_wds_interop SCRIPT cli_wds_interop.sh TIMEOUT 120
                         LABELS cli)
+# lib/format/wds_writer.c: WebDataset shards written, read back with the
+# tar scan and the key rules above.
+gpufeed_add_test(test_wds_writer SOURCES ${_wds}/test_wds_writer.c TIMEOUT 60)
+gpufeed_add_test(test_wds_json SOURCES ${_wds}/test_wds_json.c TIMEOUT 60)

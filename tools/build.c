@@ -11,10 +11,14 @@
  * moved into place by gf_dir_commit only when complete. */
 #include "cli.h"
 
+#include "build_shards.h" /* SRC: tar shards */
+#include "build_wds.h"    /* --format wds */
 #include "common/common.h"
 #include "decode/decode.h"
 #include "decode/loco_band.h" /* GF_LOCO_BAND_ROWS */
 #include "format/format.h"
+#include "format/wds_set.h"
+#include "format/wds_spec.h"
 #include "io/storage.h" /* a remote source folder (s3://) */
 
 #include <ctype.h>
@@ -41,6 +45,8 @@ static void on_signal(int sig) { g_signal = sig; }
 /* One entry of the reorder window. */
 typedef struct slot {
   bool ready;
+  bool has_label; /* a tar shard's sample: its label, found once read */
+  int64_t label;
   int rc;     /* 0, or why the source could not be used */
   void *data; /* stored bytes (malloc'd) */
   size_t len;
@@ -52,6 +58,7 @@ typedef struct slot {
 typedef struct build_job {
   const gfc_build_opts *o;
   const gf_folder *folder;
+  const gf_wds_set *set; /* tar shards: folder lists their samples */
   gf_storage *st; /* the source folder's storage */
   gf_decode_opts dopts;
   slot *win;
@@ -132,16 +139,27 @@ static int read_remote(build_job *j, const gf_folder_entry *e, void **data,
 static int process(build_job *j, uint64_t i, slot *s) {
   const gfc_build_opts *o = j->o;
   const gf_folder_entry *e = &j->folder->entries[i];
-  char *path = gfc_path_join(o->src, e->path);
+  char *path;
+  if (j->set) { /* the sample's shard and key, for messages */
+    char name[2048];
+    gf_wds_set_name(j->set, i, name, sizeof name);
+    path = strdup(name);
+  } else {
+    path = gfc_path_join(o->src, e->path);
+  }
   void *src = NULL, *px = NULL;
   size_t len = 0;
   int codec = GF_FOLDER_CODEC_UNKNOWN;
   int rc = path ? 0 : -ENOMEM;
   gf_error_clear();
-  if (rc == 0 && (gf_storage_caps(j->st) & GF_STORAGE_FD))
+  if (rc == 0 && j->set) {
+    rc = gfc_shards_read(j->set, i, &src, &len, &s->label);
+    s->has_label = rc == 0;
+  } else if (rc == 0 && (gf_storage_caps(j->st) & GF_STORAGE_FD)) {
     rc = gfc_read_file(path, GF_LIMIT_DEFAULT_BYTES, &src, &len);
-  else if (rc == 0)
+  } else if (rc == 0) {
     rc = read_remote(j, e, &src, &len);
+  }
   if (rc == 0 && (rc = gf_folder_file_codec(e->codec, NULL, src, len)) >= 0) {
     codec = rc;
     rc = store_as_is(o->codec, codec);
@@ -562,8 +580,10 @@ static void print_summary(const gfc_build_opts *o, const gf_folder *f,
     for (uint32_t c = 0; c < f->class_count && c < 5; c++)
       printf("%s%s", c ? ", " : "", f->classes[c]);
     printf("%s)\n", f->class_count > 5 ? ", ..." : "");
-  } else {
+  } else if (o->labels) {
     printf("  classes       none (labels from %s)\n", o->labels);
+  } else {
+    printf("  classes       none (labels from the shards' label field)\n");
   }
   /* Empty classes keep their label; torchvision's ImageFolder would
    * refuse the folder. */
@@ -633,15 +653,14 @@ static bool write_in_order(build_job *j, gf_writer *w, const char *tmp,
         failed = true;
       }
     } else {
-      int rc = gf_writer_add(w, s.data, s.len, j->o->codec, &s.shape,
-                             j->folder->entries[i].label,
+      int64_t lab = s.has_label ? s.label : j->folder->entries[i].label;
+      int rc = gf_writer_add(w, s.data, s.len, j->o->codec, &s.shape, lab,
                              j->folder->entries[i].path);
       if (rc != 0) {
         gfc_progress_end(&prog);
         report_out(j->o, tmp, rc);
         failed = true;
       }
-      int64_t lab = j->folder->entries[i].label;
       if (rc == 0 && tot->per_class && lab >= 0 &&
           (uint64_t)lab < j->folder->class_count)
         tot->per_class[lab]++;
@@ -658,8 +677,11 @@ static bool write_in_order(build_job *j, gf_writer *w, const char *tmp,
 }
 
 int gfc_build(const gfc_build_opts *o) {
+  if (o->format == GFC_BUILD_FORMAT_WDS)
+    return gfc_build_wds(o, o->json);
   int status = GFC_EXIT_FAIL;
   gf_folder *folder = NULL;
+  gf_wds_set *set = NULL;
   gf_writer *w = NULL;
   char *tmp = NULL;
   gfc_s3_out *s3 = NULL;
@@ -698,8 +720,14 @@ int gfc_build(const gfc_build_opts *o) {
     sweep_stale(o->out);
   gf_folder_opts fo = {.follow_symlinks = o->follow_symlinks,
                        .skip_bad = o->skip_bad};
-  if ((rc = gf_storage_open(o->src, &o->remote, &j.st)) != 0 ||
-      (rc = gf_folder_scan_in(j.st, o->labels, &fo, &folder)) != 0) {
+  if (gf_wds_spec_claims(o->src)) {
+    if ((rc = gfc_shards_folder(o, &j.st, &set, &folder)) != 0) {
+      gfc_error_last(CMD, rc);
+      goto out;
+    }
+    j.set = set;
+  } else if ((rc = gf_storage_open(o->src, &o->remote, &j.st)) != 0 ||
+             (rc = gf_folder_scan_in(j.st, o->labels, &fo, &folder)) != 0) {
     gfc_error_last(CMD, rc);
     goto out;
   }
@@ -860,6 +888,7 @@ out:
     free(tmp);
   }
   gf_folder_free(folder);
+  gf_wds_set_close(set);
   gf_storage_close(j.st);
   pthread_cond_destroy(&j.can_claim);
   pthread_cond_destroy(&j.ready);

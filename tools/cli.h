@@ -38,6 +38,8 @@ typedef struct gfc_synth_opts {
   bool quiet;
 } gfc_synth_opts;
 
+/* What `build` writes (--format). */
+enum { GFC_BUILD_FORMAT_GPUFEED = 0, GFC_BUILD_FORMAT_WDS = 1 };
 typedef struct gfc_build_opts {
   const char *src;
   const char *out;
@@ -53,7 +55,11 @@ typedef struct gfc_build_opts {
   bool skip_bad;
   bool follow_symlinks; /* follow links to files leading out of SRC */
   bool quiet;
+  int format; /* GFC_BUILD_FORMAT_*: a gpufeed dataset or WebDataset
+                 shards (build_wds.c) */
+  bool json;  /* --format wds: the summary as one JSON object */
   gf_remote_config remote; /* a source or output behind a server */
+  gf_shards_config shards; /* a source of tar shards: how it is read */
 } gfc_build_opts;
 
 /* build_s3.c: a build's output in a bucket (s3://bucket/prefix), its

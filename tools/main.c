@@ -4,6 +4,8 @@
  * interrupted by SIGINT. */
 #include "cli.h"
 
+#include "format/wds_spec.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -69,16 +71,17 @@ static const char synth_usage[] =
  * docs/SHARDS.md). */
 #define SHARDS_USAGE                                                           \
   "\n"                                                                         \
-  "A SOURCE may be WebDataset tar shards: a path or URL ending in .tar,\n"      \
-  "a brace pattern ('data/train-{000000..000999}.tar'), several joined by\n"  \
+  "A SOURCE may be WebDataset tar shards: a path or URL ending in .tar,\n"     \
+  "a brace pattern ('data/train-{000000..000999}.tar'), several joined by\n"   \
   "'::', or @FILE (a list file, one a line); docs/SHARDS.md. Reading them:\n"  \
-  "  --shard-index M  auto (default: a shard's sidecar index x.idx where\n"   \
-  "                   there is one, else a scan of its tar headers),\n"     \
-  "                   require, or scan\n"                                     \
-  "  --image-fields F the fields an image comes from, ';'-separated\n"       \
-  "                   (default jpg;jpeg;png)\n"                               \
-  "  --label-field F  auto (default: cls where a sample has one, else -1),\n" \
-  "                   none, or a field every sample must hold (cls, ...)\n"
+  "  --shard-index M  auto (default: a shard's sidecar index x.idx where\n"    \
+  "                   there is one, else a scan of its tar headers),\n"        \
+  "                   require, or scan\n"                                      \
+  "  --image-fields F the fields an image comes from, ';'-separated\n"         \
+  "                   (default jpg;jpeg;png)\n"                                \
+  "  --label-field F  auto (default: cls where a sample has one, else -1),\n"  \
+  "                   none, a field every sample must hold (cls, ...), or\n"   \
+  "                   json:KEY (the integer at KEY of the json field)\n"
 
 /* The options of a source behind a server, shared by inspect, verify and
  * bench (gf_remote_config; docs/REMOTE.md). */
@@ -145,6 +148,15 @@ static const char build_usage[] =
     "\n"
     "Options:\n"
     "  --labels FILE    flat-folder labels: lines 'relative/path.png LABEL'\n"
+    "  --format F       gpufeed (the default: a dataset) or wds: WebDataset\n"
+    "                   tar shards OUT/shard-NNNNNN.tar (a local folder),\n"
+    "                   each file as it is (KEY.png, KEY.jpg, KEY.jpeg, KEY\n"
+    "                   its path less the extension, other dots in the name\n"
+    "                   made '_') beside its label (KEY.cls), in source\n"
+    "                   order; --shard-size applies, not --codec, --level,\n"
+    "                   --channels, --keep-16bit or --align; shards already\n"
+    "                   in OUT are replaced only with --force\n"
+    "  --json           (--format wds) the summary as one JSON object\n"
     "  --codec C        png or jpeg (source files of that kind stored as\n"
     "                   they are, after a full decode checks them; a file\n"
     "                   of the other kind is refused, named), raw (pixels),\n"
@@ -182,6 +194,10 @@ static const char build_usage[] =
     "names any it cannot judge (its build may run, or ran on another host).\n"
     "SRC may be an image folder in a bucket, s3://bucket/prefix (listed\n"
     "once; each file read with one GET).\n"
+    "SRC may be WebDataset tar shards (a path or URL ending in .tar, a\n"
+    "brace pattern, '::' lists, @FILE; docs/SHARDS.md): each sample's image\n"
+    "is stored, its label from its label field (--label-field), its key as\n"
+    "its source path; --shard-index and --image-fields as for bench.\n"
     "OUT may be a bucket's prefix, s3://bucket/prefix: each shard is\n"
     "written in TMPDIR (a few at a time) and uploaded at once (multipart\n"
     "above 16 MiB), the index last, once every shard is in. A dataset\n"
@@ -672,18 +688,30 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   const char *pos[2] = {NULL, NULL};
   int npos = 0;
   const char *v;
-  bool channels_set = false;
+  bool channels_set = false, pixels_set = false;
   const char *level_arg = NULL;
   *o = (gfc_build_opts){.codec = GF_CODEC_GRADZSTD,
                         .alignment = 1,
                         .shard_size = 1ull << 30,
-                        .remote = GF_REMOTE_CONFIG_INIT};
+                        .remote = GF_REMOTE_CONFIG_INIT,
+                        .shards = GF_SHARDS_CONFIG_INIT};
   for (a->i = 0; a->i < a->argc && !a->bad && !*help; a->i++) {
-    if (common_arg(a, pos, 2, &npos, help) || remote_arg(a, &o->remote))
+    if (common_arg(a, pos, 2, &npos, help) || remote_arg(a, &o->remote) ||
+        shards_arg(a, &o->shards))
       continue;
     if (opt(a, "--labels", &v)) {
       o->labels = v;
+    } else if (opt(a, "--format", &v)) {
+      if (v && strcmp(v, "gpufeed") == 0)
+        o->format = GFC_BUILD_FORMAT_GPUFEED;
+      else if (v && strcmp(v, "wds") == 0)
+        o->format = GFC_BUILD_FORMAT_WDS;
+      else
+        bad_value(a, "--format", v, "gpufeed or wds");
+    } else if (opt(a, "--json", NULL)) {
+      o->json = true;
     } else if (opt(a, "--codec", &v)) {
+      pixels_set = true;
       if (v && (o->codec = gf_codec_parse(v)) < 0)
         bad_value(a, "--codec", v, "png, jpeg, raw, zstd, gradzstd or loco");
     } else if (opt(a, "--level", &v)) {
@@ -695,12 +723,14 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
       channels_set = true;
     } else if (opt(a, "--keep-16bit", NULL)) {
       o->keep_16bit = true;
+      pixels_set = true;
     } else if (opt(a, "--threads", &v)) {
       o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
     } else if (opt(a, "--shard-size", &v)) {
       o->shard_size = parse_size(a, "--shard-size", v, 1, 1ull << 50);
     } else if (opt(a, "--align", &v)) {
       o->alignment = (uint32_t)parse_size(a, "--align", v, 1, 1u << 20);
+      pixels_set = true;
       if (!a->bad && (o->alignment & (o->alignment - 1)))
         bad_value(a, "--align", v, "a power of two up to 1M");
     } else if (opt(a, "--force", NULL)) {
@@ -728,6 +758,26 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   check_path(a, "the value of --labels", o->labels);
   if (a->bad)
     return;
+  if (o->src && gf_wds_spec_claims(o->src) &&
+      (o->labels || o->format == GFC_BUILD_FORMAT_WDS)) {
+    usage_error(a, o->labels ? "--labels is for a folder of images: tar "
+                               "shards take their labels from a field "
+                               "(--label-field)"
+                             : "the source is WebDataset shards already: "
+                               "--format wds writes shards from a folder");
+    return;
+  }
+  if (o->format == GFC_BUILD_FORMAT_WDS) {
+    if (pixels_set || level_arg || channels_set)
+      usage_error(a, "--codec, --level, --channels, --keep-16bit and --align "
+                     "apply to --format gpufeed only (--format wds stores "
+                     "the files as they are)");
+    return;
+  }
+  if (o->json) {
+    usage_error(a, "--json applies to --format wds only");
+    return;
+  }
   bool pixels = o->codec != GF_CODEC_PNG && o->codec != GF_CODEC_JPEG;
   bool zstd = o->codec == GF_CODEC_ZSTD || o->codec == GF_CODEC_GRADZSTD;
   if (level_arg && !zstd && o->codec != GF_CODEC_LOCO)

@@ -5,6 +5,7 @@
 
 #include "format/format.h"
 #include "format/tar_header.h"
+#include "format/wds_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,8 @@ int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out) {
     snprintf(what, sizeof what, "no image field (one of '%s')", s->image_list);
     return bad_sample(s, idx, GF_EBADSOURCE, at, what);
   }
-  if (lab < 0 && s->label_mode == LABEL_FIELD) {
+  if (lab < 0 &&
+      (s->label_mode == LABEL_FIELD || s->label_mode == LABEL_JSON)) {
     char what[160];
     snprintf(what, sizeof what, "no label field '%s'", s->label_name);
     return bad_sample(s, idx, GF_EBADSOURCE, at, what);
@@ -241,7 +243,22 @@ int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
     const gf_wds_field *lf = member_at(s, idx, x.offset + x.label_offset);
     if ((rc = check_header(s, idx, &x, buf, x.label_offset, lf)) < 0)
       return rc;
-    if (!parse_label(buf + x.label_offset, x.label_length, label)) {
+    if (s->label_mode == LABEL_JSON) {
+      int j = gf_wds_json_int(buf + x.label_offset, x.label_length, s->json_key,
+                              label);
+      if (j != GF_WDS_JSON_FOUND) {
+        char what[300];
+        snprintf(what, sizeof what,
+                 j == GF_WDS_JSON_ABSENT ? "its json field has no key '%s'"
+                 : j == GF_WDS_JSON_NOT_INT
+                     ? "its json field's '%s' is not an integer"
+                     : "its json field is not a JSON object (looking for "
+                       "'%s')",
+                 s->json_key);
+        return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset,
+                          what);
+      }
+    } else if (!parse_label(buf + x.label_offset, x.label_length, label)) {
       char what[200], shown[40];
       uint64_t n = x.label_length < 24 ? x.label_length : 24;
       size_t k = 0;

@@ -20,7 +20,8 @@ typedef struct shard {
   uint8_t anonymous; /* an index without names (v1.1): keys stand in */
 } shard;
 
-enum { LABEL_NONE, LABEL_AUTO, LABEL_FIELD };
+/* LABEL_JSON: the integer at json_key of the json field. */
+enum { LABEL_NONE, LABEL_AUTO, LABEL_FIELD, LABEL_JSON };
 
 struct gf_wds_set {
   gf_storage *st;
@@ -33,6 +34,7 @@ struct gf_wds_set {
   int label_mode;
   uint32_t label_id; /* UINT32_MAX: no sample has the field */
   char label_name[64];
+  char json_key[128];   /* LABEL_JSON */
   char image_list[256]; /* for messages */
   gf_wds_set_info info;
 };

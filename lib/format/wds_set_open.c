@@ -25,22 +25,36 @@ static int parse_opts(gf_wds_set *s, const gf_wds_set_opts *o) {
                    sizeof s->image_list - 1);
   gf_strlcpy(s->image_list, img, sizeof s->image_list);
   const char *lab = o->label && o->label[0] ? o->label : "auto";
-  if (strlen(lab) >= sizeof s->label_name || strchr(lab, ';') ||
-      strchr(lab, '/'))
+  if (!strncmp(lab, "json:", 5)) {
+    /* The integer at a key of the json field. */
+    if (!lab[5] || strlen(lab + 5) >= sizeof s->json_key)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "shards: label '%s': json:KEY names a key of 1 to %zu "
+                     "bytes",
+                     lab, sizeof s->json_key - 1);
+    gf_strlcpy(s->json_key, lab + 5, sizeof s->json_key);
+    gf_strlcpy(s->label_name, "json", sizeof s->label_name);
+    s->label_mode = LABEL_JSON;
+    lab = NULL;
+  }
+  if (lab && (strlen(lab) >= sizeof s->label_name || strchr(lab, ';') ||
+              strchr(lab, '/')))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "shards: label '%s' is not a field name, \"auto\" or "
-                   "\"none\"",
+                   "shards: label '%s' is not a field name, \"auto\", "
+                   "\"none\" or \"json:KEY\"",
                    lab);
-  for (const char *c = lab; *c; c++)
+  for (const char *c = lab; c && *c; c++)
     if (*c >= 'A' && *c <= 'Z')
       return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "shards: label '%s': field names are lower-case (a "
                      "shard's fields are lower-cased as webdataset does)",
                      lab);
-  gf_strlcpy(s->label_name, lab, sizeof s->label_name);
-  s->label_mode = !strcmp(lab, "auto")   ? LABEL_AUTO
-                  : !strcmp(lab, "none") ? LABEL_NONE
-                                         : LABEL_FIELD;
+  if (lab) {
+    gf_strlcpy(s->label_name, lab, sizeof s->label_name);
+    s->label_mode = !strcmp(lab, "auto")   ? LABEL_AUTO
+                    : !strcmp(lab, "none") ? LABEL_NONE
+                                           : LABEL_FIELD;
+  }
   if (s->label_mode == LABEL_AUTO)
     gf_strlcpy(s->label_name, "cls", sizeof s->label_name);
   if (o->index > GF_WDS_INDEX_SCAN)

@@ -74,7 +74,9 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "cannot allocate a batch slot's GPU JPEG tables");
   }
-  if (l->direct || l->gpu_jpeg_tables) {
+  /* GPU mode: a batch whose samples fill little of their places is
+   * gathered to the device sample by sample (loader_finalize.c). */
+  if (l->gather_tables || l->direct || l->gpu_jpeg_tables) {
     s->segs = table(a, B, sizeof *s->segs);
     if (!s->segs)
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -371,6 +373,7 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   /* JPEG on the GPU: the decoder opens on the stage's copy stream, or JPEG
    * stays on the CPU and the stats say why. */
   l->gpu_jpeg_tables = z.jpeg_gpu_mode != 0;
+  l->gather_tables = l->device >= 0; /* as gf_loader_size planned them */
   l->loco_gpu = z.loco;
   if (l->stage)
     gf_loader__jpeg_gpu_open(l, &z);

@@ -259,7 +259,15 @@ static void finalize_body(gf_loader *l, slot *s, uint32_t tid) {
       uint64_t len;
       gf_loader__take_gpu_span(l, s, true);
       s->gpu_seq = s->seq;
-      bool gather = nd || ng;
+      /* A ragged batch whose samples fill less than half their places
+       * (a source sized by a bound, not by its samples' shapes: tar
+       * shards, a remote folder) is gathered sample by sample rather
+       * than copied whole, places and all. */
+      uint64_t used = 0;
+      for (uint32_t j = 0; !same && s->segs && j < s->count; j++)
+        used += gf_shape_bytes(&s->shapes[j]);
+      bool sparse = !same && s->segs && used < s->batch.data_bytes / 2;
+      bool gather = nd || ng || sparse;
       uint32_t bands = 0;
       for (uint32_t j = 0; nl && j < s->count && rc == 0; j++) {
         s->loco[j] = (gf_stage_loco){0, bands};

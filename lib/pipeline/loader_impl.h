@@ -252,6 +252,8 @@ struct gf_loader {
    * why none, and the samples decoded there and refused there. */
   bool gpu_jpeg;
   bool gpu_jpeg_tables;
+  bool gather_tables;      /* GPU mode as planned: every slot has its gather
+                              list (segs) */
   bool loco_gpu;           /* GPU mode, a dataset with loco records: the
                               GPU decodes them (the stage's loco block) */
   bool gpu_progressive; /* the decoder takes progressive JPEG (a probe at

@@ -289,12 +289,13 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
    * its listing and max_sample_bytes (or the default bound), not from a
    * request for each file's header. */
   const gf_transform *tf = &c->transform;
-  /* Tar shards, local or remote, likewise: their index told every
-   * extent, and reading each image's header would cost a read a sample. */
+  /* Remote tar shards likewise (their index told every extent). Local
+   * ones, as a local folder, are sized from their images' headers: a
+   * small read a sample at create, for places no larger than the largest
+   * image needs. */
   bool listed =
       !(gf_source_caps(src) & GF_SOURCE_RECORDS) &&
-      ((gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) ||
-       (gf_source_caps(src) & GF_SOURCE_PACKED)) &&
+      (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) &&
       tf->height && tf->width && gf_source_extent_listed(src, &dopts, &ex) == 0;
   if (listed) {
     ex.max_decoded = c->max_sample_bytes ? c->max_sample_bytes
@@ -383,7 +384,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
 }
 
 /* A slot's per-sample tables (alloc_slot makes them). */
-static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg,
+static uint64_t table_bytes(uint64_t B, bool gpu, bool direct, bool gpu_jpeg,
                             bool loco) {
   const slot *s = NULL;
   uint64_t each = sizeof *s->shapes + sizeof *s->offsets + sizeof *s->labels +
@@ -397,7 +398,7 @@ static uint64_t table_bytes(uint64_t B, bool direct, bool gpu_jpeg,
             sizeof *s->jpos;
   if (loco)
     each += sizeof *s->loco;
-  if (direct || gpu_jpeg) /* the gather list */
+  if (gpu || direct || gpu_jpeg) /* the gather list */
     each += sizeof *s->segs;
   return B * each;
 }
@@ -449,7 +450,7 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
                 c->cache_direct == GF_CACHE_DIRECT_AUTO;
   gf_loader__jpeg_gpu_plan(c, gpu, z);
   z->slot_table_bytes =
-      table_bytes(B, direct, z->jpeg_gpu_mode != 0, z->loco);
+      table_bytes(B, gpu, direct, z->jpeg_gpu_mode != 0, z->loco);
   autotune(c, z, gpu);
   z->slots = c->staging_slots ? c->staging_slots : z->prefetch;
   z->chunk = chunk_for(c, z, z->threads);
