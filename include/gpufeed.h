@@ -535,7 +535,7 @@ typedef struct gf_shards_config {
                                hold (else it fails under error_policy);
                                "json:KEY": the integer at KEY of the json
                                field's object */
-  uint32_t threads;         /* shards opened at once at create (0: 32 for
+  uint32_t threads;         /* shards opened at once at create (0: 128 for
                                remote shards, else the online cores) */
   uint32_t reserved0;       /* must be zero */
   uint64_t index_bytes;     /* the largest index file read (0: 256 MiB) */

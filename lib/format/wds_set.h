@@ -40,7 +40,7 @@ typedef struct gf_wds_set_opts {
    * which every sample must hold. */
   const char *label;
   uint32_t index;       /* GF_WDS_INDEX_* */
-  uint32_t threads;     /* shards opened at once (0: 32 for a remote
+  uint32_t threads;     /* shards opened at once (0: 128 for a remote
                            storage, else the online cores, at most 64) */
   uint64_t index_bytes; /* the largest sidecar read (0: the default) */
 } gf_wds_set_opts;

@@ -249,7 +249,7 @@ static void *open_main(void *arg) {
 static uint32_t default_threads(const gf_wds_set *s, uint32_t n) {
   uint32_t t;
   if (gf_storage_caps(s->st) & GF_STORAGE_REMOTE) {
-    t = 32;
+    t = 128; /* round trips, not cores: HEAD and index GET each */
   } else {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     t = c > 0 ? (uint32_t)(c > 64 ? 64 : c) : 1;
