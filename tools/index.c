@@ -109,62 +109,32 @@ static int expand(shard_list *l, const char *pattern, const char *base,
   return rc;
 }
 
+typedef struct list_ctx {
+  shard_list *l;
+  const char *file;
+  const gf_remote_config *remote;
+} list_ctx;
+
+static int list_line(void *ctx, const char *line, const char *base,
+                     uint64_t lineno) {
+  list_ctx *c = ctx;
+  char where[1100];
+  snprintf(where, sizeof where, "%s line %" PRIu64, c->file, lineno);
+  return expand(c->l, line, base, where, c->remote);
+}
+
 /* A list file: one location or pattern a line, blank lines and lines
  * starting with '#' left out; relative paths from the file's folder (as
- * the loader reads "@FILE"). Returns 0 or a negative code, reported. */
+ * the loader reads "@FILE": gf_wds_list_file). Returns 0 or a negative
+ * code, reported. */
 static int read_list(shard_list *l, const char *file,
                      const gf_remote_config *remote) {
-  void *data;
-  size_t len;
-  int rc = gfc_read_file(file, GF_WDS_LIST_BYTES_MAX, &data, &len);
-  if (rc < 0) {
+  list_ctx c = {l, file, remote};
+  gf_error_clear();
+  int rc = gf_wds_list_file(file, list_line, &c);
+  /* expand() reported its own failures; the file's are recorded. */
+  if (rc < 0 && gf_last_error()->code == rc && gf_last_error()->path[0])
     gfc_error_last(CMD, rc);
-    return rc;
-  }
-  char *text = data;
-  if (memchr(text, '\0', len)) {
-    gfc_error(CMD, "%s: the shard list holds a NUL byte: not a text file",
-              file);
-    free(data);
-    return -EINVAL;
-  }
-  char *grown = realloc(text, len + 1); /* room for the final NUL */
-  if (!grown) {
-    free(text);
-    gfc_error(CMD, "out of memory");
-    return -ENOMEM;
-  }
-  text = grown;
-  text[len] = '\0';
-  const char *slash = strrchr(file, '/');
-  char *base =
-      slash ? strndup(file, slash > file ? (size_t)(slash - file) : 1) : NULL;
-  if (slash && !base) {
-    free(text);
-    gfc_error(CMD, "out of memory");
-    return -ENOMEM;
-  }
-  uint64_t line = 0;
-  for (char *p = text; rc == 0 && *p;) {
-    char *e = strchr(p, '\n');
-    char *next = e ? e + 1 : p + strlen(p);
-    if (e)
-      *e = '\0';
-    line++;
-    while (*p == ' ' || *p == '\t')
-      p++;
-    size_t n = strlen(p);
-    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
-      p[--n] = '\0';
-    if (n && p[0] != '#') {
-      char where[1100];
-      snprintf(where, sizeof where, "%s line %" PRIu64, file, line);
-      rc = expand(l, p, base, where, remote);
-    }
-    p = next;
-  }
-  free(base);
-  free(text);
   return rc;
 }
 

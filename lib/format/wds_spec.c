@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SHARDS_MAX_DEFAULT 1000000u
 
@@ -108,28 +109,41 @@ static int expand_onto(list *l, const char *pattern, const char *base) {
   return rc;
 }
 
-/* A list file: one location or pattern a line. */
-static int read_list(list *l, const char *file) {
+int gf_wds_list_file(const char *file, gf_wds_line_fn fn, void *ctx) {
   FILE *f = fopen(file, "rb");
   if (!f)
     return gf_fail(-errno, file, GF_NO_INDEX, GF_NO_INDEX,
                    "cannot open the shard list file: %s", strerror(errno));
-  char *text = malloc(GF_WDS_LIST_BYTES_MAX + 1);
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    fclose(f);
+    return gf_fail(-EINVAL, file, GF_NO_INDEX, GF_NO_INDEX,
+                   "the shard list is not a regular file");
+  }
+  if ((uint64_t)sb.st_size > GF_WDS_LIST_BYTES_MAX) {
+    fclose(f);
+    return gf_fail(GF_ELIMIT, file, GF_NO_INDEX, GF_NO_INDEX,
+                   "the shard list file holds more than %u bytes",
+                   GF_WDS_LIST_BYTES_MAX);
+  }
+  /* Its size at open, and a byte more to see it grew. */
+  size_t cap = (size_t)sb.st_size + 1;
+  char *text = malloc(cap + 1);
   if (!text) {
     fclose(f);
-    return -ENOMEM;
+    return gf_fail(-ENOMEM, file, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory for the shard list file");
   }
-  size_t len = fread(text, 1, GF_WDS_LIST_BYTES_MAX + 1, f);
+  size_t len = fread(text, 1, cap, f);
   int err = ferror(f);
   fclose(f);
   int rc = 0;
   if (err)
     rc = gf_fail(-EIO, file, GF_NO_INDEX, GF_NO_INDEX,
                  "cannot read the shard list file");
-  else if (len > GF_WDS_LIST_BYTES_MAX)
-    rc = gf_fail(GF_ELIMIT, file, GF_NO_INDEX, GF_NO_INDEX,
-                 "the shard list file holds more than %u bytes",
-                 GF_WDS_LIST_BYTES_MAX);
+  else if (len == cap)
+    rc = gf_fail(-EAGAIN, file, GF_NO_INDEX, GF_NO_INDEX,
+                 "the shard list file grew while it was read");
   else if (memchr(text, '\0', len))
     rc = gf_fail(-EINVAL, file, GF_NO_INDEX, GF_NO_INDEX,
                  "the shard list file holds a NUL byte: not a text file");
@@ -139,7 +153,7 @@ static int read_list(list *l, const char *file) {
     base =
         slash ? strndup(file, slash > file ? (size_t)(slash - file) : 1) : NULL;
     if (slash && !base)
-      rc = -ENOMEM;
+      rc = gf_fail(-ENOMEM, file, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
   }
   text[rc == 0 ? len : 0] = '\0';
   uint64_t line = 0;
@@ -155,20 +169,37 @@ static int read_list(list *l, const char *file) {
     size_t n = strlen(p);
     while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
       p[--n] = '\0';
-    if (n && p[0] != '#') {
-      rc = expand_onto(l, p, base);
-      if (rc < 0) {
-        char where[64];
-        snprintf(where, sizeof where, "shard list line %llu",
-                 (unsigned long long)line);
-        gf_fail_context(rc, file, GF_NO_INDEX, where);
-      }
-    }
+    if (n && p[0] != '#')
+      rc = fn(ctx, p, base, line);
     p = next;
   }
   free(base);
   free(text);
   return rc;
+}
+
+typedef struct list_ctx {
+  list *l;
+  const char *file;
+} list_ctx;
+
+static int list_line(void *ctx, const char *line, const char *base,
+                     uint64_t lineno) {
+  list_ctx *c = ctx;
+  int rc = expand_onto(c->l, line, base);
+  if (rc < 0) {
+    char where[64];
+    snprintf(where, sizeof where, "shard list line %llu",
+             (unsigned long long)lineno);
+    gf_fail_context(rc, c->file, GF_NO_INDEX, where);
+  }
+  return rc;
+}
+
+/* A list file: one location or pattern a line. */
+static int read_list(list *l, const char *file) {
+  list_ctx c = {l, file};
+  return gf_wds_list_file(file, list_line, &c);
 }
 
 /* The length of the folder part of location s (up to its last '/'; 0

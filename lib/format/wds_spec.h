@@ -39,4 +39,16 @@ int gf_wds_spec_parse(const char *source, uint64_t max, char **root,
                       char ***names, uint32_t *n);
 void gf_wds_spec_free(char *root, char **names, uint32_t n);
 
+/* Called for each location or pattern of a list file (`line`, trimmed;
+ * blank lines and '#' lines left out), with the list file's folder, from
+ * which a relative path is taken (base; NULL when the file was named
+ * without one), and the line's number. A nonzero return stops the read
+ * and is what gf_wds_list_file returns. */
+typedef int (*gf_wds_line_fn)(void *ctx, const char *line, const char *base,
+                              uint64_t lineno);
+/* Reads the local list file `file` (at most GF_WDS_LIST_BYTES_MAX bytes,
+ * text: no NUL) and calls fn for each of its lines. Returns 0, fn's
+ * nonzero return, or the file's error with it named. */
+int gf_wds_list_file(const char *file, gf_wds_line_fn fn, void *ctx);
+
 #endif
