@@ -321,7 +321,6 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
       return rc;
     }
   /* Merged in order. */
-  uint32_t remote_scans = 0;
   for (uint32_t i = 0; i < n && rc == 0; i++) {
     shard *sh = &s->shards[i];
     sh->first = s->all.count;
@@ -333,7 +332,6 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
     s->info.indexed += sh->indexed;
     s->info.scanned += !sh->indexed;
     s->info.index_refused += sh->refused;
-    remote_scans += !sh->indexed;
     gf_wds_samples_free(&sh->part);
   }
   if (rc == 0)
@@ -345,12 +343,12 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
   s->info.shards = n;
   s->info.samples = s->all.count;
   s->info.dropped = s->all.dropped;
-  if (remote_scans && (gf_storage_caps(st) & GF_STORAGE_REMOTE))
+  if (s->info.scanned && (gf_storage_caps(st) & GF_STORAGE_REMOTE))
     gf_log(GF_LOG_WARN,
            "%s: %u of the %u shards have no index and were scanned over the "
            "network, which reads them through; `gpufeed index` writes "
            "indexes beside them",
-           gf_storage_display(st), remote_scans, n);
+           gf_storage_display(st), s->info.scanned, n);
   for (uint64_t i = 0; i < s->all.count; i++) {
     gf_wds_extent x;
     if (gf_wds_set_extent(s, i, &x) < 0)
