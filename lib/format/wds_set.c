@@ -5,7 +5,6 @@
 
 #include "format/format.h"
 #include "format/tar_header.h"
-#include "format/wds_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,43 +78,12 @@ int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out) {
   const gf_wds_sample *m = &s->all.samples[idx];
   const gf_wds_field *f = &s->all.fields[m->first];
   uint64_t at = m->count ? f[0].offset : 0;
-  if (m->flags & GF_WDS_DUP_FIELD) {
-    char what[160];
-    snprintf(what, sizeof what,
-             "field '%s' comes twice (webdataset refuses such a sample)",
-             s->all.names[m->dup]);
-    return bad_sample(s, idx, GF_EBADSOURCE, at, what);
-  }
-  int img = -1, lab = -1, codec = GF_FOLDER_CODEC_UNKNOWN;
-  for (uint32_t k = 0; k < m->count; k++) {
-    for (uint32_t i = 0; i < s->n_image; i++)
-      if (f[k].name == s->image_ids[i]) {
-        if (img >= 0) {
-          char what[400];
-          snprintf(what, sizeof what,
-                   "two image fields ('%s' and '%s'): the options take "
-                   "one of '%s'",
-                   gf_wds_field_name(&s->all, &f[img]),
-                   gf_wds_field_name(&s->all, &f[k]), s->image_list);
-          return bad_sample(s, idx, GF_EBADSOURCE, at, what);
-        }
-        img = (int)k;
-        codec = s->image_codec[i];
-      }
-    if (s->label_id != UINT32_MAX && f[k].name == s->label_id)
-      lab = (int)k;
-  }
-  if (img < 0) {
-    char what[400];
-    snprintf(what, sizeof what, "no image field (one of '%s')", s->image_list);
-    return bad_sample(s, idx, GF_EBADSOURCE, at, what);
-  }
-  if (lab < 0 &&
-      (s->label_mode == LABEL_FIELD || s->label_mode == LABEL_JSON)) {
-    char what[160];
-    snprintf(what, sizeof what, "no label field '%s'", s->label_name);
-    return bad_sample(s, idx, GF_EBADSOURCE, at, what);
-  }
+  gf_wds_pick p;
+  char why[400];
+  if (gf_wds_rules_pick(&s->rules, &s->ids, &s->all, idx, &p, why, sizeof why) <
+      0)
+    return bad_sample(s, idx, GF_EBADSOURCE, at, why);
+  int img = p.image, lab = p.label, codec = p.codec;
   uint64_t lo = f[img].offset, hi = f[img].offset + f[img].size;
   if (lab >= 0) {
     if (f[lab].offset < lo)
@@ -188,33 +156,6 @@ static int check_header(const gf_wds_set *s, uint64_t idx,
   return bad_sample(s, idx, GF_ECORRUPT, x->offset + off, what);
 }
 
-/* A decimal integer with optional white space and sign, as Python's int()
- * takes a cls field (underscores aside). */
-static bool parse_label(const uint8_t *p, uint64_t n, int64_t *out) {
-  uint64_t i = 0;
-  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' ||
-                   p[i] == '\r' || p[i] == '\v' || p[i] == '\f'))
-    i++;
-  bool neg = false;
-  if (i < n && (p[i] == '+' || p[i] == '-'))
-    neg = p[i++] == '-';
-  uint64_t v = 0, digits = 0;
-  for (; i < n && p[i] >= '0' && p[i] <= '9'; i++, digits++) {
-    if (v > (uint64_t)INT64_MAX / 10)
-      return false;
-    v = v * 10 + (uint64_t)(p[i] - '0');
-    if (v > (uint64_t)INT64_MAX)
-      return false;
-  }
-  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' ||
-                   p[i] == '\r' || p[i] == '\v' || p[i] == '\f'))
-    i++;
-  if (!digits || i != n)
-    return false;
-  *out = neg ? -(int64_t)v : (int64_t)v;
-  return true;
-}
-
 /* Sample idx's member whose data lies at byte `at` of its shard. */
 static const gf_wds_field *member_at(const gf_wds_set *s, uint64_t idx,
                                      uint64_t at) {
@@ -243,35 +184,10 @@ int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
     const gf_wds_field *lf = member_at(s, idx, x.offset + x.label_offset);
     if ((rc = check_header(s, idx, &x, buf, x.label_offset, lf)) < 0)
       return rc;
-    if (s->label_mode == LABEL_JSON) {
-      int j = gf_wds_json_int(buf + x.label_offset, x.label_length, s->json_key,
-                              label);
-      if (j != GF_WDS_JSON_FOUND) {
-        char what[300];
-        snprintf(what, sizeof what,
-                 j == GF_WDS_JSON_ABSENT ? "its json field has no key '%s'"
-                 : j == GF_WDS_JSON_NOT_INT
-                     ? "its json field's '%s' is not an integer"
-                     : "its json field is not a JSON object (looking for "
-                       "'%s')",
-                 s->json_key);
-        return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset,
-                          what);
-      }
-    } else if (!parse_label(buf + x.label_offset, x.label_length, label)) {
-      char what[200], shown[40];
-      uint64_t n = x.label_length < 24 ? x.label_length : 24;
-      size_t k = 0;
-      for (uint64_t i = 0; i < n; i++) {
-        uint8_t c = buf[x.label_offset + i];
-        shown[k++] = c >= 0x20 && c < 0x7f && c != '\'' ? (char)c : '?';
-      }
-      shown[k] = '\0';
-      snprintf(what, sizeof what,
-               "label field '%s' is not a decimal integer ('%s%s')",
-               s->label_name, shown, x.label_length > n ? "..." : "");
-      return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset, what);
-    }
+    char why[300];
+    if (gf_wds_rules_label(&s->rules, buf + x.label_offset, x.label_length,
+                           label, why, sizeof why) < 0)
+      return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset, why);
   }
   *image_off = x.image_offset;
   *image_len = x.image_length;

@@ -27,8 +27,6 @@ enum {
 
 /* The largest sidecar index read, by default. */
 #define GF_WDS_INDEX_BYTES_DEFAULT (256u << 20)
-/* The most image field names and label choices. */
-#define GF_WDS_IMAGE_FIELDS_MAX 16u
 
 typedef struct gf_wds_set_opts {
   /* The fields an image may come from, ';'-separated, lower-case

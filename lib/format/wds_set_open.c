@@ -17,87 +17,14 @@
 /* ---- options ------------------------------------------------------------ */
 
 static int parse_opts(gf_wds_set *s, const gf_wds_set_opts *o) {
-  const char *img =
-      o->image_fields && o->image_fields[0] ? o->image_fields : "jpg;jpeg;png";
-  if (strlen(img) >= sizeof s->image_list)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "shards: image_fields is longer than %zu bytes",
-                   sizeof s->image_list - 1);
-  gf_strlcpy(s->image_list, img, sizeof s->image_list);
-  const char *lab = o->label && o->label[0] ? o->label : "auto";
-  if (!strncmp(lab, "json:", 5)) {
-    /* The integer at a key of the json field. */
-    if (!lab[5] || strlen(lab + 5) >= sizeof s->json_key)
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "shards: label '%s': json:KEY names a key of 1 to %zu "
-                     "bytes",
-                     lab, sizeof s->json_key - 1);
-    gf_strlcpy(s->json_key, lab + 5, sizeof s->json_key);
-    gf_strlcpy(s->label_name, "json", sizeof s->label_name);
-    s->label_mode = LABEL_JSON;
-    lab = NULL;
-  }
-  if (lab && (strlen(lab) >= sizeof s->label_name || strchr(lab, ';') ||
-              strchr(lab, '/')))
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "shards: label '%s' is not a field name, \"auto\", "
-                   "\"none\" or \"json:KEY\"",
-                   lab);
-  for (const char *c = lab; c && *c; c++)
-    if (*c >= 'A' && *c <= 'Z')
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "shards: label '%s': field names are lower-case (a "
-                     "shard's fields are lower-cased as webdataset does)",
-                     lab);
-  if (lab) {
-    gf_strlcpy(s->label_name, lab, sizeof s->label_name);
-    s->label_mode = !strcmp(lab, "auto")   ? LABEL_AUTO
-                    : !strcmp(lab, "none") ? LABEL_NONE
-                                           : LABEL_FIELD;
-  }
-  if (s->label_mode == LABEL_AUTO)
-    gf_strlcpy(s->label_name, "cls", sizeof s->label_name);
+  int rc = gf_wds_rules_parse(&s->rules, o->image_fields, o->label);
+  if (rc < 0)
+    return rc;
   if (o->index > GF_WDS_INDEX_SCAN)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "shards: index mode %u is not one of auto (0), require "
                    "(1), scan (2)",
                    o->index);
-  return 0;
-}
-
-/* Resolves the option names to the merged table's ids. */
-static int resolve_ids(gf_wds_set *s) {
-  char list[256];
-  gf_strlcpy(list, s->image_list, sizeof list);
-  s->n_image = 0;
-  for (char *save = NULL, *t = strtok_r(list, ";", &save); t;
-       t = strtok_r(NULL, ";", &save)) {
-    if (!t[0])
-      continue;
-    for (const char *c = t; *c; c++)
-      if (*c >= 'A' && *c <= 'Z')
-        return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                       "shards: image field '%s': field names are "
-                       "lower-case",
-                       t);
-    if (s->n_image == GF_WDS_IMAGE_FIELDS_MAX)
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "shards: more than %u image fields",
-                     GF_WDS_IMAGE_FIELDS_MAX);
-    uint32_t id = gf_wds_name_id(&s->all, t);
-    s->image_ids[s->n_image] = id;
-    /* gf_folder_name_codec wants a file name: ".jpg" and so on. */
-    char nm[80];
-    snprintf(nm, sizeof nm, "x.%s", t);
-    s->image_codec[s->n_image] = gf_folder_name_codec(nm);
-    s->n_image++;
-  }
-  if (!s->n_image)
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "shards: image_fields names no field");
-  s->label_id = s->label_mode == LABEL_NONE
-                    ? UINT32_MAX
-                    : gf_wds_name_id(&s->all, s->label_name);
   return 0;
 }
 
@@ -335,7 +262,7 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
     gf_wds_samples_free(&sh->part);
   }
   if (rc == 0)
-    rc = resolve_ids(s);
+    gf_wds_rules_ids(&s->rules, &s->all, &s->ids);
   if (rc < 0) {
     gf_wds_set_close(s);
     return rc;
