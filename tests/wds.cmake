@@ -18,3 +18,6 @@ gpufeed_add_script_test(cli_wds_interop SCRIPT cli_wds_interop.sh TIMEOUT 120
 # tar scan and the key rules above.
 gpufeed_add_test(test_wds_writer SOURCES ${_wds}/test_wds_writer.c TIMEOUT 60)
 gpufeed_add_test(test_wds_json SOURCES ${_wds}/test_wds_json.c TIMEOUT 60)
+# lib/format/wds_stream.c: a shard read front to back, checked against the
+# indexed reader of the same shard.
+gpufeed_add_test(test_wds_stream SOURCES ${_wds}/test_wds_stream.c TIMEOUT 60)

@@ -241,6 +241,20 @@ int gf_wds_samples_append(gf_wds_samples *dst, const gf_wds_samples *src,
   return 0;
 }
 
+void gf_wds_samples_keep_last(gf_wds_samples *s) {
+  if (s->count <= 1)
+    return;
+  gf_wds_sample m = s->samples[s->count - 1];
+  memmove(s->fields, s->fields + m.first, m.count * sizeof *s->fields);
+  memmove(s->keys, s->keys + m.key, m.key_len + 1);
+  m.first = 0;
+  m.key = 0;
+  s->samples[0] = m;
+  s->count = 1;
+  s->field_count = m.count;
+  s->keys_len = m.key_len + 1;
+}
+
 void gf_wds_samples_free(gf_wds_samples *s) {
   if (!s)
     return;

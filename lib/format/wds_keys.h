@@ -89,6 +89,10 @@ static inline const char *gf_wds_field_name(const gf_wds_samples *s,
 }
 /* The id of the field name `name` (lower-case), or UINT32_MAX. */
 uint32_t gf_wds_name_id(const gf_wds_samples *s, const char *name);
+/* Drops every sample but the last (which becomes sample 0), keeping the
+ * field names: a reader that takes samples as they complete holds one
+ * sample's members, not a shard's. */
+void gf_wds_samples_keep_last(gf_wds_samples *s);
 /* NULL accepted; leaves *s zero. */
 void gf_wds_samples_free(gf_wds_samples *s);
 
