@@ -52,3 +52,19 @@ gpufeed_add_test(test_net_fixture
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_net_fixture.c TIMEOUT 120)
 target_link_libraries(test_net_fixture PRIVATE gpufeed_nettest)
 gpufeed_net_test(test_net_fixture)
+
+# gf_object_stream (lib/io/storage*.c): local files, and HTTP from nginx
+# through netproxy: one GET, resumed after a cut, refused when the object
+# changed (tests/test_storage_stream.c).
+gpufeed_add_test(test_storage_stream
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_storage_stream.c TIMEOUT 180
+  LABELS io http threaded)
+target_link_libraries(test_storage_stream PRIVATE gpufeed_http_fixture)
+gpufeed_net_test(test_storage_stream)
+# The same over S3, from moto (tests/storage_stream_s3.sh); skips without
+# moto and boto3 unless GPUFEED_REQUIRE_S3=1.
+gpufeed_add_script_test(storage_stream_s3 SCRIPT storage_stream_s3.sh
+  TIMEOUT 240 LABELS io s3 net)
+set_property(TEST storage_stream_s3 APPEND PROPERTY ENVIRONMENT
+  "GPUFEED_NETPROXY=$<TARGET_FILE:netproxy>"
+  "GPUFEED_STREAM_TEST=$<TARGET_FILE:test_storage_stream>")

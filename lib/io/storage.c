@@ -277,6 +277,60 @@ int gf_object_read(gf_object *o, void *buf, uint64_t off, uint64_t len) {
   return 0;
 }
 
+/* gf_object_stream where the storage cannot stream: reads of
+ * GF_STREAM_CHUNK bytes into one buffer, each handed to sink. */
+static int64_t stream_by_reads(gf_object *o, uint64_t off, uint64_t len,
+                               gf_stream_sink sink, void *ctx) {
+  size_t cap = len < GF_STREAM_CHUNK ? (size_t)len : GF_STREAM_CHUNK;
+  uint8_t *buf = malloc(cap);
+  if (!buf)
+    return gf_fail(-ENOMEM, o->display, GF_NO_INDEX, off,
+                   "out of memory for a %zu-byte stream buffer", cap);
+  uint64_t done = 0;
+  int64_t rc = 0;
+  while (done < len) {
+    uint64_t want = len - done < cap ? len - done : cap;
+    int64_t n = gf_object_read_upto(o, buf, off + done, want);
+    if (n < 0) {
+      rc = n;
+      break;
+    }
+    /* obj_read is short only where the object ends: it was cut since it
+     * was opened (len was cut at its size then). The caller is told, as
+     * a count short of len would mean that sink stopped. */
+    if ((uint64_t)n < want) {
+      rc = gf_fail(
+          GF_ETRUNCATED, o->display, GF_NO_INDEX, off + done + (uint64_t)n,
+          "the object ended after %llu of the %llu bytes streamed "
+          "from offset %llu (it was %llu bytes at open)",
+          (unsigned long long)(done + (uint64_t)n), (unsigned long long)len,
+          (unsigned long long)off, (unsigned long long)o->size);
+      break;
+    }
+    int r = sink(ctx, buf, (size_t)n);
+    if (r < 0) {
+      rc = r;
+      break;
+    }
+    done += (uint64_t)n;
+    if (r > 0)
+      break;
+  }
+  free(buf);
+  return rc < 0 ? rc : (int64_t)done;
+}
+
+int64_t gf_object_stream(gf_object *o, uint64_t off, uint64_t len,
+                         gf_stream_sink sink, void *ctx) {
+  if (off >= o->size || !len)
+    return 0;
+  if (len > o->size - off)
+    len = o->size - off;
+  if (o->st->ops->obj_stream)
+    return o->st->ops->obj_stream(o, off, len, sink, ctx);
+  return stream_by_reads(o, off, len, sink, ctx);
+}
+
 int gf_object_slurp(gf_storage *s, const char *name, uint64_t max, char **buf,
                     uint64_t *len) {
   *buf = NULL;

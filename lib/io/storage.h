@@ -68,6 +68,17 @@ typedef struct gf_dirent {
  * return stops the listing and is what gf_storage_list returns. */
 typedef int (*gf_list_fn)(void *ctx, const gf_dirent *e);
 
+/* Takes the next len bytes of a streamed range (gf_object_stream), in
+ * order; len > 0 and data valid during the call only. Returns 0 to go on,
+ * 1 to stop there (the bytes given so far, these included, are taken; the
+ * stream returns their count), or a negative code (with its error
+ * recorded: gf_fail) that ends the stream with it. Called on the thread
+ * that called gf_object_stream. */
+typedef int (*gf_stream_sink)(void *ctx, const uint8_t *data, size_t len);
+/* The most gf_object_stream reads at a time from a storage that cannot
+ * stream (no obj_stream): the memory a stream holds there. */
+#define GF_STREAM_CHUNK (1u << 20)
+
 typedef struct gf_storage gf_storage;
 typedef struct gf_object gf_object;
 
@@ -116,6 +127,11 @@ typedef struct gf_storage_ops {
   /* Up to len bytes at off into buf: the count read (fewer than len only
    * where the object ends) or a negative code, with context. */
   int64_t (*obj_read)(gf_object *o, void *buf, uint64_t off, uint64_t len);
+  /* Optional: bytes [off, off + len) (len > 0, inside the object) handed
+   * to sink as they come, in one request (gf_object_stream). NULL:
+   * gf_object_stream reads them by obj_read, GF_STREAM_CHUNK at a time. */
+  int64_t (*obj_stream)(gf_object *o, uint64_t off, uint64_t len,
+                        gf_stream_sink sink, void *ctx);
   /* Asynchronous reads for the reader (io.h): NULL for GF_STORAGE_FD
    * storages, whose objects the reader reads by descriptor. */
   const gf_io_engine_ops *engine;
@@ -235,6 +251,26 @@ static inline int64_t gf_object_read_upto(gf_object *o, void *buf, uint64_t off,
 /* Exactly len bytes at off: 0, GF_ETRUNCATED (the object ends first) or
  * the read's error, with the object named in the context. */
 int gf_object_read(gf_object *o, void *buf, uint64_t off, uint64_t len);
+/* Reads bytes [off, off + len) of o front to back, handing them to sink as
+ * they come (a tar shard parsed as it arrives, in bounded memory): where
+ * the storage can, in one request (HTTP and S3: one GET whose body goes to
+ * sink as it arrives; a try that breaks is retried from the first byte not
+ * yet handed, with the object's version condition, so sink never sees a
+ * byte twice nor a byte of another version), else in reads of
+ * GF_STREAM_CHUNK bytes (local files, and a remote storage behind the disk
+ * cache tier, whose reads the tier serves). len is cut at the object's end
+ * (o->size). Returns the bytes handed to sink (len, or fewer when sink
+ * stopped), or a negative code with context: the read's error (naming the
+ * object, the range and the cause, as reads' errors do; GF_ETRUNCATED
+ * where a local file ends before its size at open) or sink's own (its
+ * context kept). A sink that blocks long holds the connection idle: the
+ * stall rule (gf_remote_config.stall_ms) can take that for a stalled
+ * server, and a server closes an idle connection after its own timeout;
+ * either costs a try (made again from where the sink is). A sink bounds
+ * how long it blocks and returns 1 instead, and the caller streams again
+ * from where it stopped. Any thread, as reads. */
+int64_t gf_object_stream(gf_object *o, uint64_t off, uint64_t len,
+                         gf_stream_sink sink, void *ctx);
 
 /* Reads a whole object of at most max bytes into a malloc'd buffer
  * (*buf owned by the caller, NUL-terminated after *len bytes). Returns 0,

@@ -2,12 +2,13 @@
  * the root's, opened with HEAD (its size from Content-Length, its version
  * from ETag or Last-Modified) and read with ranged GETs that carry
  * If-Match, so that a reply of another version is refused rather than
- * taken. No listing and no links: a server serves built datasets, whose
- * index names every object. The synchronous calls here may come from any
- * thread; each takes an easy handle from a small pool, whose connections
- * stay open between requests, and all of them share one DNS cache and
- * TLS session cache (a CURLSH with locks). The reader's reads go through
- * the engine (storage_http_engine.c) instead. */
+ * taken; a stream (gf_object_stream) is one such GET whose body goes to
+ * the caller's sink as it comes. No listing and no links: a server serves
+ * built datasets, whose index names every object. The synchronous calls
+ * here may come from any thread; each takes an easy handle from a small
+ * pool, whose connections stay open between requests, and all of them
+ * share one DNS cache and TLS session cache (a CURLSH with locks). The
+ * reader's reads go through the engine (storage_http_engine.c) instead. */
 #include "io/storage_http.h"
 
 #include <curl/curl.h> /* the easy and share interfaces */
@@ -415,6 +416,32 @@ static int64_t http_obj_read(gf_object *base, void *buf, uint64_t off,
   return (int64_t)len;
 }
 
+/* One GET of the whole range whose body goes to sink as it comes; a try
+ * that breaks is asked again from the first byte not handed, with the
+ * object's condition (If-Match), as a read's is. */
+static int64_t http_obj_stream(gf_object *base, uint64_t off, uint64_t len,
+                               gf_stream_sink sink, void *ctx) {
+  gf_http_object *o = (gf_http_object *)base;
+  gf_http_storage *s = (gf_http_storage *)base->st;
+  gf_http_xfer x;
+  memset(&x, 0, sizeof x);
+  x.url = o->url;
+  x.headers = o->headers;
+  x.ask.off = off;
+  x.ask.len = len;
+  x.ask.size = base->size;
+  x.ask.version = base->version;
+  x.sink = sink;
+  x.sink_ctx = ctx;
+  char why[512];
+  int rc = gf_http_run(s, &x, why, sizeof why);
+  if (rc < 0 && x.sink_rc < 0)
+    return rc; /* the sink's, with the context it recorded */
+  if (rc < 0)
+    return gf_fail(rc, base->display, GF_NO_INDEX, off + x.got, "%s", why);
+  return (int64_t)x.got;
+}
+
 static void http_counters(gf_storage *st, gf_storage_counters *out) {
   gf_http_storage *s = (gf_http_storage *)st;
   out->requests = atomic_load_explicit(&s->requests, memory_order_relaxed);
@@ -449,6 +476,7 @@ const gf_storage_ops gf_storage_http = {
     .obj_open_known = http_obj_open_known,
     .obj_close = http_obj_close,
     .obj_read = http_obj_read,
+    .obj_stream = http_obj_stream,
     .engine = &gf_http_engine,
     .counters = http_counters,
     .describe = http_describe,

@@ -226,10 +226,11 @@ int gf_http_storage_open(const char *url, const char *shown,
 void gf_http_storage_display(const gf_http_storage *s, const char *name,
                              char *buf, size_t cap);
 
-/* Runs request x synchronously (its ask, url, headers and buf set; the
- * rest zero) with its tries, on a pooled handle. Returns 0, or the
- * request's code with its words in why (the range, the cause, the tries;
- * not the object's name). Any thread. */
+/* Runs request x synchronously (its ask, url, headers and buf or sink
+ * set; the rest zero) with its tries, on a pooled handle. Returns 0, or
+ * the request's code with its words in why (the range, the cause, the
+ * tries; not the object's name); a sink's code leaves why empty (the sink
+ * recorded its error). Any thread. */
 int gf_http_run(gf_http_storage *s, struct gf_http_xfer *x, char *why,
                 size_t cap);
 
@@ -251,8 +252,15 @@ typedef struct gf_http_xfer {
   const void *headers; /* struct curl_slist * */
   char display[192];   /* what the messages name (cut to fit) */
   gf_http_ask ask;     /* the whole request */
-  uint8_t *buf;        /* GET: ask.len bytes */
-  uint64_t got;        /* body bytes taken into buf */
+  uint8_t *buf;        /* GET: ask.len bytes (NULL with a sink) */
+  /* A streamed GET (gf_object_stream): the body handed to sink as it
+   * comes instead of into buf, once the head is judged good. Its 1 ends
+   * the request as complete with got < ask.len, its negative code ends it
+   * with that code (sink_rc says which); neither is retried. */
+  gf_stream_sink sink;
+  void *sink_ctx;
+  int sink_rc;  /* the sink's last answer: 0, 1 (stopped) or its code */
+  uint64_t got; /* body bytes taken into buf or by sink */
   gf_http_retry retry;
   /* the try in progress */
   gf_http_reply reply;
@@ -283,8 +291,8 @@ typedef struct gf_http_xfer {
  * protocols, credentials, its share). NULL when out of memory. */
 void *gf_http_easy_new(gf_http_storage *st);
 void gf_http_easy_free(void *easy);
-/* Sets a request up on x->easy (x->st, url, headers, ask, buf set by the
- * caller; got 0) and starts its retry state. */
+/* Sets a request up on x->easy (x->st, url, headers, ask, buf or sink set
+ * by the caller; got 0) and starts its retry state. */
 void gf_http_xfer_begin(gf_http_xfer *x);
 /* Prepares the next try (the range still missing when a body was cut). */
 void gf_http_xfer_try(gf_http_xfer *x);

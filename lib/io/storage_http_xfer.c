@@ -1,11 +1,12 @@
 /* One request of the HTTP(S) storage on a libcurl easy handle: the
  * handle's options (TLS, timeouts, the stall rule, credentials), each
  * try's range and headers, the callbacks that judge the reply's head and
- * take its body straight into the caller's buffer (never more than
- * asked, never a byte of a reply judged wrong), and what a try's end
- * means: done, another try after a wait, or the request's error. The
- * same code serves the synchronous calls (storage_http.c) and the
- * reader's engine (storage_http_engine.c). */
+ * take its body straight into the caller's buffer or hand it to the
+ * caller's sink (never more than asked, never a byte of a reply judged
+ * wrong, never a byte twice), and what a try's end means: done, another
+ * try after a wait, or the request's error. The same code serves the
+ * synchronous calls (storage_http.c) and the reader's engine
+ * (storage_http_engine.c). */
 #include "io/storage_http.h"
 
 #include "io/remote_failure.h"
@@ -48,7 +49,14 @@ void *gf_http_easy_new(gf_http_storage *st) {
   SET(CURLOPT_CONNECTTIMEOUT_MS, (long)rc->connect_timeout_ms);
   /* A transfer that moves no byte for stall_ms (whole seconds: curl's
    * unit) is abandoned and retried, rather than a whole-transfer timeout
-   * that would cut a slow large read. */
+   * that would cut a slow large read, or a streamed GET of a whole shard.
+   * A stream's sink runs inside the body callback, so while it blocks no
+   * byte moves: one that blocks long counts as a stall to curl (this rule
+   * judges the speed over its last seconds, so a single block of a few
+   * stall_ms may pass, a slower one not) and to the server's own send
+   * timeout, and costs a try (made again from the first byte not handed).
+   * Callers bound how long their sink blocks and return 1 instead, then
+   * stream again from where they stopped. */
   SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
   SET(CURLOPT_LOW_SPEED_TIME, stall_s);
   SET(CURLOPT_TCP_KEEPALIVE, 1L);
@@ -137,6 +145,21 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
     x->overflow = true;
     return 0; /* ends the transfer: CURLE_WRITE_ERROR */
   }
+  if (x->sink) {
+    if (!len)
+      return 0; /* libcurl's call for an empty body: a sink takes len > 0 */
+    int r = x->sink(x->sink_ctx, (const uint8_t *)p, len);
+    if (r == 0) {
+      x->got += len;
+      return len;
+    }
+    /* Stopped (these bytes taken) or failed: either ends the transfer
+     * (CURLE_WRITE_ERROR), which xfer_verdict reads by sink_rc. */
+    x->sink_rc = r < 0 ? r : 1;
+    if (r > 0)
+      x->got += len;
+    return 0;
+  }
   memcpy(x->buf + x->got, p, len);
   x->got += len;
   return len;
@@ -146,6 +169,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
 
 void gf_http_xfer_begin(gf_http_xfer *x) {
   x->got = 0;
+  x->sink_rc = 0;
   x->cause[0] = '\0';
   gf_http_retry_start(&x->retry, x->st->remote.max_attempts,
                       x->st->remote.retry_ms, gf_http_retry_seed(),
@@ -228,6 +252,16 @@ static int xfer_verdict(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
   *wait_ms = 0;
   if (x->reply.status)
     x->retry.last_status = x->reply.status;
+  /* The sink ended the transfer: what it took is the request's result
+   * (stopped), or its code is (it recorded its error: why stays empty).
+   * Neither is the server's doing, so neither is retried. */
+  if (x->sink_rc > 0)
+    return 1;
+  if (x->sink_rc < 0) {
+    if (cap)
+      why[0] = '\0';
+    return x->sink_rc;
+  }
   /* The head is whole when the transfer ended well, or when curl knew
    * how many body bytes were still to come (a cut body); a body callback
    * judged it already. */
@@ -327,9 +361,10 @@ int gf_http_xfer_end(gf_http_xfer *x, int res, int64_t *wait_ms, char *why,
   gf_http_xfer_drop(x);
   gf_http_storage *st = x->st;
   atomic_fetch_add_explicit(&st->requests, 1, memory_order_relaxed);
+  /* A sink's code is the caller's failure, not the server's. */
   if (r == 0)
     atomic_fetch_add_explicit(&st->retries, 1, memory_order_relaxed);
-  else if (r < 0)
+  else if (r < 0 && !x->sink_rc)
     atomic_fetch_add_explicit(&st->failures, 1, memory_order_relaxed);
   else if (!x->ask.head)
     atomic_fetch_add_explicit(&st->bytes, x->got, memory_order_relaxed);

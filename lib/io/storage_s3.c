@@ -173,7 +173,8 @@ static int s3_stat(gf_storage *s, const char *name, bool follow, gf_stat *out) {
 static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
 static gf_storage_ops s3_ops;
 
-/* The HTTP storage's table, with S3's listing. */
+/* The HTTP storage's table, with S3's listing: its reads and streams
+ * (obj_stream) as they are, each try signed anew by sign. */
 static void make_ops(void) {
   s3_ops = gf_storage_http;
   s3_ops.name = "s3";
