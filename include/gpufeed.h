@@ -519,6 +519,17 @@ typedef enum gf_shards_index {
   GF_SHARDS_INDEX_AUTO = 0,
   GF_SHARDS_INDEX_REQUIRE = 1, /* every shard must have its index */
   GF_SHARDS_INDEX_SCAN = 2,    /* indexes are not looked for */
+  /* Streaming mode, for remote shards without indexes: no index, no
+   * scan; each shard read front to back in one request while its samples
+   * are decoded, shards dealt to ranks whole in an order shuffled each
+   * epoch, samples mixed in a shuffle buffer (shuffle, shuffle_bytes), as
+   * the webdataset library reads. What it gives up against an index
+   * (docs/SHARDS.md): the full permutation (the order is the buffer's), a
+   * known epoch length (ranks may deliver different counts), the sample
+   * cache, elastic resume (a resume replays the epoch's stream up to its
+   * position), and cheap repairs (under the skip policy a sample that
+   * fails to decode replays the epoch's stream up to its batch). */
+  GF_SHARDS_INDEX_STREAM = 3,
 } gf_shards_index;
 
 typedef struct gf_shards_config {
@@ -536,14 +547,19 @@ typedef struct gf_shards_config {
                                "json:KEY": the integer at KEY of the json
                                field's object */
   uint32_t threads;         /* shards opened at once at create (0: 128 for
-                               remote shards, else the online cores) */
-  uint32_t reserved0;       /* must be zero */
+                               remote shards, else the online cores); in
+                               streaming mode, shards read at once (0: 4) */
+  uint32_t shuffle;         /* streaming mode: the samples the shuffle
+                               buffer holds (0: 1000; 1: none), under
+                               GF_ORDER_SHUFFLE and _BLOCK */
   uint64_t index_bytes;     /* the largest index file read (0: 256 MiB) */
-  uint64_t reserved[4];     /* must be zero */
+  uint64_t shuffle_bytes;   /* streaming mode: the shuffle buffer's bytes
+                               at most (0: 256 MiB) */
+  uint64_t reserved[3];     /* must be zero */
 } gf_shards_config;
 /* clang-format off */
 #define GF_SHARDS_CONFIG_INIT \
-  {sizeof(gf_shards_config), 0, NULL, NULL, 0, 0, 0, {0}}
+  {sizeof(gf_shards_config), 0, NULL, NULL, 0, 0, 0, 0, {0}}
 /* clang-format on */
 
 #define GF_LOADER_CONFIG_VERSION 1
@@ -925,7 +941,9 @@ GF_API int gf_loader_plan(const gf_loader_config *cfg, char *buf, size_t cap);
  * the end of the epoch comes short by them: its last batch is shorter or
  * missing).
  * With drop_last, samples = batches * batch_size. Either pointer may be
- * NULL. Returns 0 or -EINVAL (no loader). */
+ * NULL. Tar shards in streaming mode (GF_SHARDS_INDEX_STREAM): 0 and 0,
+ * an epoch's length being known only at its end. Returns 0 or -EINVAL (no
+ * loader). */
 GF_API int gf_loader_epoch_size(gf_loader *l, uint64_t *samples,
                                 uint64_t *batches);
 /* The number of named classes: an image folder in the ImageFolder convention

@@ -21,3 +21,6 @@ gpufeed_add_test(test_wds_json SOURCES ${_wds}/test_wds_json.c TIMEOUT 60)
 # lib/format/wds_stream.c: a shard read front to back, checked against the
 # indexed reader of the same shard.
 gpufeed_add_test(test_wds_stream SOURCES ${_wds}/test_wds_stream.c TIMEOUT 60)
+# Tar shards in streaming mode through the loader (lib/pipeline/stream.c).
+gpufeed_add_test(test_wds_stream_loader SOURCES ${_wds}/test_wds_stream_loader.c
+                 TIMEOUT 120 LABELS threaded loader)

@@ -76,7 +76,15 @@ static const char synth_usage[] =
   "'::', or @FILE (a list file, one a line); docs/SHARDS.md. Reading them:\n"  \
   "  --shard-index M  auto (default: a shard's sidecar index x.idx where\n"    \
   "                   there is one, else a scan of its tar headers),\n"        \
-  "                   require, or scan\n"                                      \
+  "                   require, scan, or stream (streaming mode, for remote\n"  \
+  "                   shards without an index: each read front to back\n"      \
+  "                   in one request, samples mixed in a shuffle buffer)\n"    \
+  "  --shuffle-buffer N  stream: samples the shuffle buffer holds (default\n"  \
+  "                   1000; 1: none)\n"                                        \
+  "  --shuffle-bytes N stream: the buffer's bytes at most (default 256M)\n"    \
+  "  --shard-threads N shards opened at once at create, or read at once\n"     \
+  "                   in streaming mode (default 128 remote, cores local;\n"   \
+  "                   stream: 4)\n"                                            \
   "  --image-fields F the fields an image comes from, ';'-separated\n"         \
   "                   (default jpg;jpeg;png)\n"                                \
   "  --label-field F  auto (default: cls where a sample has one, else -1),\n"  \
@@ -801,11 +809,17 @@ static int pick(args *a, const char *name, const char *v,
                 const char *const *names, int n, const char *accepted);
 
 static bool shards_arg(args *a, gf_shards_config *s) {
-  static const char *const modes[] = {"auto", "require", "scan"};
+  static const char *const modes[] = {"auto", "require", "scan", "stream"};
   const char *v;
   if (opt(a, "--shard-index", &v))
-    s->index = (uint32_t)pick(a, "--shard-index", v, modes, 3,
-                              "auto, require or scan");
+    s->index = (uint32_t)pick(a, "--shard-index", v, modes, 4,
+                              "auto, require, scan or stream");
+  else if (opt(a, "--shuffle-buffer", &v))
+    s->shuffle = (uint32_t)parse_size(a, "--shuffle-buffer", v, 1, 1u << 24);
+  else if (opt(a, "--shuffle-bytes", &v))
+    s->shuffle_bytes = parse_size(a, "--shuffle-bytes", v, 1, 1ull << 44);
+  else if (opt(a, "--shard-threads", &v))
+    s->threads = (uint32_t)parse_size(a, "--shard-threads", v, 1, 4096);
   else if (opt(a, "--image-fields", &v))
     s->image_fields = v;
   else if (opt(a, "--label-field", &v))

@@ -42,10 +42,13 @@ static void repair(gf_loader *l, slot *s) {
   s->state = SLOT_REPAIRING; /* keep cancel_all and everyone else off it */
   gf_loader__cancel_all(l);
   pthread_mutex_unlock(&l->mu);
-  if (gf_sampler_epoch(&l->sampler) != s->epoch)
+  if (l->stream) /* the positions after the batch: replayed if given out */
+    gf_stream_seek(l->stream, s->epoch, s->end_pos);
+  else if (gf_sampler_epoch(&l->sampler) != s->epoch)
     gf_sampler_set_epoch(&l->sampler, s->epoch);
   uint64_t pos = s->end_pos;
   uint32_t out = 0;
+  bool ended = false; /* streaming: the epoch ran out */
   for (uint32_t j = 0; j < s->count; j++) {
     if (s->status[j] == SAMPLE_LOST) {
       /* Lost with a worker's reader, not bad by itself: read again in its
@@ -65,7 +68,7 @@ static void repair(gf_loader *l, slot *s) {
         s->err = *gf_last_error();
       }
     }
-    while (s->status[j] != 0) {
+    while (s->status[j] != 0 && s->status[j] != SAMPLE_PAST_END) {
       pthread_mutex_lock(&l->stat_mu);
       gf_strlcpy(l->last_skip_reason,
                  s->err_pos == j ? s->err.message : gf_last_error()->message,
@@ -73,19 +76,34 @@ static void repair(gf_loader *l, slot *s) {
       pthread_mutex_unlock(&l->stat_mu);
       add(&l->skipped, 1);
       s->batch.skipped++;
-      if (pos >= gf_sampler_samples_per_epoch(&l->sampler))
+      if (l->stream ? ended : pos >= gf_sampler_samples_per_epoch(&l->sampler))
         break;
-      uint64_t idx = gf_sampler_get(&l->sampler, pos++);
       uint8_t *dst = s->data + (uint64_t)j * l->stride;
-      s->indices[j] = idx;
       if (s->dsrc_dev)
         s->dsrc_dev[j] = 0;
       if (s->gpu_len)
         s->gpu_len[j] = 0; /* repairs decode on the CPU */
       test_hook(l, "repair: load");
-      s->status[j] =
-          gf_loader__load_sync(l, s->epoch, idx, dst, &s->shapes[j],
-                               &s->filtered[j], &s->regions[j], &s->labels[j]);
+      if (l->stream) {
+        uint64_t id;
+        int rc = gf_loader__take_sync(l, s->epoch, pos, dst, &s->shapes[j],
+                                      &s->filtered[j], &s->regions[j],
+                                      &s->labels[j], &id);
+        if (rc == 0) {
+          ended = true;
+          s->status[j] = SAMPLE_PAST_END;
+          break;
+        }
+        pos++;
+        s->indices[j] = id;
+        s->status[j] = rc < 0 ? rc : 0;
+      } else {
+        uint64_t idx = gf_sampler_get(&l->sampler, pos++);
+        s->indices[j] = idx;
+        s->status[j] = gf_loader__load_sync(l, s->epoch, idx, dst,
+                                            &s->shapes[j], &s->filtered[j],
+                                            &s->regions[j], &s->labels[j]);
+      }
       if (s->status[j] != 0) {
         s->err_pos = j;
         s->err = *gf_last_error();
@@ -205,6 +223,19 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
     wait_ready(l, deadline);
   }
   add(&l->consumer_wait_ns, now_ns() - t0);
+  if (s->empty) {
+    /* Streaming: nothing of its epoch was left for it. Passed over; the
+     * call goes on to the next batch (counted once). */
+    gf_loader__slot_free(l, s);
+    l->c_seq++;
+    if (s->epoch == l->c_epoch)
+      l->c_pos = s->end_pos;
+    atomic_fetch_sub_explicit(&l->next_calls, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&l->ready_sum, ready, memory_order_relaxed);
+    pthread_cond_broadcast(&l->work_cv);
+    pthread_mutex_unlock(&l->mu);
+    return next_impl(l, stream, now_ns(), deadline, out);
+  }
   if (s->epoch != l->c_epoch) {
     /* The current epoch is over; the next call delivers s. */
     l->c_epoch = s->epoch;
@@ -241,9 +272,11 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
         gf_loader__slot_free(l, s);
         l->c_seq++;
         l->c_pos = s->end_pos;
-        /* repair() left the sampler at s->epoch. */
+        /* repair() left the sampler at s->epoch (a stream: at its end). */
         gf_loader__restart_at(
-            l, s->epoch, gf_sampler_samples_per_epoch(&l->sampler), s->k + 1);
+            l, s->epoch,
+            l->stream ? s->end_pos : gf_sampler_samples_per_epoch(&l->sampler),
+            s->k + 1);
         l->next_seq = l->c_seq;
         pthread_mutex_unlock(&l->mu);
         return next_impl(l, stream, 0, deadline, out);

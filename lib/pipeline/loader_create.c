@@ -237,6 +237,15 @@ static void unpin_cb(void *ctx, void *addr, size_t len) {
   gf_gpu_unpin(l->device, addr);
 }
 
+/* The streaming stage learned an epoch's length: a worker about to
+ * dispatch looks again (called outside the stage's lock and mu). */
+static void stream_notify(void *ctx) {
+  gf_loader *l = ctx;
+  pthread_mutex_lock(&l->mu);
+  pthread_cond_broadcast(&l->work_cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
 int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   if (!out)
     return gf_loader__cfg_fail("out", "is NULL");
@@ -273,8 +282,13 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     goto fail;
   uint64_t t_source = now_ns();
   uint64_t n = gf_source_count(l->src);
+  const bool stream = gf_source_caps(l->src) & GF_SOURCE_STREAM;
   gf_sampler_config sc = GF_SAMPLER_CONFIG_INIT;
-  sc.n = n;
+  /* A stream's order is its stage's (stream.h); the sampler, never asked
+   * for a position then, is made for one batch a rank. */
+  sc.n = stream
+             ? (uint64_t)l->cfg.batch_size * (l->cfg.world ? l->cfg.world : 1)
+             : n;
   sc.seed = l->cfg.seed;
   sc.order = l->cfg.order;
   sc.partition = l->cfg.partition;
@@ -432,6 +446,19 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
      * one, so that all of it can be transparent huge pages. */
     if (z.remote)
       continue; /* the fetch stage reads: no reader, no read buffer */
+    if (z.stream) {
+      /* The stage reads: a buffer for the sample taken, no reader. */
+      if (!(w->rbuf = aligned_alloc_n(4096, z.read_buffer_bytes))) {
+        rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a read buffer of %llu bytes",
+                     (unsigned long long)z.read_buffer_bytes);
+        goto fail;
+      }
+      w->rbuf_len = (size_t)z.read_buffer_bytes;
+      l->allocs.read_buffers++;
+      l->allocs.read_buffer_bytes += z.read_buffer_bytes;
+      continue;
+    }
     uint64_t rb = 0, len = 0;
     bool ok = gf_mul_u64(l->chunk, l->stored_cap, &rb) && rb <= SIZE_MAX - 4095;
     if (ok)
@@ -469,6 +496,17 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
     l->allocs.fetch_bytes = z.fetch_budget + z.fetch_table_bytes;
     l->allocs.fetch_budget = z.fetch_budget;
     snprintf(l->io_backend, sizeof l->io_backend, "fetch (%s)",
+             gf_source_storage(l->src)->ops->name);
+  } else if (z.stream) {
+    gf_stream_config stc;
+    if ((rc = gf_loader_stream_config(&l->cfg, &z, l->src, &stc)) < 0)
+      goto fail;
+    stc.notify = stream_notify;
+    stc.notify_ctx = l;
+    if ((rc = gf_stream_create(&stc, l->d_epoch, l->d_pos, &l->stream)) < 0)
+      goto fail;
+    l->allocs.stream_bytes = z.stream_arena + z.stream_table_bytes;
+    snprintf(l->io_backend, sizeof l->io_backend, "stream (%s)",
              gf_source_storage(l->src)->ops->name);
   } else {
     gf_strlcpy(l->io_backend, gf_reader_backend(l->workers[0].reader),
@@ -524,6 +562,8 @@ void gf_loader_destroy(gf_loader *l) {
   /* Workers waiting for a read come back at once. */
   if (l->fetch)
     gf_fetch_shutdown(l->fetch);
+  if (l->stream)
+    gf_stream_shutdown(l->stream);
   for (uint32_t i = 0; i < l->nworkers && l->workers; i++) {
     worker *w = &l->workers[i];
     if (w->started)
@@ -533,6 +573,7 @@ void gf_loader_destroy(gf_loader *l) {
   }
   free(l->workers);
   gf_fetch_destroy(l->fetch);
+  gf_stream_destroy(l->stream);
   for (uint32_t i = 0; i < l->nslots && l->slots; i++)
     free_slot(l, &l->slots[i]);
   free(l->slots);

@@ -24,10 +24,30 @@ __attribute__((always_inline)) static inline void hook(gf_loader *l,
 }
 #endif
 
+/* The share of epoch e as the streaming stage knows it: its length once
+ * its end came, else unbounded (a batch is dispatched whole and cut when
+ * its positions turn out past the end). */
+static uint64_t stream_share(gf_loader *l, uint64_t e) {
+  uint64_t n;
+  return gf_stream_epoch_length(l->stream, e, &n) ? n : UINT64_MAX;
+}
+
 /* Assigns the next batch of the dispatch order to free slot s. Under mu. */
 static void dispatch(gf_loader *l, slot *s) {
   uint64_t B = l->cfg.batch_size, share;
   for (;;) {
+    if (l->stream) {
+      share = stream_share(l, l->d_epoch);
+      if (share == UINT64_MAX)
+        break;
+      uint64_t left = share > l->d_pos ? share - l->d_pos : 0;
+      if (l->d_pos < share && !(l->cfg.drop_last && left < B))
+        break;
+      l->d_epoch++;
+      l->d_pos = 0;
+      l->d_k = 0;
+      continue;
+    }
     /* A resumed epoch's share differs from a full one's. */
     if (gf_sampler_epoch(&l->sampler) != l->d_epoch)
       gf_sampler_set_epoch(&l->sampler, l->d_epoch);
@@ -50,8 +70,11 @@ static void dispatch(gf_loader *l, slot *s) {
   s->fseq = l->d_fseq;
   l->d_fseq += count;
   s->count = count;
+  s->empty = false;
   for (uint32_t j = 0; j < count; j++) {
-    s->indices[j] = gf_sampler_get(&l->sampler, s->first_pos + j);
+    /* A stream's samples are known once taken (the worker fills them). */
+    s->indices[j] =
+        l->stream ? GF_NO_INDEX : gf_sampler_get(&l->sampler, s->first_pos + j);
     s->status[j] = SAMPLE_PENDING;
   }
   s->claimed = 0;
@@ -112,6 +135,22 @@ static slot *claim(gf_loader *l, uint32_t *j0, uint32_t *n, uint32_t *ask,
   best->claimed += *n;
   best->busy++;
   return best;
+}
+
+/* A streaming slot whose last positions came past their epoch's end
+ * (a suffix: the stage hands positions in order) keeps the ones before;
+ * with none left, or fewer than a batch under drop_last, it is empty.
+ * Under mu. */
+static void cut_past_end(gf_loader *l, slot *s) {
+  uint32_t n = 0;
+  while (n < s->count && s->status[n] != SAMPLE_PAST_END)
+    n++;
+  if (n == s->count)
+    return;
+  s->count = n;
+  s->end_pos = s->first_pos + n;
+  if (n == 0 || (l->cfg.drop_last && n < l->cfg.batch_size))
+    s->empty = true;
 }
 
 bool gf_loader__slot_failed(const slot *s) {
@@ -251,7 +290,7 @@ void *gf_loader__worker_main(void *arg) {
     }
     poll_ns = GF_POLL_MIN_NS;
     pthread_mutex_unlock(&l->mu);
-    if (GF_UNLIKELY(!w->reader) && !l->fetch)
+    if (GF_UNLIKELY(!w->reader) && !l->fetch && !l->stream)
       renew_reader(w);
     gf_loader__run_chunk(w, s, j0, n);
     last_work = now_ns();
@@ -262,11 +301,13 @@ void *gf_loader__worker_main(void *arg) {
       if (s->busy == 0)
         pthread_cond_broadcast(&l->ready_cv);
     } else if (s->done == s->count) {
+      if (l->stream)
+        cut_past_end(l, s);
       /* Finalise outside the lock; busy keeps cancel_all waiting. */
       s->busy++;
-      bool failed = gf_loader__slot_failed(s);
+      bool failed = !s->empty && gf_loader__slot_failed(s);
       pthread_mutex_unlock(&l->mu);
-      if (!failed) {
+      if (!failed && !s->empty) {
         gf_loader__finalize(l, s, w->tid);
         failed = gf_loader__slot_failed(s); /* a file nvJPEG refused, say */
       }

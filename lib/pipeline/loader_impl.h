@@ -57,6 +57,7 @@
 #include "pipeline/loader_plan.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
+#include "pipeline/stream.h"
 #include "pipeline/trace.h"
 #include "xform/transform.h"
 
@@ -99,7 +100,11 @@ enum {
    * no reader to read with. Its error is recorded as any failure's (the
    * fail policy returns it); the skip policy's repair reads the sample
    * again before giving its place away, so a ring error loses no sample. */
-  SAMPLE_LOST = 2
+  SAMPLE_LOST = 2,
+  /* A streaming source's epoch ended before this position (its length is
+   * known only at its end: a batch is dispatched whole and cut when its
+   * positions turn out past the end). Not a failure. */
+  SAMPLE_PAST_END = 3
 };
 
 typedef struct slot {
@@ -128,6 +133,9 @@ typedef struct slot {
   bool failed;    /* a sample's status was set (slot_failed) when the slot
                      became READY: what next() reads, without scanning the
                      statuses the workers wrote */
+  bool empty;     /* streaming: every position was past its epoch's end
+                     (or drop_last cut it): READY with nothing to lend,
+                     next() passes over it */
   bool copy_wait; /* GPU mode: its staging memory may still be read by the
                      copy of its last batch; not refilled before it ends */
   uint64_t free_gen; /* times it was made FREE (slot_free) */
@@ -237,6 +245,10 @@ struct gf_loader {
   /* A remote source: its samples are read ahead by the fetch stage, not
    * by the workers (fetch.h). NULL otherwise. */
   gf_fetch *fetch;
+  /* A source that comes as a stream (tar shards in streaming mode): the
+   * streaming stage hands out each epoch's positions (stream.h), the
+   * sampler is not asked. NULL otherwise. */
+  gf_stream *stream;
   /* consumer cursor: the next batch to deliver */
   uint64_t c_epoch, c_pos, c_k, c_seq;
 
@@ -436,6 +448,14 @@ void gf_loader__decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
  * batch (both outside mu). NULL in every program but that test. */
 extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
 #endif
+
+/* loader_sample.c, streaming */
+/* Position pos of `epoch` from the streaming stage, decoded on the calling
+ * thread (the consumer's repair) into dst. Returns 1 with *id (the
+ * sample's), 0 when the epoch ended before pos, or the error. */
+int gf_loader__take_sync(gf_loader *l, uint64_t epoch, uint64_t pos,
+                         uint8_t *dst, gf_shape *shape, uint8_t *filtered,
+                         gf_xform_region *region, int64_t *label, uint64_t *id);
 
 /* loader_state.c */
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer

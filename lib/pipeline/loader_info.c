@@ -7,6 +7,14 @@
 int gf_loader_epoch_size(gf_loader *l, uint64_t *samples, uint64_t *batches) {
   if (!l)
     return gf_loader__cfg_fail("epoch_size", "needs a loader");
+  if (l->stream) {
+    /* Known only once an epoch's stream has ended (stream.h). */
+    if (samples)
+      *samples = 0;
+    if (batches)
+      *batches = 0;
+    return 0;
+  }
   /* l->share is this rank's share of a full epoch (sampler.h section 4),
    * fixed at create; section 5 makes the batches of it. */
   uint64_t b = l->cfg.batch_size;

@@ -135,9 +135,10 @@ static uint64_t read_buffer_bytes(const gf_loader_config *c,
                                   const gf_loader_sizes *z, uint32_t threads) {
   if (z->remote)
     return 0; /* the fetch stage reads (fetch_sizes) */
+  /* Streaming: one sample at a time, copied from the stage. */
+  uint32_t entries = z->stream ? 1 : chunk_for(c, z, threads);
   uint64_t rb;
-  if (!gf_mul_u64(chunk_for(c, z, threads), z->stored_cap, &rb) ||
-      rb > UINT64_MAX - 4095)
+  if (!gf_mul_u64(entries, z->stored_cap, &rb) || rb > UINT64_MAX - 4095)
     return UINT64_MAX;
   return (rb + 4095) / 4096 * 4096;
 }
@@ -285,6 +286,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   }
   gf_source_extent ex;
   bool strict = c->error_policy != GF_ON_ERROR_SKIP;
+  const bool stream = gf_source_caps(src) & GF_SOURCE_STREAM;
   /* A remote folder under a transform of fixed output size: sized from
    * its listing and max_sample_bytes (or the default bound), not from a
    * request for each file's header. */
@@ -293,11 +295,35 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
    * ones, as a local folder, are sized from their images' headers: a
    * small read a sample at create, for places no larger than the largest
    * image needs. */
-  bool listed =
-      !(gf_source_caps(src) & GF_SOURCE_RECORDS) &&
-      (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) &&
-      tf->height && tf->width && gf_source_extent_listed(src, &dopts, &ex) == 0;
-  if (listed) {
+  if (stream && !(c->transform.height && c->transform.width) &&
+      !c->max_sample_bytes)
+    return gf_fail(-EINVAL, gf_storage_display(gf_source_storage(src)),
+                   GF_NO_INDEX, GF_NO_INDEX,
+                   "streaming mode sizes its buffers before any sample is "
+                   "read: give the transform an output size (height and "
+                   "width) or set max_sample_bytes");
+  if (stream && c->cache_bytes)
+    return gf_loader__cfg_fail(
+        "cache_bytes", "is for random access: streaming mode reads each "
+                       "sample once an epoch (index the shards with "
+                       "`gpufeed index` for a cache)");
+  bool listed = !stream && !(gf_source_caps(src) & GF_SOURCE_RECORDS) &&
+                (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) &&
+                tf->height && tf->width &&
+                gf_source_extent_listed(src, &dopts, &ex) == 0;
+  if (stream) {
+    /* Nothing known before the stream: every sample within the bound, any
+     * of them maybe a JPEG. */
+    memset(&ex, 0, sizeof ex);
+    ex.max_index = GF_NO_INDEX;
+    ex.max_decoded = c->max_sample_bytes ? c->max_sample_bytes
+                                         : GF_REMOTE_FOLDER_SAMPLE_BYTES;
+    ex.max_native = ex.max_decoded;
+    ex.max_stored = ex.max_decoded;
+    ex.max_channels = dopts.channels ? dopts.channels : 4;
+    ex.jpeg = 1;
+    z->stream = true;
+  } else if (listed) {
     ex.max_decoded = c->max_sample_bytes ? c->max_sample_bytes
                                          : GF_REMOTE_FOLDER_SAMPLE_BYTES;
     ex.max_native = ex.max_decoded;
@@ -343,7 +369,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
   if (records) {
     z->stored_cap = max_stored ? max_stored
                                : z->stride + z->stride / 4 + 65536;
-  } else if (listed) {
+  } else if (listed || stream) {
     /* A remote folder: its largest file, as listed (a file replaced since
      * fails by its version tag before its bytes are taken). */
     z->stored_cap = max_stored;
@@ -436,7 +462,8 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   int rc = sample_sizes(c, src, z);
   if (rc < 0)
     return rc;
-  z->remote = gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE;
+  z->remote = (gf_storage_caps(gf_source_storage(src)) & GF_STORAGE_REMOTE) &&
+              !z->stream;
   if (!gpu)
     z->loco = false;
   uint64_t B = c->batch_size;
@@ -461,6 +488,12 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
                                "bytes");
   if (z->remote && (rc = fetch_sizes(c, z)) < 0)
     return rc;
+  if (z->stream) {
+    gf_stream_config sc;
+    if ((rc = gf_loader_stream_config(c, z, src, &sc)) < 0)
+      return rc;
+    gf_stream_sizes(&sc, &z->stream_arena, &z->stream_table_bytes);
+  }
   if (gpu) {
     gf_stage_config sc;
     memset(&sc, 0, sizeof sc);
@@ -488,6 +521,24 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   return 0;
 }
 
+int gf_loader_stream_config(const gf_loader_config *c, const gf_loader_sizes *z,
+                            const gf_source *src, gf_stream_config *out) {
+  memset(out, 0, sizeof *out);
+  int rc = gf_source_stream_config(src, out);
+  if (rc < 0)
+    return rc;
+  out->seed = c->seed;
+  out->rank = c->rank;
+  out->world = c->world ? c->world : 1;
+  out->max_sample = z->stored_cap;
+  /* Positions handed out and not yet taken: each worker's chunk, and the
+   * consumer's repair. */
+  out->takers = z->threads * z->chunk + 1;
+  out->skip_bad = c->error_policy == GF_ON_ERROR_SKIP;
+  out->ordered = c->order == GF_ORDER_SEQUENTIAL;
+  return 0;
+}
+
 void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
                           bool gpu, gf_memory_plan *p) {
   memset(p, 0, sizeof *p);
@@ -501,6 +552,8 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   p->read_buffer_bytes = z->read_buffer_bytes;
   p->fetch_bytes = z->remote ? z->fetch_budget : 0;
   p->fetch_table_bytes = z->remote ? z->fetch_table_bytes : 0;
+  p->stream_bytes = z->stream ? z->stream_arena : 0;
+  p->stream_table_bytes = z->stream ? z->stream_table_bytes : 0;
   p->cache_budget = z->cache_bytes;
   p->sample_stride = z->stride;
   p->largest_decoded = z->max_decoded;

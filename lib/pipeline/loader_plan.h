@@ -14,6 +14,7 @@
 #include "common/common.h"
 #include "pipeline/memory_plan.h"
 #include "pipeline/source.h"
+#include "pipeline/stream.h"
 
 /* What a loader allocates, and why threads and prefetch are what they are.
  * Every byte count is what one allocation asks for. */
@@ -63,6 +64,10 @@ typedef struct gf_loader_sizes {
   uint32_t fetch_positions;   /* positions it plans ahead */
   uint32_t fetch_requests;    /* reads in flight */
   uint64_t fetch_table_bytes; /* its tables */
+  bool stream;                /* the source comes as a stream: the
+                                 streaming stage reads it (stream.h) */
+  uint64_t stream_arena;      /* its arena */
+  uint64_t stream_table_bytes; /* its tables, rings and lanes' buffers */
   uint64_t device_slot_bytes; /* GPU: pool bytes one slot needs */
   uint64_t device_loco_bytes; /* GPU: the block loco records land in */
   uint64_t device_pool_bytes; /* GPU: the pool's reservation (the config's,
@@ -89,6 +94,12 @@ typedef struct gf_loader_sizes {
 int gf_loader_size(const gf_loader_config *cfg, gf_source *src, bool gpu,
                    gf_loader_sizes *out);
 
+/* The streaming stage's config for a loader with config c and sizes z
+ * over stream source src (takers from z's workers and chunk). Returns 0
+ * or the source's error. */
+int gf_loader_stream_config(const gf_loader_config *c, const gf_loader_sizes *z,
+                            const gf_source *src, gf_stream_config *out);
+
 /* The memory plan of a loader sized by z (gpu: as given to
  * gf_loader_size). */
 void gf_loader_sizes_plan(const gf_loader_config *cfg,
@@ -109,6 +120,7 @@ typedef struct gf_loader_allocs {
   uint64_t jpeg_gpu_pinned_bytes; /* decoder opened (else 0) */
   uint64_t fetch_bytes;  /* remote: the fetch stage's arena and tables */
   uint64_t fetch_budget; /* of which its arena */
+  uint64_t stream_bytes; /* streaming: the stage's arena and tables */
 } gf_loader_allocs;
 
 /* Fills *out with l's allocations. Any thread. */

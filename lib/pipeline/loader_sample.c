@@ -531,11 +531,91 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
   }
 }
 
+/* ---- a streaming source ------------------------------------------------ */
+
+/* Takes position pos of epoch from the streaming stage into buf (the
+ * stored cap) and decodes it into dst. Returns 1 with *id and *label, 0
+ * past the epoch's end, or the error (context added). */
+static int take_streamed(gf_loader *l, uint32_t tid, uint64_t epoch,
+                         uint64_t pos, uint8_t *buf, uint8_t *dst,
+                         gf_shape *shape, uint8_t *filtered,
+                         gf_xform_region *region, uint32_t *gpu, int64_t *label,
+                         uint64_t *id) {
+  gf_stream_sample m;
+  region->denom = 0;
+  if (gpu)
+    *gpu = 0;
+  *id = GF_NO_INDEX;
+  uint64_t t0 = now_ns();
+  int rc = gf_stream_take(l->stream, epoch, pos, buf, l->stored_cap, &m);
+  uint64_t t1 = now_ns();
+  add(&l->st_read.busy_ns, t1 - t0);
+  if (rc <= 0)
+    return rc;
+  *id = m.id;
+  *label = m.label;
+  span(l, GF_TR_READ, tid, t0, t1, m.id);
+  add(&l->st_read.samples, 1);
+  add(&l->st_read.bytes, m.len);
+  /* The image alone (the stage took the shard apart): no unpack. */
+  gf_src_sample smp;
+  if ((rc = gf_source_sample(l->src, m.id, &smp)) < 0)
+    return rc;
+  smp.codec = m.codec;
+  smp.length = m.len;
+  rc = finish_sample(l, tid, &smp, epoch, buf, m.len, false, dst, shape,
+                     filtered, region, gpu, NULL);
+  return rc < 0 ? rc : 1;
+}
+
+/* Processes positions [j0, j0 + n) of slot s of a streaming source. */
+static void run_chunk_streamed(worker *w, slot *s, uint32_t j0, uint32_t n) {
+  gf_loader *l = w->l;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = j0 + i;
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+      break; /* a restart follows and drops what the stage holds */
+    if (s->dsrc_dev)
+      s->dsrc_dev[j] = 0;
+    s->labels[j] = -1;
+    uint64_t id;
+    int rc = take_streamed(l, w->tid, s->epoch, s->first_pos + j, w->rbuf,
+                           s->data + (uint64_t)j * l->stride, &s->shapes[j],
+                           &s->filtered[j], &s->regions[j],
+                           gpu_position(l, j) ? &s->gpu_len[j] : NULL,
+                           &s->labels[j], &id);
+    s->indices[j] = id;
+    if (rc < 0)
+      record_failure(l, s, j, rc, id);
+    else
+      s->status[j] = rc == 0 ? SAMPLE_PAST_END : 0;
+  }
+}
+
+int gf_loader__take_sync(gf_loader *l, uint64_t epoch, uint64_t pos,
+                         uint8_t *dst, gf_shape *shape, uint8_t *filtered,
+                         gf_xform_region *region, int64_t *label,
+                         uint64_t *id) {
+  uint8_t *buf = malloc(l->stored_cap ? l->stored_cap : 1);
+  if (!buf)
+    return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "out of memory for a sample of %llu bytes",
+                   (unsigned long long)l->stored_cap);
+  int rc = take_streamed(l, GF_TRACE_TID_CONSUMER, epoch, pos, buf, dst, shape,
+                         filtered, region, NULL, label, id);
+  free(buf);
+  return rc;
+}
+
 /* Processes positions [j0, j0 + n) of slot s. */
 void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
   gf_loader *l = w->l;
   if (l->fetch) {
     run_chunk_fetched(w, s, j0, n);
+    return;
+  }
+  if (l->stream) {
+    run_chunk_streamed(w, s, j0, n);
     return;
   }
   pending pend[64];

@@ -204,6 +204,8 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
       (rc = plan_sum(&host, reads, "host")) < 0 ||
       (rc = plan_sum(&host, p->fetch_bytes, "host")) < 0 ||
       (rc = plan_sum(&host, p->fetch_table_bytes, "host")) < 0 ||
+      (rc = plan_sum(&host, p->stream_bytes, "host")) < 0 ||
+      (rc = plan_sum(&host, p->stream_table_bytes, "host")) < 0 ||
       (rc = plan_sum(&host, scratch, "host")) < 0 ||
       (rc = plan_sum(&host, p->cache_budget, "host")) < 0)
     return rc;
@@ -240,6 +242,11 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
   if (p->fetch_table_bytes)
     row(&s, "host", "fetch tables", 1, p->fetch_table_bytes,
         p->fetch_table_bytes, true);
+  if (p->stream_bytes)
+    row(&s, "host", "stream buffer", 1, p->stream_bytes, p->stream_bytes, true);
+  if (p->stream_table_bytes)
+    row(&s, "host", "stream rings and tables", 1, p->stream_table_bytes,
+        p->stream_table_bytes, true);
   if (p->scratch_buffers)
     row(&s, "host", "decode scratch", p->scratch_buffers,
         p->scratch_buffer_bytes, scratch, true);

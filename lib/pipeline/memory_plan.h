@@ -21,6 +21,8 @@ typedef struct gf_memory_plan {
   uint64_t read_buffer_bytes;
   uint64_t fetch_bytes;         /* remote source: the read-ahead arena */
   uint64_t fetch_table_bytes;   /* and its tables (positions, reads) */
+  uint64_t stream_bytes;        /* streaming shards: the stage's arena */
+  uint64_t stream_table_bytes;  /* and its rings, tables, lanes' buffers */
   uint64_t scratch_buffers;     /* decode scratch (all workers) */
   uint64_t scratch_buffer_bytes;
   uint64_t cache_budget;        /* host sample cache, a budget not a buffer */

@@ -16,6 +16,7 @@ static const gf_source_ops *const kinds[] = {
 };
 /* Asked first whether the path itself names a source of their kind. */
 static const gf_source_ops *const path_kinds[] = {
+    &gf_source_shards_stream,
     &gf_source_shards,
 };
 
@@ -39,7 +40,7 @@ int gf_source_open(const char *path, const char *labels_file,
     return -ENOMEM;
   int rc;
   for (size_t i = 0; i < sizeof path_kinds / sizeof path_kinds[0]; i++) {
-    if (!path_kinds[i]->claims(path))
+    if (!path_kinds[i]->claims(path, shards))
       continue;
     if (labels_file && labels_file[0]) {
       free(s);
@@ -80,7 +81,7 @@ int gf_source_open(const char *path, const char *labels_file,
   }
 opened:
   s->count = s->ops->count(s->impl);
-  if (s->count == 0) {
+  if (s->count == 0 && !(s->ops->caps & GF_SOURCE_STREAM)) {
     rc = gf_fail(GF_EBADSOURCE, gf_storage_display(s->st), GF_NO_INDEX,
                  GF_NO_INDEX, "the source holds no samples");
     goto fail;
@@ -116,10 +117,15 @@ const char *gf_source_object_name(const gf_source *s, uint32_t i, char *buf,
   return s->ops->object_name(s->impl, i, buf, cap);
 }
 
+/* A stream's samples are named by the stage's ids, not counted. */
+static bool in_range(const gf_source *s, uint64_t idx) {
+  return idx < s->count || (s->ops->caps & GF_SOURCE_STREAM);
+}
+
 int gf_source_sample(const gf_source *s, uint64_t idx, gf_src_sample *out) {
   memset(out, 0, sizeof *out);
   out->index = idx;
-  if (idx >= s->count)
+  if (!in_range(s, idx))
     return gf_fail(-ERANGE, NULL, idx, GF_NO_INDEX,
                    "sample index beyond the %llu samples of the source",
                    (unsigned long long)s->count);
@@ -131,7 +137,7 @@ uint64_t gf_source_fingerprint(const gf_source *s) {
 }
 
 void gf_source_name(const gf_source *s, uint64_t idx, char *buf, size_t cap) {
-  if (idx >= s->count) {
+  if (!in_range(s, idx)) {
     snprintf(buf, cap, "%s", "");
     return;
   }
@@ -186,6 +192,43 @@ int gf_source_unpack(const gf_source *s, const gf_src_sample *smp,
                    "gf_source_unpack: a %s holds no packed samples",
                    s->ops->name);
   return s->ops->unpack(s->impl, smp, buf, len, image_off, image_len, label);
+}
+
+int gf_source_shards_config(const gf_shards_config *in, gf_shards_config *out) {
+  *out = (gf_shards_config)GF_SHARDS_CONFIG_INIT;
+  if (!in)
+    return 0;
+  int rc =
+      gf_check_struct_size(in->struct_size, sizeof *out, "gf_shards_config");
+  if (rc < 0)
+    return rc;
+  memcpy(out, in, in->struct_size);
+  out->struct_size = sizeof *out;
+  for (size_t i = 0; i < sizeof out->reserved / sizeof out->reserved[0]; i++)
+    if (out->reserved[i])
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "gf_shards_config: reserved fields must be zero");
+  if (out->index > GF_SHARDS_INDEX_STREAM)
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_shards_config.index: %u is not a gf_shards_index "
+                   "value",
+                   out->index);
+  if (out->index != GF_SHARDS_INDEX_STREAM &&
+      (out->shuffle || out->shuffle_bytes))
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_shards_config: shuffle and shuffle_bytes are for "
+                   "streaming mode (index GF_SHARDS_INDEX_STREAM); with an "
+                   "index the loader's order shuffles every sample");
+  return 0;
+}
+
+int gf_source_stream_config(const gf_source *s, struct gf_stream_config *out) {
+  if (!(s->ops->caps & GF_SOURCE_STREAM) || !s->ops->stream_config)
+    return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_source_stream_config: a %s is read by index",
+                   s->ops->name);
+  s->ops->stream_config(s->impl, out);
+  return 0;
 }
 
 int gf_source_prepare(const gf_source *s, const uint64_t *idx, size_t n,

@@ -18,6 +18,7 @@
 #include "io/storage.h"
 
 typedef struct gf_source gf_source;
+struct gf_stream_config; /* stream.h */
 
 /* What a source knows and gives (gf_source_caps). */
 enum {
@@ -33,6 +34,11 @@ enum {
    * says where the image is and what the label is (gf_src_sample.label is
    * -1 until then). */
   GF_SOURCE_PACKED = 1u << 2,
+  /* Its samples come as a stream, not by index (tar shards in streaming
+   * mode: stream.h): no count, no sample before its bytes are read; the
+   * loader reads it through the stage gf_source_stream_config sets up.
+   * Sample "indices" are then the stage's ids (shard << 40 | ordinal). */
+  GF_SOURCE_STREAM = 1u << 3,
 };
 
 /* Where one sample's stored bytes are and how to decode them. */
@@ -65,7 +71,7 @@ typedef struct gf_source_ops {
   /* Optional: whether `path` itself names a source of this kind (a list
    * of shards), which then opens its own storage (open_at) instead of
    * being probed at a storage's root. */
-  bool (*claims)(const char *path);
+  bool (*claims)(const char *path, const gf_shards_config *shards);
   int (*open_at)(const char *path, const gf_shards_config *shards,
                  const gf_remote_config *remote, gf_storage **st, void **impl);
   /* Whether the storage's root holds a source of this kind (1) or not
@@ -107,6 +113,10 @@ typedef struct gf_source_ops {
   int (*unpack)(const void *impl, const gf_src_sample *smp, const uint8_t *buf,
                 uint64_t len, uint64_t *image_off, uint64_t *image_len,
                 int64_t *label);
+  /* GF_SOURCE_STREAM: fills the streaming stage's config with what the
+   * source holds (its storage, shards, rules; lanes and shuffle as its
+   * options say). */
+  void (*stream_config)(const void *impl, struct gf_stream_config *out);
   /* Optional: what reading the records cost (a remote index's reads,
    * bytes, pages in memory). */
   void (*record_counters)(const void *impl, uint64_t *reads, uint64_t *bytes,
@@ -225,9 +235,21 @@ int gf_source_unpack(const gf_source *s, const gf_src_sample *smp,
                      const uint8_t *buf, uint64_t len, uint64_t *image_off,
                      uint64_t *image_len, int64_t *label);
 
+/* *in (NULL: the defaults) checked (struct_size, reserved zero, index,
+ * stream options only in streaming mode) and copied into *out. Returns 0
+ * or -EINVAL naming the field. */
+int gf_source_shards_config(const gf_shards_config *in, gf_shards_config *out);
+
+/* GF_SOURCE_STREAM: fills *out (stream.h) with the source's storage,
+ * shards, rules and stream options; the caller adds the order's (seed,
+ * rank, world) and the loader's sizes. Returns 0, or GF_EINTERNAL for a
+ * source read by index. */
+int gf_source_stream_config(const gf_source *s, struct gf_stream_config *out);
+
 /* The kinds (source.c's table). */
 extern const gf_source_ops gf_source_dataset;
 extern const gf_source_ops gf_source_folder;
 extern const gf_source_ops gf_source_shards;
+extern const gf_source_ops gf_source_shards_stream;
 
 #endif

@@ -13,33 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool sh_claims(const char *path) { return gf_wds_spec_claims(path); }
+static bool sh_claims(const char *path, const gf_shards_config *shards) {
+  return gf_wds_spec_claims(path) &&
+         !(shards && shards->index == GF_SHARDS_INDEX_STREAM);
+}
 
 static int sh_open_at(const char *path, const gf_shards_config *cfg,
                       const gf_remote_config *remote, gf_storage **st,
                       void **impl) {
   *st = NULL;
-  gf_shards_config c = GF_SHARDS_CONFIG_INIT;
-  if (cfg) {
-    int rc =
-        gf_check_struct_size(cfg->struct_size, sizeof c, "gf_shards_config");
-    if (rc < 0)
-      return rc;
-    memcpy(&c, cfg, cfg->struct_size);
-    c.struct_size = sizeof c;
-    for (size_t i = 0; i < sizeof c.reserved / sizeof c.reserved[0]; i++)
-      if (c.reserved[i] || c.reserved0)
-        return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                       "gf_shards_config: reserved fields must be zero");
-    if (c.index > GF_SHARDS_INDEX_SCAN)
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "gf_shards_config.index: %u is not a gf_shards_index "
-                     "value",
-                     c.index);
-  }
+  gf_shards_config c;
+  int rc = gf_source_shards_config(cfg, &c);
+  if (rc < 0)
+    return rc;
   char *root, **names;
   uint32_t n;
-  int rc = gf_wds_spec_parse(path, 0, &root, &names, &n);
+  rc = gf_wds_spec_parse(path, 0, &root, &names, &n);
   if (rc < 0)
     return rc;
   rc = gf_storage_open(root, remote, st);
