@@ -553,14 +553,39 @@ typedef struct gf_shards_config {
                                buffer holds (0: 1000; 1: none), under
                                GF_ORDER_SHUFFLE and _BLOCK */
   uint64_t index_bytes;     /* the largest index file read (0: 256 MiB) */
-  uint64_t shuffle_bytes;   /* streaming mode: the shuffle buffer's bytes
-                               at most (0: 256 MiB) */
-  uint64_t reserved[3];     /* must be zero */
+  /* Other fields handed with each batch (gf_batch_field): ';'-separated,
+   * lower-case field names ("txt", "txt;json"), at most GF_FIELDS_MAX;
+   * NULL or "": none. Each is a sample's member of that field, as its
+   * bytes, or absent where a sample has no such member (webdataset's
+   * behaviour: the key is missing; not an error). Create refuses
+   * (-EINVAL, the option named) an empty name (";;", a trailing ';'), a
+   * name given twice, an upper-case name (a shard's fields are
+   * lower-cased) and a name with '/' or '.'; it accepts the label's field
+   * ("cls") and an image field ("jpg": its bytes as stored, beside the
+   * decoded image). Asking for fields makes each sample's one read cover
+   * their members too (its extent), their tar headers checked as the
+   * image's; a cached sample (cache_bytes) keeps its fields in its cache
+   * record, so a cache hit delivers its own. */
+  const char *fields;
+  uint64_t field_bytes; /* the most bytes a field of a sample may hold
+                           (0: GF_FIELD_BYTES_DEFAULT, 64 KiB); every
+                           batch slot keeps batch_size x fields x
+                           field_bytes for them, allocated at create
+                           and shown in the memory plan. A sample with
+                           a larger field is a bad sample (the shard,
+                           key, field and sizes named; error_policy
+                           decides), and its member is not read. */
+  uint64_t shuffle_bytes; /* streaming mode: the shuffle buffer's bytes
+                             at most (0: 256 MiB) */
+  uint64_t reserved[1];   /* must be zero */
 } gf_shards_config;
 /* clang-format off */
 #define GF_SHARDS_CONFIG_INIT \
-  {sizeof(gf_shards_config), 0, NULL, NULL, 0, 0, 0, 0, {0}}
+  {sizeof(gf_shards_config), 0, NULL, NULL, 0, 0, 0, NULL, 0, 0, {0}}
 /* clang-format on */
+/* gf_shards_config.fields: the most fields, and the default bound. */
+#define GF_FIELDS_MAX 16u
+#define GF_FIELD_BYTES_DEFAULT (64ull << 10)
 
 #define GF_LOADER_CONFIG_VERSION 1
 typedef struct gf_loader_config {
@@ -822,6 +847,22 @@ typedef struct gf_batch {
   uint64_t reserved[3];
 } gf_batch;
 
+/* The fields of a source of tar shards asked for in
+ * gf_shards_config.fields, in the order given: their count (0 for any
+ * other source, or none asked) and field i's name (NUL-terminated, owned
+ * by the loader until destroy; NULL when i >= the count). Any thread. */
+GF_API uint32_t gf_loader_field_count(const gf_loader *l);
+GF_API const char *gf_loader_field_name(const gf_loader *l, uint32_t i);
+/* Field `field` (gf_loader_field_name's numbering) of sample `sample` of a
+ * lent batch b: *data its bytes (owned by the loader, valid until b is
+ * released, not NUL-terminated) and *len their count. Returns 1 (present;
+ * a field may be present and empty: *len 0), 0 (the sample has no such
+ * member: *data NULL, *len 0) or -EINVAL (b NULL, sample >= b->count,
+ * field >= the count of fields; with context). b must be a batch this
+ * process's loader lent and has not taken back. The thread holding b. */
+GF_API int gf_batch_field(const gf_batch *b, uint32_t sample, uint32_t field,
+                          const void **data, uint64_t *len);
+
 /* Creates a loader from cfg (NULL fields and zeros take the defaults) and
  * starts its workers, which begin on epoch 0 at once. *out is owned by the
  * caller and freed with gf_loader_destroy(). Every buffer is allocated
@@ -911,8 +952,9 @@ GF_API gf_device_pool *gf_loader_device_pool(gf_loader *l);
 
 /* The memory plan of a loader made from cfg, as a printable table: pinned
  * staging slots, host-mode batch outputs, the slots' per-sample tables,
- * read buffers, the cache budget, the device slots and the device pool
- * reservation, each with its bytes and the totals. The sizes come from the
+ * tar shards' field places (gf_shards_config.fields), read buffers, the
+ * cache budget, the device slots and the device pool reservation, each
+ * with its bytes and the totals. The sizes come from the
  * same function gf_loader_create sizes its buffers with, so they are the
  * bytes create allocates on this machine (threads and prefetch autotuned
  * as create does: cores and MemAvailable). It describes GPU mode unless

@@ -180,7 +180,7 @@ int main(void) {
     if (rc == 0) {
       ext = malloc(x.length);
       CHECK_OK(gf_object_read(x.obj, ext, x.offset, x.length));
-      rc = gf_wds_set_unpack(set, i, ext, x.length, &io, &il, &label);
+      rc = gf_wds_set_unpack(set, i, ext, x.length, &io, &il, &label, NULL);
     }
     if (i == 9) {
       /* Too large for the stream's buffer only. */

@@ -6,6 +6,10 @@ gpufeed_add_test(test_wds_keys SOURCES ${_wds}/test_wds_keys.c TIMEOUT 60)
 gpufeed_add_test(test_wds_index SOURCES ${_wds}/test_wds_index.c TIMEOUT 60)
 gpufeed_add_test(test_wds_source SOURCES ${_wds}/test_wds_source.c TIMEOUT 120
                  LABELS threaded loader)
+# Other fields handed with each batch (gf_shards_config.fields,
+# gf_batch_field): their bytes, the bound, the cache, the skip repair.
+gpufeed_add_test(test_wds_fields SOURCES ${_wds}/test_wds_fields.c TIMEOUT 120
+                 LABELS threaded loader)
 # The CLI over tar shards, locally and from nginx (tests/cli_shards.sh).
 gpufeed_add_script_test(cli_shards SCRIPT cli_shards.sh TIMEOUT 240
                         LABELS cli http)

@@ -302,6 +302,9 @@ int gfc_bench(const gfc_bench_opts *o) {
   }
   double first_batch_s = -1;
   int status = GFC_EXIT_OK;
+  /* Tar shards' other fields (--fields): what the batches handed on. */
+  uint64_t f_present = 0, f_absent = 0, f_bytes = 0;
+  uint32_t nfields = gf_loader_field_count(l);
   gfc_progress prog;
   for (uint32_t e = 0; e < o->epochs && status == GFC_EXIT_OK && !stop; e++) {
     double te = gfc_now();
@@ -331,6 +334,17 @@ int gfc_bench(const gfc_bench_opts *o) {
         first_batch_s = gfc_now() - t_create;
       ep[e].images += b->count;
       ep[e].bytes += b->output ? b->output_bytes : b->data_bytes;
+      for (uint32_t j = 0; j < b->count; j++)
+        for (uint32_t f = 0; f < nfields; f++) {
+          const void *fd;
+          uint64_t fl;
+          if (gf_batch_field(b, j, f, &fd, &fl) == 1) {
+            f_present++;
+            f_bytes += fl;
+          } else {
+            f_absent++;
+          }
+        }
       double r0, r1;
       if (gpu) {
         /* The step runs on the GPU after the batch arrives. The host keeps
@@ -471,6 +485,10 @@ int gfc_bench(const gfc_bench_opts *o) {
            (unsigned long long)st.cache_pin_failures,
            (unsigned long long)st.skipped);
     json_str(st.io_backend);
+    if (nfields)
+      printf(",\"fields\":{\"present\":%llu,\"absent\":%llu,\"bytes\":%llu}",
+             (unsigned long long)f_present, (unsigned long long)f_absent,
+             (unsigned long long)f_bytes);
     printf(",\"io_fallback_reason\":");
     json_str(st.io_fallback_reason);
     printf(",\"host_mode_reason\":");
@@ -658,6 +676,12 @@ int gfc_bench(const gfc_bench_opts *o) {
                                      "failed read)"
                                    : "");
     }
+    if (nfields)
+      printf("  fields            %s: %llu present, %llu absent, %s "
+             "handed on (all epochs)\n",
+             o->shards.fields, (unsigned long long)f_present,
+             (unsigned long long)f_absent,
+             gfc_fmt_bytes(f_bytes, b1, sizeof b1));
     if (st.skipped)
       printf("  skipped           %llu bad samples (last: %s)\n",
              (unsigned long long)st.skipped, st.last_skip_reason);

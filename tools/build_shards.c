@@ -89,7 +89,7 @@ int gfc_shards_read(const gf_wds_set *set, uint64_t i, void **data, size_t *len,
   uint64_t io, il;
   rc = gf_object_read(x.obj, buf, x.offset, x.length);
   if (rc == 0)
-    rc = gf_wds_set_unpack(set, i, buf, x.length, &io, &il, label);
+    rc = gf_wds_set_unpack(set, i, buf, x.length, &io, &il, label, NULL);
   if (rc < 0) {
     free(buf);
     return rc;

@@ -3,7 +3,8 @@
  * samples and members, the fields and how many samples have each, what
  * was skipped or is no sample; with --samples N, the first N samples
  * each read and checked as a loader reads it: key, fields, label, image
- * field, size and CRC-32 (zlib's, as Python's zlib.crc32). */
+ * field, size and CRC-32 (zlib's, as Python's zlib.crc32), and the fields
+ * asked with --fields (their bytes, or absent). */
 #include "cli.h"
 
 #include "format/wds_set.h"
@@ -23,7 +24,14 @@ typedef struct one {
   uint64_t image_bytes;
   uint32_t crc;
   const char *image_field;
+  uint8_t *buf; /* the extent read (one_free), the fields in it */
+  gf_wds_span fields[GF_FIELDS_MAX];
 } one;
+
+static void one_free(one *r) {
+  free(r->buf);
+  r->buf = NULL;
+}
 
 /* A JSON string, quoted. */
 static void jstr(const char *s, size_t len) {
@@ -48,7 +56,8 @@ static void read_one(const gf_wds_set *set, uint64_t i, one *r) {
   uint64_t io, il;
   r->rc = gf_object_read(x.obj, buf, x.offset, x.length);
   if (r->rc == 0)
-    r->rc = gf_wds_set_unpack(set, i, buf, x.length, &io, &il, &r->label);
+    r->rc = gf_wds_set_unpack(set, i, buf, x.length, &io, &il, &r->label,
+                              r->fields);
   if (r->rc == 0) {
     r->image_bytes = il;
     uLong c = crc32(0L, Z_NULL, 0);
@@ -64,7 +73,40 @@ static void read_one(const gf_wds_set *set, uint64_t i, one *r) {
       if (all->fields[m->first + k].offset == x.offset + x.image_offset)
         r->image_field = gf_wds_field_name(all, &all->fields[m->first + k]);
   }
-  free(buf);
+  r->buf = buf;
+}
+
+/* The asked fields of a sample read: JSON strings (bytes that are not
+ * UTF-8 escaped as gfc_json_str does) or null; in text, each cut to 60
+ * bytes, control bytes as '?'. */
+static void print_asked(const gf_wds_set *set, const one *r, bool json) {
+  uint32_t n = gf_wds_set_field_count(set);
+  for (uint32_t f = 0; f < n; f++) {
+    const char *name = gf_wds_set_field_name(set, f);
+    const gf_wds_span *sp = &r->fields[f];
+    bool has = sp->offset != GF_NO_INDEX;
+    const char *p = has ? (const char *)r->buf + sp->offset : NULL;
+    if (json) {
+      printf("%s", f ? ", " : "");
+      jstr(name, strlen(name));
+      printf(": ");
+      if (has)
+        jstr(p, (size_t)sp->length);
+      else
+        printf("null");
+      continue;
+    }
+    if (!has) {
+      printf("  %s absent", name);
+      continue;
+    }
+    uint64_t shown = sp->length < 60 ? sp->length : 60;
+    printf("  %s \"", name);
+    for (uint64_t k = 0; k < shown; k++)
+      putchar((unsigned char)p[k] >= 0x20 && p[k] != 0x7f ? p[k] : '?');
+    printf("%s\" (%" PRIu64 " bytes)", sp->length > shown ? "..." : "",
+           sp->length);
+  }
 }
 
 static void print_fields(const gf_wds_samples *all, uint64_t i, bool json) {
@@ -93,7 +135,9 @@ int gfc_inspect_shards(const gfc_inspect_opts *o) {
                         .label = o->shards.label,
                         .index = o->shards.index,
                         .threads = o->shards.threads,
-                        .index_bytes = o->shards.index_bytes};
+                        .index_bytes = o->shards.index_bytes,
+                        .fields = o->shards.fields,
+                        .field_bytes = o->shards.field_bytes};
   if (rc == 0)
     rc = gf_wds_set_open(st, names, n, &wo, &set);
   if (rc != 0) {
@@ -150,14 +194,21 @@ int gfc_inspect_shards(const gfc_inspect_opts *o) {
           printf(", \"label\": %" PRId64 ", \"image_field\": ", r.label);
           jstr(r.image_field ? r.image_field : "",
                r.image_field ? strlen(r.image_field) : 0);
-          printf(", \"image_bytes\": %" PRIu64 ", \"image_crc32\": %u}",
+          printf(", \"image_bytes\": %" PRIu64 ", \"image_crc32\": %u",
                  r.image_bytes, r.crc);
+          if (gf_wds_set_field_count(set)) {
+            printf(", \"asked\": {");
+            print_asked(set, &r, true);
+            printf("}");
+          }
+          printf("}");
         } else {
           const char *e = gf_last_error()->message;
           printf(", \"error\": ");
           jstr(e, strlen(e));
           printf("}");
         }
+        one_free(&r);
       }
       printf("]");
     }
@@ -179,6 +230,10 @@ int gfc_inspect_shards(const gfc_inspect_opts *o) {
              "folders, devices, sparse files), %" PRIu64
              " without a key and field or webdataset metadata\n",
              in.skipped, in.dropped);
+    if (in.field_over)
+      printf("too large  %" PRIu64 " samples with an asked field over "
+             "--field-bytes: a loader fails or skips them\n",
+             in.field_over);
     if (in.no_image)
       printf("not samples %" PRIu64 " (no image field or two, a field "
              "twice, no label field): a loader fails or skips them\n",
@@ -190,12 +245,15 @@ int gfc_inspect_shards(const gfc_inspect_opts *o) {
              gf_wds_set_shard_name(set, gf_wds_set_shard_of(set, i)),
              gf_wds_key(all, i));
       print_fields(all, i, false);
-      if (r.rc == 0)
-        printf("]  label %" PRId64 "  %s %" PRIu64 " bytes crc32 %08x\n",
-               r.label, r.image_field ? r.image_field : "?", r.image_bytes,
-               r.crc);
-      else
+      if (r.rc == 0) {
+        printf("]  label %" PRId64 "  %s %" PRIu64 " bytes crc32 %08x", r.label,
+               r.image_field ? r.image_field : "?", r.image_bytes, r.crc);
+        print_asked(set, &r, false);
+        printf("\n");
+      } else {
         printf("]  error: %s\n", gf_last_error()->message);
+      }
+      one_free(&r);
     }
   }
   free(has);

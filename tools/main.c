@@ -89,7 +89,11 @@ static const char synth_usage[] =
   "                   (default jpg;jpeg;png)\n"                                \
   "  --label-field F  auto (default: cls where a sample has one, else -1),\n"  \
   "                   none, a field every sample must hold (cls, ...), or\n"   \
-  "                   json:KEY (the integer at KEY of the json field)\n"
+  "                   json:KEY (the integer at KEY of the json field)\n"       \
+  "  --fields F       other fields to read with each sample, ';'-separated\n"  \
+  "                   (txt;json): bench counts their bytes, inspect\n"         \
+  "                   --samples shows them\n"                                  \
+  "  --field-bytes N  the most bytes such a field may hold (default 64K)\n"
 
 /* The options of a source behind a server, shared by inspect, verify and
  * bench (gf_remote_config; docs/REMOTE.md). */
@@ -824,6 +828,10 @@ static bool shards_arg(args *a, gf_shards_config *s) {
     s->image_fields = v;
   else if (opt(a, "--label-field", &v))
     s->label = v;
+  else if (opt(a, "--fields", &v))
+    s->fields = v;
+  else if (opt(a, "--field-bytes", &v))
+    s->field_bytes = parse_size(a, "--field-bytes", v, 1, 1ull << 40);
   else
     return false;
   return true;

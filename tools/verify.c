@@ -189,6 +189,7 @@ static void check_shard_sample(verify_job *j, uint64_t i, void **rbuf,
   gf_wds_extent x;
   uint64_t io = 0, il = 0;
   int64_t label;
+  gf_wds_span spans[GF_FIELDS_MAX];
   int rc = gf_wds_set_extent(j->set, i, &x);
   gf_limits lim = gf_limits_resolve(NULL);
   if (rc == 0 && x.length > lim.max_bytes)
@@ -201,7 +202,8 @@ static void check_shard_sample(verify_job *j, uint64_t i, void **rbuf,
   if (rc == 0)
     rc = gf_object_read(x.obj, *rbuf, x.offset, x.length);
   if (rc == 0)
-    rc = gf_wds_set_unpack(j->set, i, *rbuf, x.length, &io, &il, &label);
+    rc = gf_wds_set_unpack(j->set, i, *rbuf, x.length, &io, &il, &label,
+                           spans); /* --fields: checked, bounded */
   const uint8_t *img = (const uint8_t *)*rbuf + io;
   int codec = rc == 0 ? gf_folder_file_codec(x.codec, NULL, img, il) : rc;
   gf_shape want, out;
@@ -265,7 +267,9 @@ int gfc_verify(const gfc_verify_opts *o) {
                           .label = o->shards.label,
                           .index = o->shards.index,
                           .threads = o->shards.threads,
-                          .index_bytes = o->shards.index_bytes};
+                          .index_bytes = o->shards.index_bytes,
+                          .fields = o->shards.fields,
+                          .field_bytes = o->shards.field_bytes};
     rc = gf_wds_spec_parse(o->dataset, 0, &root, &names, &nshards);
     if (rc == 0)
       rc = gf_storage_open(root, &o->remote, &st);

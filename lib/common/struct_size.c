@@ -32,6 +32,11 @@ static const published table[] = {
     {"gf_shards_config", {sizeof(gf_shards_config)}},
 };
 
+/* gf_shards_config's fields and field_bytes were taken from its reserved
+ * words: its one published size is unchanged. */
+_Static_assert(sizeof(void *) != 8 || sizeof(gf_shards_config) == 72,
+               "gf_shards_config changed size");
+
 static const published *find(const char *what) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, what) == 0)

@@ -48,6 +48,29 @@ const gf_wds_samples *gf_wds_set_samples(const gf_wds_set *s) {
   return &s->all;
 }
 
+uint32_t gf_wds_set_field_count(const gf_wds_set *s) { return s->n_fields; }
+
+const char *gf_wds_set_field_name(const gf_wds_set *s, uint32_t i) {
+  return i < s->n_fields ? s->field_names[i] : NULL;
+}
+
+uint64_t gf_wds_set_field_bytes(const gf_wds_set *s) { return s->field_bytes; }
+
+/* Sample idx's member of asked field i (within field_bytes unless `any`),
+ * or NULL. A sample holds a field once (a repeat fails it first). */
+static const gf_wds_field *asked_member(const gf_wds_set *s, uint64_t idx,
+                                        uint32_t i, bool any) {
+  const gf_wds_sample *m = &s->all.samples[idx];
+  if (s->field_ids[i] == UINT32_MAX)
+    return NULL;
+  for (uint32_t k = 0; k < m->count; k++) {
+    const gf_wds_field *f = &s->all.fields[m->first + k];
+    if (f->name == s->field_ids[i])
+      return any || f->size <= s->field_bytes ? f : NULL;
+  }
+  return NULL;
+}
+
 void gf_wds_set_name(const gf_wds_set *s, uint64_t idx, char *buf, size_t cap) {
   const shard *sh = &s->shards[gf_wds_set_shard_of(s, idx)];
   snprintf(buf, cap, "%s: sample '%s'", sh->obj->display,
@@ -90,6 +113,17 @@ int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out) {
       lo = f[lab].offset;
     if (f[lab].offset + f[lab].size > hi)
       hi = f[lab].offset + f[lab].size;
+  }
+  /* The asked fields' members, adjacent in the shard: still one read.
+   * One over field_bytes is left out (unpack fails the sample). */
+  for (uint32_t i = 0; i < s->n_fields; i++) {
+    const gf_wds_field *af = asked_member(s, idx, i, false);
+    if (!af)
+      continue;
+    if (af->offset < lo)
+      lo = af->offset;
+    if (af->offset + af->size > hi)
+      hi = af->offset + af->size;
   }
   lo -= GF_TAR_BLOCK; /* the first member's header (an index's offsets are
                          at least 512) */
@@ -168,7 +202,7 @@ static const gf_wds_field *member_at(const gf_wds_set *s, uint64_t idx,
 
 int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
                       uint64_t len, uint64_t *image_off, uint64_t *image_len,
-                      int64_t *label) {
+                      int64_t *label, gf_wds_span *fields) {
   gf_wds_extent x;
   int rc = gf_wds_set_extent(s, idx, &x);
   if (rc < 0)
@@ -188,6 +222,25 @@ int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
     if (gf_wds_rules_label(&s->rules, buf + x.label_offset, x.label_length,
                            label, why, sizeof why) < 0)
       return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset, why);
+  }
+  for (uint32_t i = 0; fields && i < s->n_fields; i++) {
+    const gf_wds_field *af = asked_member(s, idx, i, true);
+    fields[i] = (gf_wds_span){.offset = GF_NO_INDEX, .length = 0};
+    if (!af)
+      continue; /* absent, as webdataset leaves the key out */
+    if (af->size > s->field_bytes) {
+      char what[300];
+      snprintf(what, sizeof what,
+               "field '%s' is %llu bytes, more than field_bytes (%llu): "
+               "raise the shards option field_bytes",
+               s->field_names[i], (unsigned long long)af->size,
+               (unsigned long long)s->field_bytes);
+      return bad_sample(s, idx, GF_ELIMIT, af->offset, what);
+    }
+    uint64_t at = af->offset - x.offset;
+    if ((rc = check_header(s, idx, &x, buf, at, af)) < 0)
+      return rc;
+    fields[i] = (gf_wds_span){.offset = at, .length = af->size};
   }
   *image_off = x.image_offset;
   *image_len = x.image_length;

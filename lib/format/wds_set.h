@@ -37,6 +37,13 @@ typedef struct gf_wds_set_opts {
    * name ("cls", "cls2", "index", ...): that field's decimal integer,
    * which every sample must hold. */
   const char *label;
+  /* Other fields a loader hands on (gpufeed.h's gf_shards_config.fields):
+   * ';'-separated, lower-case, at most GF_FIELDS_MAX; NULL or "": none.
+   * Each sample's extent covers those it holds of at most field_bytes
+   * (0: GF_FIELD_BYTES_DEFAULT); one larger fails the sample when
+   * unpacked, its member not read. */
+  const char *fields;
+  uint64_t field_bytes;
   uint32_t index;       /* GF_WDS_INDEX_* */
   uint32_t threads;     /* shards opened at once (0: 128 for a remote
                            storage, else the online cores, at most 64) */
@@ -56,6 +63,7 @@ typedef struct gf_wds_set_info {
   uint64_t dropped;  /* members without a key and field (no dot in the
                         file name) or webdataset's metadata names */
   uint64_t no_image; /* samples without an image field, or with two */
+  uint64_t field_over; /* samples with an asked field over field_bytes */
   uint64_t shard_bytes;
 } gf_wds_set_info;
 
@@ -80,8 +88,15 @@ const char *gf_wds_set_key(const gf_wds_set *s, uint64_t idx);
  * set): sample i is samples[i], its members fields[first ..]. */
 const gf_wds_samples *gf_wds_set_samples(const gf_wds_set *s);
 
+/* The fields asked for (gf_wds_set_opts.fields), in the order given, and
+ * the bound on each (field_bytes, resolved). */
+uint32_t gf_wds_set_field_count(const gf_wds_set *s);
+const char *gf_wds_set_field_name(const gf_wds_set *s, uint32_t i);
+uint64_t gf_wds_set_field_bytes(const gf_wds_set *s);
+
 /* Where sample idx's bytes lie: one range of its shard that holds its
- * image member and its label member, their tar headers included. */
+ * image member, its label member and the members of the asked fields it
+ * has (those within field_bytes), their tar headers included. */
 typedef struct gf_wds_extent {
   uint32_t shard;
   gf_object *obj;
@@ -98,16 +113,25 @@ typedef struct gf_wds_extent {
  * no label field where the options require one. Any thread. */
 int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out);
 
+/* An asked field of a sample within its extent's bytes: offset
+ * GF_NO_INDEX when the sample has no such member. */
+typedef struct gf_wds_span {
+  uint64_t offset, length;
+} gf_wds_span;
+
 /* Checks the bytes buf[0 .. len) read for sample idx's extent (every used
  * member's tar header where the index put it, of the size it gave) and
  * takes its label (-1 without one). *image_off and *image_len: the image
- * within buf. Returns 0, or with the shard, key and byte named:
- * GF_ECORRUPT (a header that is not there or says otherwise: the shard is
- * not the one the index was made for), GF_EBADSOURCE (a label that is not
- * a decimal integer). Any thread. */
+ * within buf; fields (NULL, or gf_wds_set_field_count entries): where each
+ * asked field lies in buf. Returns 0, or with the shard, key and byte
+ * named: GF_ECORRUPT (a header that is not there or says otherwise: the
+ * shard is not the one the index was made for), GF_EBADSOURCE (a label
+ * that is not a decimal integer), GF_ELIMIT (fields given and an asked
+ * field larger than field_bytes: the field and both sizes named). Any
+ * thread. */
 int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
                       uint64_t len, uint64_t *image_off, uint64_t *image_len,
-                      int64_t *label);
+                      int64_t *label, gf_wds_span *fields);
 
 /* A name for sample idx in messages: the shard's location and the
  * sample's key. Into buf. */

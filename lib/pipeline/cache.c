@@ -248,14 +248,24 @@ int gf_cache_get_dev(gf_cache *c, uint64_t idx, const void **data,
 
 int gf_cache_put_parts(gf_cache *c, uint64_t idx, const void *head,
                        size_t head_len, const void *data, size_t data_len) {
-  size_t len = head_len + data_len;
-  if (len < head_len)
-    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX, "cache put: size overflow");
+  gf_cache_part parts[2] = {{head, head_len}, {data, data_len}};
+  return gf_cache_put_iov(c, idx, parts, 2);
+}
+
+int gf_cache_put_iov(gf_cache *c, uint64_t idx, const gf_cache_part *parts,
+                     uint32_t n) {
+  size_t len = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (len + parts[i].len < len)
+      return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
+                     "cache put: size overflow");
+    len += parts[i].len;
+    if (!parts[i].data && parts[i].len)
+      return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
+                     "cache put: data is NULL for %zu bytes", parts[i].len);
+  }
   if (GF_UNLIKELY(idx >= c->n))
     return out_of_range(c, idx, "put");
-  if ((!data && data_len) || (!head && head_len))
-    return gf_fail(-EINVAL, NULL, idx, GF_NO_INDEX,
-                   "cache put: data is NULL for %zu bytes", len);
   uint64_t need = gf_cache_record_bytes(len);
   if (!c->table || need > c->budget) {
     count(&c->rejected);
@@ -293,10 +303,12 @@ int gf_cache_put_parts(gf_cache *c, uint64_t idx, const void *head,
   uint8_t *rec = c->arena + cur;
   uint64_t hdr[2] = {(uint64_t)len, idx};
   memcpy(rec, hdr, sizeof hdr);
-  if (head_len)
-    memcpy(rec + GF_CACHE_RECORD_HEADER, head, head_len);
-  if (data_len)
-    memcpy(rec + GF_CACHE_RECORD_HEADER + head_len, data, data_len);
+  uint8_t *w = rec + GF_CACHE_RECORD_HEADER;
+  for (uint32_t i = 0; i < n; i++)
+    if (parts[i].len) {
+      memcpy(w, parts[i].data, parts[i].len);
+      w += parts[i].len;
+    }
   atomic_fetch_add_explicit(&c->payload, len, memory_order_relaxed);
   count(&c->inserted);
   atomic_store_explicit(&c->table[idx], cur + 1, memory_order_release);

@@ -133,6 +133,14 @@ int gf_cache_put(gf_cache *c, uint64_t idx, const void *data, size_t len);
  * small header and the payload, without a copy to join them first). */
 int gf_cache_put_parts(gf_cache *c, uint64_t idx, const void *head,
                        size_t head_len, const void *data, size_t data_len);
+/* The same with the bytes in n parts, stored one after the other (a
+ * header, the pixels, then a sample's other fields). */
+typedef struct gf_cache_part {
+  const void *data;
+  size_t len;
+} gf_cache_part;
+int gf_cache_put_iov(gf_cache *c, uint64_t idx, const gf_cache_part *parts,
+                     uint32_t n);
 /* Reads the counters. Each is exact once the threads using the cache are
  * quiet; while they run, each is a value it held recently. Any thread. */
 void gf_cache_stats(const gf_cache *c, gf_cache_counters *out);

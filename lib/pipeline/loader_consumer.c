@@ -60,9 +60,11 @@ static void repair(gf_loader *l, slot *s) {
       if (s->gpu_len)
         s->gpu_len[j] = 0;
       test_hook(l, "repair: load");
+      field_place fp;
       s->status[j] = gf_loader__load_sync(
           l, s->epoch, s->indices[j], s->data + (uint64_t)j * l->stride,
-          &s->shapes[j], &s->filtered[j], &s->regions[j], &s->labels[j]);
+          &s->shapes[j], &s->filtered[j], &s->regions[j], &s->labels[j],
+          slot_fields(s, j, &fp));
       if (s->status[j] != 0) {
         s->err_pos = j;
         s->err = *gf_last_error();
@@ -100,9 +102,10 @@ static void repair(gf_loader *l, slot *s) {
       } else {
         uint64_t idx = gf_sampler_get(&l->sampler, pos++);
         s->indices[j] = idx;
-        s->status[j] = gf_loader__load_sync(l, s->epoch, idx, dst,
-                                            &s->shapes[j], &s->filtered[j],
-                                            &s->regions[j], &s->labels[j]);
+        field_place fp;
+        s->status[j] = gf_loader__load_sync(
+            l, s->epoch, idx, dst, &s->shapes[j], &s->filtered[j],
+            &s->regions[j], &s->labels[j], slot_fields(s, j, &fp));
       }
       if (s->status[j] != 0) {
         s->err_pos = j;
@@ -126,6 +129,12 @@ static void repair(gf_loader *l, slot *s) {
       }
       if (s->gpu_len)
         s->gpu_len[out] = s->gpu_len[j];
+      /* A sample's fields move with it. */
+      field_place from, to;
+      if (slot_fields(s, j, &from) && slot_fields(s, out, &to)) {
+        memcpy(to.len, from.len, s->nfields * sizeof *to.len);
+        memcpy(to.data, from.data, s->nfields * s->field_bytes);
+      }
     }
     out++;
   }

@@ -82,6 +82,21 @@ static int alloc_slot(gf_loader *l, slot *s, uint32_t index) {
       return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                      "cannot allocate a batch slot's gather list");
   }
+  /* Tar shards' asked fields: host memory whatever the mode (they never
+   * go to the device). */
+  if (l->nfields) {
+    s->nfields = l->nfields;
+    s->field_bytes = l->field_bytes;
+    s->field_len = table(a, B * l->nfields, sizeof *s->field_len);
+    uint64_t fb = B * l->nfields * l->field_bytes; /* sized: no overflow */
+    s->fields = fb <= SIZE_MAX ? malloc((size_t)fb) : NULL;
+    if (!s->field_len || !s->fields)
+      return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "cannot allocate a batch slot's field places (%llu "
+                     "bytes)",
+                     (unsigned long long)fb);
+    a->slot_field_bytes += fb;
+  }
   s->shapes = table(a, B, sizeof *s->shapes);
   s->offsets = table(a, B, sizeof *s->offsets);
   s->labels = table(a, B, sizeof *s->labels);
@@ -173,6 +188,8 @@ static void free_slot(gf_loader *l, slot *s) {
   free(s->jimg);
   free(s->joff);
   free(s->jpos);
+  free(s->field_len);
+  free(s->fields);
 }
 
 static void close_direct(gf_loader *l) {
@@ -353,6 +370,8 @@ int gf_loader_create(const gf_loader_config *cfg, gf_loader **out) {
   l->cfg.prefetch = z.prefetch;
   l->chunk = z.chunk;
   l->nslots = z.slots;
+  l->nfields = z.nfields;
+  l->field_bytes = z.field_bytes;
   gf_strlcpy(l->tuning, z.tuning, sizeof l->tuning);
   if (l->cfg.io_direct && (rc = open_direct(l)) < 0)
     goto fail;

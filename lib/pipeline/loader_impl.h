@@ -13,6 +13,8 @@
  *   loader_plan.c      config resolution, sizing, autotune, the memory plan
  *   loader_create.c    create / destroy: slots, workers, direct fds, pinning
  *   loader_consumer.c  next / release, the skip policy's repair
+ *   loader_info.c      dataset metadata (epoch size, classes, paths)
+ *   loader_fields.c    tar shards' other fields: names, a batch's bytes
  *   loader_state.c     epochs, resume state export / import, seek
  *   loader_stats.c     statistics, the trace file, the device pool
  *
@@ -167,7 +169,32 @@ typedef struct slot {
   uint64_t *joff;
   uint32_t *jpos;
   uint32_t ngpu;
+  /* Other fields (tar shards' gf_shards_config.fields; nfields 0: none):
+   * per sample and field, its length (GF_NO_INDEX: absent) and its bytes,
+   * field_bytes a place (field_place); copied from the loader so that
+   * gf_batch_field needs only the batch. */
+  uint32_t nfields;
+  uint64_t field_bytes;
+  uint64_t *field_len;
+  uint8_t *fields;
 } slot;
+
+/* Where one sample's asked fields go: nfields lengths (GF_NO_INDEX:
+ * absent) and nfields places of field_bytes. */
+typedef struct field_place {
+  uint64_t *len;
+  uint8_t *data;
+} field_place;
+
+/* Sample j's field places in s; NULL when no field is asked. */
+static inline const field_place *slot_fields(const slot *s, uint32_t j,
+                                             field_place *fp) {
+  if (!s->nfields)
+    return NULL;
+  fp->len = s->field_len + (uint64_t)j * s->nfields;
+  fp->data = s->fields + (uint64_t)j * s->nfields * s->field_bytes;
+  return fp;
+}
 
 /* The most batch slots a loader has (config prefetch). */
 #define GF_LOADER_MAX_SLOTS 64
@@ -197,6 +224,9 @@ struct gf_loader {
   gf_loader_config cfg;
   char *source_path, *labels_path;
   gf_source *src;
+  /* The asked fields (gf_source_field_count) and the bound on each. */
+  uint32_t nfields;
+  uint64_t field_bytes;
   gf_sampler sampler; /* the dispatcher's; under mu */
   uint64_t share;     /* samples of this rank's share of a full epoch */
   /* The source's fingerprint for resume states, made at the first export
@@ -351,7 +381,8 @@ static inline void range_pop(const gf_loader *l) {
  * its storage (the consumer's repair path, rare). */
 int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered,
-                         gf_xform_region *region, int64_t *label);
+                         gf_xform_region *region, int64_t *label,
+                         const field_place *fields);
 /* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
 void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
 /* Sample j of slot s, whose file bytes wait in its place for the GPU

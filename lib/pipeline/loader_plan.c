@@ -150,7 +150,8 @@ static uint64_t host_bytes(const gf_loader_config *c, const gf_loader_sizes *z,
                            uint32_t threads, uint32_t prefetch) {
   uint64_t per_slot = z->slot_bytes, slots, a, b, sum;
   if (!gf_add_u64(per_slot, z->slot_out_bytes, &per_slot) ||
-      !gf_add_u64(per_slot, z->slot_table_bytes, &per_slot))
+      !gf_add_u64(per_slot, z->slot_table_bytes, &per_slot) ||
+      !gf_add_u64(per_slot, z->slot_field_bytes, &per_slot))
     return UINT64_MAX;
   slots = c->staging_slots ? c->staging_slots : prefetch;
   if (!gf_mul_u64(per_slot, slots, &a) ||
@@ -411,7 +412,7 @@ static int sample_sizes(const gf_loader_config *c, gf_source *src,
 
 /* A slot's per-sample tables (alloc_slot makes them). */
 static uint64_t table_bytes(uint64_t B, bool gpu, bool direct, bool gpu_jpeg,
-                            bool loco) {
+                            bool loco, uint32_t nfields) {
   const slot *s = NULL;
   uint64_t each = sizeof *s->shapes + sizeof *s->offsets + sizeof *s->labels +
                   sizeof *s->indices + sizeof *s->status +
@@ -424,6 +425,7 @@ static uint64_t table_bytes(uint64_t B, bool gpu, bool direct, bool gpu_jpeg,
             sizeof *s->jpos;
   if (loco)
     each += sizeof *s->loco;
+  each += nfields * sizeof *s->field_len;
   if (gpu || direct || gpu_jpeg) /* the gather list */
     each += sizeof *s->segs;
   return B * each;
@@ -476,8 +478,17 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
   bool direct = gpu && c->cache_bytes &&
                 c->cache_direct == GF_CACHE_DIRECT_AUTO;
   gf_loader__jpeg_gpu_plan(c, gpu, z);
+  /* Tar shards' asked fields: a place each per sample, host memory. */
+  z->nfields = gf_source_field_count(src);
+  z->field_bytes = z->nfields ? gf_source_field_bytes(src) : 0;
+  if (!gf_mul_u64(B * z->nfields, z->field_bytes, &z->slot_field_bytes))
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "shards: field_bytes %llu x %u fields x batch_size %llu "
+                   "is beyond 2^64 bytes",
+                   (unsigned long long)z->field_bytes, z->nfields,
+                   (unsigned long long)B);
   z->slot_table_bytes =
-      table_bytes(B, gpu, direct, z->jpeg_gpu_mode != 0, z->loco);
+      table_bytes(B, gpu, direct, z->jpeg_gpu_mode != 0, z->loco, z->nfields);
   autotune(c, z, gpu);
   z->slots = c->staging_slots ? c->staging_slots : z->prefetch;
   z->chunk = chunk_for(c, z, z->threads);
@@ -548,6 +559,8 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
   p->output_slot_bytes = z->slot_out_bytes;
   p->table_slots = z->slots;
   p->table_slot_bytes = z->slot_table_bytes;
+  p->field_slots = z->slot_field_bytes ? z->slots : 0;
+  p->field_slot_bytes = z->slot_field_bytes;
   p->read_buffers = z->read_buffer_bytes ? z->threads : 0;
   p->read_buffer_bytes = z->read_buffer_bytes;
   p->fetch_bytes = z->remote ? z->fetch_budget : 0;

@@ -55,6 +55,10 @@ typedef struct gf_loader_sizes {
   uint64_t slot_out_bytes;    /* host mode, a transform that changes
                                  something: a slot's output; else 0 */
   uint64_t slot_table_bytes;  /* a slot's per-sample tables */
+  uint32_t nfields;           /* tar shards: the asked fields (0: none) */
+  uint64_t field_bytes;       /* the bound on each */
+  uint64_t slot_field_bytes;  /* a slot's field places: batch_size *
+                                 nfields * field_bytes */
   uint64_t read_buffer_bytes; /* a worker's read buffer (whole pages; 0
                                  for a remote source: the fetch stage
                                  reads) */
@@ -113,6 +117,7 @@ typedef struct gf_loader_allocs {
   uint64_t slot_bytes;        /* host-mode slot pixels, all slots */
   uint64_t slot_out_bytes;    /* host-mode outputs, all slots */
   uint64_t slot_table_bytes;  /* per-sample tables, all slots */
+  uint64_t slot_field_bytes;  /* field places, all slots */
   uint64_t read_buffer_bytes; /* all workers */
   uint64_t stage_in_bytes;    /* GPU: asked of the stage a slot */
   uint64_t stage_slots;       /* GPU: slots asked of the stage */

@@ -13,10 +13,62 @@ typedef struct cache_head {
                         are a loco record (GPU mode) */
   uint32_t has_label; /* a packed sample's label, found in its bytes */
   int64_t label;
+  /* Bytes after the pixels: the sample's asked fields (nfields lengths,
+   * GF_NO_INDEX for an absent one, then the present ones' bytes), so that
+   * a hit delivers the fields of its own sample. */
+  uint64_t tail;
+  uint64_t pad_; /* the pixels stay 16-byte aligned (direct copies) */
 } cache_head;
 #define CACHE_HEAD ((size_t)sizeof(cache_head))
 
 /* ---- one sample --------------------------------------------------------- */
+
+/* Copies the asked fields found in an unpacked extent buf into their
+ * places (each within field_bytes: unpack checked). */
+static void put_fields(const gf_loader *l, const gf_src_span *sp,
+                       const uint8_t *buf, const field_place *fp) {
+  for (uint32_t i = 0; i < l->nfields; i++) {
+    fp->len[i] = sp[i].offset == GF_NO_INDEX ? GF_NO_INDEX : sp[i].length;
+    if (sp[i].offset != GF_NO_INDEX)
+      memcpy(fp->data + (uint64_t)i * l->field_bytes, buf + sp[i].offset,
+             (size_t)sp[i].length);
+  }
+}
+
+/* Offers a decoded sample to the cache: its head, its out bytes at dst,
+ * and its fields (fp) after them. */
+static void cache_offer(gf_loader *l, uint64_t idx, cache_head *h,
+                        const uint8_t *dst, uint64_t out,
+                        const field_place *fp) {
+  gf_cache_part parts[2 + 1 + GF_FIELDS_MAX];
+  uint32_t n = 0;
+  parts[n++] = (gf_cache_part){h, CACHE_HEAD};
+  parts[n++] = (gf_cache_part){dst, (size_t)out};
+  h->tail = 0;
+  if (fp) {
+    parts[n++] = (gf_cache_part){fp->len, l->nfields * sizeof *fp->len};
+    h->tail += l->nfields * sizeof *fp->len;
+    for (uint32_t i = 0; i < l->nfields; i++)
+      if (fp->len[i] != GF_NO_INDEX) {
+        parts[n++] = (gf_cache_part){fp->data + (uint64_t)i * l->field_bytes,
+                                     (size_t)fp->len[i]};
+        h->tail += fp->len[i];
+      }
+  }
+  gf_cache_put_iov(l->cache, idx, parts, n);
+}
+
+/* The fields of a cache record's tail (cache_offer) into their places. */
+static void fields_from_cache(const gf_loader *l, const uint8_t *tail,
+                              const field_place *fp) {
+  memcpy(fp->len, tail, l->nfields * sizeof *fp->len);
+  const uint8_t *at = tail + l->nfields * sizeof *fp->len;
+  for (uint32_t i = 0; i < l->nfields; i++)
+    if (fp->len[i] != GF_NO_INDEX) {
+      memcpy(fp->data + (uint64_t)i * l->field_bytes, at, (size_t)fp->len[i]);
+      at += fp->len[i];
+    }
+}
 
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
@@ -71,30 +123,35 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
 
 /* Checks the stored bytes, decodes them into dst (unless they were read
  * there already as raw pixels: in_place) and offers the result to the
- * cache (not a JPEG window: it depends on the epoch). A folder's file is
- * decoded by what its first bytes say it is (gf_source_file_codec). A
- * packed sample (a tar shard's) is checked and taken apart first: its
- * label goes to *label (label NULL: buf is its image alone, taken apart
- * before). With gpu (a sample the GPU may take), a JPEG nvJPEG decodes is
- * not decoded here: its bytes go to dst and *gpu gets their length
- * (jpeg_gpu_take). Records context and returns the error on failure. */
+ * cache (not a JPEG window: it depends on the epoch) with its label and
+ * fields. A folder's file is decoded by what its first bytes say it is
+ * (gf_source_file_codec). A packed sample (a tar shard's) is checked and
+ * taken apart first: its label goes to *label, its asked fields to fp
+ * (NULL: none asked); with image_only, buf is its image alone, taken
+ * apart before (*label and fp hold what that found). With gpu (a sample
+ * the GPU may take), a JPEG nvJPEG decodes is not decoded here: its bytes
+ * go to dst and *gpu gets their length (jpeg_gpu_take). Records context
+ * and returns the error on failure. */
 static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
                          uint64_t epoch, const uint8_t *buf, uint64_t len,
                          bool in_place, uint8_t *dst, gf_shape *shape,
                          uint8_t *filtered, gf_xform_region *region,
-                         uint32_t *gpu, int64_t *label) {
+                         uint32_t *gpu, int64_t *label, const field_place *fp,
+                         bool image_only) {
   int rc;
   *filtered = 0;
   region->denom = 0;
   if (gpu)
     *gpu = 0;
-  bool packed = label && (gf_source_caps(l->src) & GF_SOURCE_PACKED);
-  int64_t lab = -1;
-  if (packed) {
+  bool packed = gf_source_caps(l->src) & GF_SOURCE_PACKED;
+  if (packed && !image_only) {
     uint64_t io, il;
-    if ((rc = gf_source_unpack(l->src, smp, buf, len, &io, &il, &lab)) < 0)
+    gf_src_span sp[GF_FIELDS_MAX];
+    if ((rc = gf_source_unpack(l->src, smp, buf, len, &io, &il, label,
+                               fp ? sp : NULL)) < 0)
       return rc;
-    *label = lab;
+    if (fp)
+      put_fields(l, sp, buf, fp);
     buf += io;
     len = il;
   }
@@ -182,8 +239,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
     h.shape = *shape;
     h.filtered = *filtered;
     h.has_label = packed;
-    h.label = lab;
-    gf_cache_put_parts(l->cache, smp->index, &h, CACHE_HEAD, dst, (size_t)out);
+    h.label = packed ? *label : -1;
+    cache_offer(l, smp->index, &h, dst, out, fp);
   }
   return 0;
 }
@@ -193,7 +250,8 @@ static int finish_sample(gf_loader *l, uint32_t tid, const gf_src_sample *smp,
  * get the device and host addresses of its bytes (else *dev is 0). */
 static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
                        gf_shape *shape, uint8_t *filtered, uint64_t *dev,
-                       const uint8_t **host, int64_t *label) {
+                       const uint8_t **host, int64_t *label,
+                       const field_place *fp) {
   if (!l->cache)
     return false;
   const void *data;
@@ -209,6 +267,9 @@ static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
   *filtered = (uint8_t)h.filtered;
   if (h.has_label)
     *label = h.label;
+  size_t pixels = len - CACHE_HEAD - (size_t)h.tail;
+  if (fp)
+    fields_from_cache(l, (const uint8_t *)data + CACHE_HEAD + pixels, fp);
   if (d) {
     *dev = d + CACHE_HEAD;
     *host = (const uint8_t *)data + CACHE_HEAD;
@@ -216,12 +277,12 @@ static bool from_cache(gf_loader *l, uint32_t tid, uint64_t idx, uint8_t *dst,
     return true;
   }
   uint64_t t0 = now_ns();
-  memcpy(dst, (const uint8_t *)data + CACHE_HEAD, len - CACHE_HEAD);
+  memcpy(dst, (const uint8_t *)data + CACHE_HEAD, pixels);
   uint64_t t1 = now_ns();
   span(l, GF_TR_CACHE, tid, t0, t1, idx);
   add(&l->st_cache.busy_ns, t1 - t0);
   add(&l->st_cache.samples, 1);
-  add(&l->st_cache.bytes, len - CACHE_HEAD);
+  add(&l->st_cache.bytes, pixels);
   add(&l->cache_hits, 1);
   return true;
 }
@@ -267,7 +328,8 @@ static int too_large(const gf_loader *l, uint64_t idx, uint64_t len) {
  * repair path, rare). */
 int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered,
-                         gf_xform_region *region, int64_t *label) {
+                         gf_xform_region *region, int64_t *label,
+                         const field_place *fields) {
   gf_src_sample smp;
   region->denom = 0;
   int rc = gf_source_sample(l->src, idx, &smp);
@@ -275,7 +337,7 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
     return rc;
   *label = smp.label;
   if (from_cache(l, GF_TRACE_TID_CONSUMER, idx, dst, shape, filtered, NULL,
-                 NULL, label))
+                 NULL, label, fields))
     return 0;
   gf_object *obj = smp.obj, *own = NULL;
   if (!obj) {
@@ -306,7 +368,7 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
         add(&l->st_read.bytes, smp.length);
         rc = finish_sample(l, GF_TRACE_TID_CONSUMER, &smp, epoch, buf,
                            smp.length, false, dst, shape, filtered, region,
-                           NULL, label);
+                           NULL, label, fields, false);
       }
       free(buf);
     }
@@ -369,10 +431,12 @@ int gf_loader__decode_again(gf_loader *l, slot *s, uint32_t j, uint32_t tid) {
   if (rc == 0) {
     memcpy(copy, dst, len);
     smp.length = len;
-    /* Its label is in the slot already; the bytes are its image alone. */
+    /* Its label and fields are in the slot already; the bytes are its
+     * image alone. */
+    field_place fp;
     rc = finish_sample(l, tid, &smp, s->epoch, copy, len, false, dst,
                        &s->shapes[j], &s->filtered[j], &s->regions[j], NULL,
-                       NULL);
+                       &s->labels[j], slot_fields(s, j, &fp), true);
   }
   free(copy);
   if (rc < 0)
@@ -491,9 +555,12 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
       s->gpu_len[j] = 0;
     if (s->dsrc_dev)
       s->dsrc_dev[j] = 0;
+    field_place fp;
+    const field_place *fields = slot_fields(s, j, &fp);
     if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
                    s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
-                   s->dsrc_dev ? &s->dsrc_host[j] : NULL, &s->labels[j])) {
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL, &s->labels[j],
+                   fields)) {
       gf_fetch_release(l->fetch, seq);
       s->status[j] = 0;
       continue;
@@ -521,7 +588,7 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
     rc = finish_sample(l, w->tid, &smp, s->epoch, data, len, false, dst,
                        &s->shapes[j], &s->filtered[j], &s->regions[j],
                        gpu_position(l, j) ? &s->gpu_len[j] : NULL,
-                       &s->labels[j]);
+                       &s->labels[j], fields, false);
     free(own);
     gf_fetch_release(l->fetch, seq);
     if (rc < 0)
@@ -564,7 +631,7 @@ static int take_streamed(gf_loader *l, uint32_t tid, uint64_t epoch,
   smp.codec = m.codec;
   smp.length = m.len;
   rc = finish_sample(l, tid, &smp, epoch, buf, m.len, false, dst, shape,
-                     filtered, region, gpu, NULL);
+                     filtered, region, gpu, label, NULL, true);
   return rc < 0 ? rc : 1;
 }
 
@@ -640,9 +707,11 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       s->gpu_len[j] = 0;
     if (s->dsrc_dev)
       s->dsrc_dev[j] = 0;
+    field_place fp;
     if (from_cache(l, w->tid, idx, dst, &s->shapes[j], &s->filtered[j],
                    s->dsrc_dev ? &s->dsrc_dev[j] : NULL,
-                   s->dsrc_dev ? &s->dsrc_host[j] : NULL, &s->labels[j])) {
+                   s->dsrc_dev ? &s->dsrc_host[j] : NULL, &s->labels[j],
+                   slot_fields(s, j, &fp))) {
       s->status[j] = 0;
       continue;
     }
@@ -762,11 +831,12 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       }
       add(&l->st_read.samples, 1);
       add(&l->st_read.bytes, p->smp.length);
+      field_place fp;
       rc = finish_sample(l, w->tid, &p->smp, s->epoch, p->buf + p->skew,
                          p->smp.length, p->in_place, dst, &s->shapes[p->j],
                          &s->filtered[p->j], &s->regions[p->j],
                          gpu_position(l, p->j) ? &s->gpu_len[p->j] : NULL,
-                         &s->labels[p->j]);
+                         &s->labels[p->j], slot_fields(s, p->j, &fp), false);
       if (rc < 0)
         record_failure(l, s, p->j, rc, p->smp.index);
       else

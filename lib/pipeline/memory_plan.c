@@ -180,16 +180,18 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "gf_memory_plan_format needs a plan and a buffer (or "
                    "NULL and 0 to measure)");
-  uint64_t pinned, outs, tables, reads, scratch, slots, host = 0;
+  uint64_t pinned, outs, tables, fields, reads, scratch, slots, host = 0;
   int rc;
   if ((rc = plan_product(p->pinned_slots, p->pinned_slot_bytes,
                          "pinned staging slots", &pinned)) < 0 ||
-      (rc = plan_product(p->output_slots, p->output_slot_bytes,
-                         "batch outputs", &outs)) < 0 ||
-      (rc = plan_product(p->table_slots, p->table_slot_bytes,
-                         "batch tables", &tables)) < 0 ||
-      (rc = plan_product(p->read_buffers, p->read_buffer_bytes,
-                         "read buffers", &reads)) < 0 ||
+      (rc = plan_product(p->output_slots, p->output_slot_bytes, "batch outputs",
+                         &outs)) < 0 ||
+      (rc = plan_product(p->table_slots, p->table_slot_bytes, "batch tables",
+                         &tables)) < 0 ||
+      (rc = plan_product(p->field_slots, p->field_slot_bytes, "batch fields",
+                         &fields)) < 0 ||
+      (rc = plan_product(p->read_buffers, p->read_buffer_bytes, "read buffers",
+                         &reads)) < 0 ||
       (rc = plan_product(p->scratch_buffers, p->scratch_buffer_bytes,
                          "decode scratch", &scratch)) < 0 ||
       (rc = plan_product(p->device_slots, p->device_slot_bytes,
@@ -201,6 +203,7 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
       (rc = plan_sum(&host, pinned, "host")) < 0 ||
       (rc = plan_sum(&host, outs, "host")) < 0 ||
       (rc = plan_sum(&host, tables, "host")) < 0 ||
+      (rc = plan_sum(&host, fields, "host")) < 0 ||
       (rc = plan_sum(&host, reads, "host")) < 0 ||
       (rc = plan_sum(&host, p->fetch_bytes, "host")) < 0 ||
       (rc = plan_sum(&host, p->fetch_table_bytes, "host")) < 0 ||
@@ -233,6 +236,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
   if (p->table_slots)
     row(&s, "host", "batch tables", p->table_slots, p->table_slot_bytes,
         tables, true);
+  if (p->field_slots)
+    row(&s, "host", "batch fields", p->field_slots, p->field_slot_bytes, fields,
+        true);
   if (p->read_buffers)
     row(&s, "host", "read buffers", p->read_buffers, p->read_buffer_bytes,
         reads, true);

@@ -17,6 +17,10 @@ typedef struct gf_memory_plan {
   uint64_t table_slots;         /* a batch's per-sample tables (shapes,
                                    offsets, labels, transform parameters) */
   uint64_t table_slot_bytes;
+  uint64_t field_slots; /* tar shards' asked fields: a batch's
+                           places (batch_size x fields x
+                           field_bytes) */
+  uint64_t field_slot_bytes;
   uint64_t read_buffers;        /* I/O buffers (all workers) */
   uint64_t read_buffer_bytes;
   uint64_t fetch_bytes;         /* remote source: the read-ahead arena */

@@ -186,12 +186,25 @@ const char *gf_source_class_name(const gf_source *s, uint32_t i) {
 
 int gf_source_unpack(const gf_source *s, const gf_src_sample *smp,
                      const uint8_t *buf, uint64_t len, uint64_t *image_off,
-                     uint64_t *image_len, int64_t *label) {
+                     uint64_t *image_len, int64_t *label, gf_src_span *fields) {
   if (!s->ops->unpack)
     return gf_fail(GF_EINTERNAL, NULL, smp->index, GF_NO_INDEX,
                    "gf_source_unpack: a %s holds no packed samples",
                    s->ops->name);
-  return s->ops->unpack(s->impl, smp, buf, len, image_off, image_len, label);
+  return s->ops->unpack(s->impl, smp, buf, len, image_off, image_len, label,
+                        fields);
+}
+
+uint32_t gf_source_field_count(const gf_source *s) {
+  return s->ops->field_count ? s->ops->field_count(s->impl) : 0;
+}
+
+const char *gf_source_field_name(const gf_source *s, uint32_t i) {
+  return s->ops->field_name ? s->ops->field_name(s->impl, i) : NULL;
+}
+
+uint64_t gf_source_field_bytes(const gf_source *s) {
+  return s->ops->field_bytes ? s->ops->field_bytes(s->impl) : 0;
 }
 
 int gf_source_shards_config(const gf_shards_config *in, gf_shards_config *out) {
@@ -213,6 +226,11 @@ int gf_source_shards_config(const gf_shards_config *in, gf_shards_config *out) {
                    "gf_shards_config.index: %u is not a gf_shards_index "
                    "value",
                    out->index);
+  if (out->index == GF_SHARDS_INDEX_STREAM && out->fields && out->fields[0])
+    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                   "gf_shards_config: fields are read with an index, not "
+                   "yet in streaming mode (index the shards: `gpufeed "
+                   "index`)");
   if (out->index != GF_SHARDS_INDEX_STREAM &&
       (out->shuffle || out->shuffle_bytes))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,

@@ -64,6 +64,12 @@ typedef struct gf_src_sample {
   uint64_t inner_offset, inner_length;
 } gf_src_sample;
 
+/* An asked field within a packed sample's extent (gf_source_unpack):
+ * offset GF_NO_INDEX when the sample has none. */
+typedef struct gf_src_span {
+  uint64_t offset, length;
+} gf_src_span;
+
 /* One kind of source. impl is the kind's own state. */
 typedef struct gf_source_ops {
   const char *name; /* "dataset", "folder", "shards" */
@@ -108,11 +114,16 @@ typedef struct gf_source_ops {
    * and n 0: 1 when it may ever read anything, else 0. */
   int (*prepare)(const void *impl, const uint64_t *idx, size_t n,
                  uint8_t *unready);
-  /* GF_SOURCE_PACKED: checks the extent's bytes and finds the image
-   * and the label in them (gf_source_unpack). */
+  /* GF_SOURCE_PACKED: checks the extent's bytes and finds the image,
+   * the label and the asked fields in them (gf_source_unpack). */
   int (*unpack)(const void *impl, const gf_src_sample *smp, const uint8_t *buf,
                 uint64_t len, uint64_t *image_off, uint64_t *image_len,
-                int64_t *label);
+                int64_t *label, gf_src_span *fields);
+  /* Optional (NULL: none): the other fields each sample hands on
+   * (gf_source_fields). */
+  uint32_t (*field_count)(const void *impl);
+  const char *(*field_name)(const void *impl, uint32_t i);
+  uint64_t (*field_bytes)(const void *impl);
   /* GF_SOURCE_STREAM: fills the streaming stage's config with what the
    * source holds (its storage, shards, rules; lanes and shuffle as its
    * options say). */
@@ -227,13 +238,23 @@ int gf_source_sample_path(const gf_source *s, uint64_t idx, const char **name,
                           size_t *len);
 
 /* GF_SOURCE_PACKED: checks the bytes buf[0 .. len) read for smp's
- * extent and finds in them the image (*image_off, *image_len within buf)
- * and the label (-1 without one). Returns 0, or the error with the sample
- * named (bytes that are not what the source's index says, a label that is
- * not a number). Any thread. */
+ * extent and finds in them the image (*image_off, *image_len within buf),
+ * the label (-1 without one) and, with fields (NULL, or
+ * gf_source_field_count entries), each asked field. Returns 0, or the
+ * error with the sample named (bytes that are not what the source's index
+ * says, a label that is not a number, a field over its bound). Any
+ * thread. */
 int gf_source_unpack(const gf_source *s, const gf_src_sample *smp,
                      const uint8_t *buf, uint64_t len, uint64_t *image_off,
-                     uint64_t *image_len, int64_t *label);
+                     uint64_t *image_len, int64_t *label, gf_src_span *fields);
+
+/* The other fields each sample hands on beside its image and label (tar
+ * shards' gf_shards_config.fields): how many (0 for a source without
+ * them), field i's name (owned by the source; NULL past the count), and
+ * the most bytes one may hold. Any thread. */
+uint32_t gf_source_field_count(const gf_source *s);
+const char *gf_source_field_name(const gf_source *s, uint32_t i);
+uint64_t gf_source_field_bytes(const gf_source *s);
 
 /* *in (NULL: the defaults) checked (struct_size, reserved zero, index,
  * stream options only in streaming mode) and copied into *out. Returns 0

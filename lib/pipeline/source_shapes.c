@@ -306,8 +306,13 @@ static void scan_file(scan_job *j, uint64_t idx, scan_part *pt) {
     pt->max_decoded = d;
     pt->max_index = idx;
   }
-  if (size > pt->max_stored)
-    pt->max_stored = size;
+  /* A packed sample is read as its whole extent (its label and asked
+   * fields with it): that is what a read buffer holds. */
+  uint64_t stored = o->own ? size : smp.length;
+  if (stored < size)
+    stored = size;
+  if (stored > pt->max_stored)
+    pt->max_stored = stored;
   if (n > pt->max_native)
     pt->max_native = n;
   if (out.channels > pt->max_channels)
@@ -389,15 +394,14 @@ static int recheck(const gf_source *src, const gf_decode_opts *opts,
   if (got != (int64_t)*size) {
     rc = gf_fail(got < 0 ? (int)got : GF_ETRUNCATED, name, idx, GF_NO_INDEX,
                  "cannot read the file");
-  } else if (packed &&
-             (rc = gf_source_unpack(src, &smp, buf, *size, &io, &il,
-                                    &label)) < 0) {
+  } else if (packed && (rc = gf_source_unpack(src, &smp, buf, *size, &io, &il,
+                                              &label, NULL)) < 0) {
     free(buf);
     return rc; /* named */
   } else if ((rc = gf_source_file_codec(src, &smp, buf + io, il)) >= 0) {
     rc = gf_decode_shape(rc, buf + io, il, NULL, opts, shape);
   }
-  *size = il;
+  *size = packed ? smp.length : il; /* what a read buffer holds */
   free(buf);
   return rc < 0 ? gf_fail_context(rc, name, idx, NULL) : 0;
 }

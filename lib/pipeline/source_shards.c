@@ -1,8 +1,8 @@
 /* WebDataset tar shards as a source: the shards a path names
  * (format/wds_spec.h) in the storage they share, opened as a set
  * (format/wds_set.h: sidecar indexes, else header scans); each sample one
- * extent of its shard that holds its image and label members, checked and
- * taken apart once read (gf_source_unpack). */
+ * extent of its shard that holds its image, label and asked fields'
+ * members, checked and taken apart once read (gf_source_unpack). */
 #include "pipeline/source.h"
 
 #include "format/format.h"
@@ -40,7 +40,9 @@ static int sh_open_at(const char *path, const gf_shards_config *cfg,
                  : c.index == GF_SHARDS_INDEX_SCAN  ? GF_WDS_INDEX_SCAN
                                                     : GF_WDS_INDEX_AUTO,
         .threads = c.threads,
-        .index_bytes = c.index_bytes};
+        .index_bytes = c.index_bytes,
+        .fields = c.fields,
+        .field_bytes = c.field_bytes};
     gf_wds_set *set;
     rc = gf_wds_set_open(*st, names, n, &o, &set);
     if (rc == 0) {
@@ -133,9 +135,31 @@ static uint32_t sh_alignment(const void *impl) {
 
 static int sh_unpack(const void *impl, const gf_src_sample *smp,
                      const uint8_t *buf, uint64_t len, uint64_t *image_off,
-                     uint64_t *image_len, int64_t *label) {
-  return gf_wds_set_unpack(impl, smp->index, buf, len, image_off, image_len,
-                           label);
+                     uint64_t *image_len, int64_t *label, gf_src_span *fields) {
+  /* gf_src_span and gf_wds_span are the same two offsets (the format
+   * layer knows no pipeline type). */
+  _Static_assert(sizeof(gf_src_span) == sizeof(gf_wds_span),
+                 "gf_src_span and gf_wds_span differ");
+  gf_wds_span spans[GF_FIELDS_MAX];
+  int rc = gf_wds_set_unpack(impl, smp->index, buf, len, image_off, image_len,
+                             label, fields ? spans : NULL);
+  uint32_t n = gf_wds_set_field_count(impl);
+  for (uint32_t i = 0; rc == 0 && fields && i < n; i++)
+    fields[i] =
+        (gf_src_span){.offset = spans[i].offset, .length = spans[i].length};
+  return rc;
+}
+
+static uint32_t sh_field_count(const void *impl) {
+  return gf_wds_set_field_count(impl);
+}
+
+static const char *sh_field_name(const void *impl, uint32_t i) {
+  return gf_wds_set_field_name(impl, i);
+}
+
+static uint64_t sh_field_bytes(const void *impl) {
+  return gf_wds_set_field_bytes(impl);
 }
 
 const gf_source_ops gf_source_shards = {
@@ -159,4 +183,7 @@ const gf_source_ops gf_source_shards = {
     .object_name = sh_object_name,
     .alignment = sh_alignment,
     .unpack = sh_unpack,
+    .field_count = sh_field_count,
+    .field_name = sh_field_name,
+    .field_bytes = sh_field_bytes,
 };

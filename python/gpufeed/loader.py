@@ -163,11 +163,15 @@ def _shards_config(shards):
     """The ``shards=`` dict (docs/SHARDS.md) as gf_shards_config fields:
     index ("auto", "require" or "scan"), image_fields (a str of
     ";"-separated field names, or a list or tuple of them), label (a str:
-    "auto", "none" or a field name), threads (int) and index_bytes (an int
-    or a size such as "256M")."""
+    "auto", "none" or a field name), threads (int), index_bytes (an int
+    or a size such as "256M"), fields (other fields handed with each
+    batch: a str of ";"-separated names or a list or tuple of them) and
+    field_bytes (the most bytes one may hold: an int or a size such as
+    "64K"; default 64 KiB)."""
     if not isinstance(shards, dict):
         raise ConfigError("shards must be a dict (index, image_fields, "
-                          "label, threads, index_bytes), not %r" % (shards,))
+                          "label, threads, index_bytes, fields, "
+                          "field_bytes), not %r" % (shards,))
     out = {}
     for k, v in shards.items():
         if k == "index":
@@ -195,13 +199,28 @@ def _shards_config(shards):
                 raise ConfigError("shards['label'] must be a str ('auto', "
                                   "'none' or a field name), not %r" % (v,))
             out[k] = v
+        elif k == "fields":
+            if v is None:
+                out[k] = None
+                continue
+            fields = [v] if isinstance(v, str) else v
+            if (not isinstance(fields, (list, tuple)) or
+                    not all(isinstance(f, str) for f in fields)):
+                raise ConfigError("shards['fields'] must be a str or a "
+                                  "list of str, not %r" % (v,))
+            # Each name checked by C (empty, twice, upper-case): refused
+            # there with the option named. An empty list asks for none.
+            out[k] = ";".join(fields) if fields else None
+        elif k == "field_bytes":
+            out[k] = parse_bytes(v, "shards['field_bytes']")
         elif k == "threads":
             out[k] = _uint(v, "shards['threads']")
         elif k == "index_bytes":
             out[k] = parse_bytes(v, "shards['index_bytes']")
         else:
             raise ConfigError("shards has no option %r (index, image_fields, "
-                              "label, threads, index_bytes)" % (k,))
+                              "label, threads, index_bytes, fields, "
+                              "field_bytes)" % (k,))
     return out
 
 
@@ -228,12 +247,20 @@ class Loader:
     "jpg;png" or a list of names; default "jpg;jpeg;png"), ``label``
     ("auto", the default: the "cls" field where a sample has one, else -1;
     "none": -1; or a field every sample must hold), ``threads`` (shards
-    opened at once at create) and ``index_bytes`` (the largest index file
-    read, an int or a size such as "256M").
+    opened at once at create), ``index_bytes`` (the largest index file
+    read, an int or a size such as "256M"), ``fields`` (other fields handed
+    with each batch, such as ["txt", "json"]) and ``field_bytes`` (the most
+    bytes such a field may hold, default 64 KiB; a larger one is a bad
+    sample, under error_policy).
 
     Iterating yields ``(images, labels)`` torch tensors (on the device,
-    ready on torch's current stream; CPU tensors in host mode);
-    ``batches()`` yields gpufeed.Batch objects without torch."""
+    ready on torch's current stream; CPU tensors in host mode); with
+    ``shards={"fields": [...]}``, ``(images, labels, fields)``: fields a
+    dict {name: list, one item a sample}, "txt" as str (UTF-8, bytes that
+    are not replaced by U+FFFD), any other field as bytes (json: bytes, for
+    json.loads), None where a sample lacks that field (docs/SHARDS.md).
+    ``batches()`` yields gpufeed.Batch objects without torch (their
+    ``fields`` the same dict)."""
 
     def __init__(self, source, batch_size=256, *, shuffle=True, order=None,
                  seed=0, transform=None, device=None, cache_bytes=0,
@@ -363,7 +390,10 @@ class Loader:
             b = core.next(stream)
             if b is None:
                 return
-            box.append((tensor(b.images, stream), tensor(b.labels, stream)))
+            item = (tensor(b.images, stream), tensor(b.labels, stream))
+            if core.field_count:
+                item += (b.fields,)
+            box.append(item)
             del b
             yield box.pop()
 
@@ -396,6 +426,12 @@ class Loader:
     @property
     def num_samples(self):
         return self._core_or_raise().epoch_size()[0]
+
+    @property
+    def field_names(self):
+        """The other fields asked for (shards={"fields": ...}), in order;
+        () without them."""
+        return self._core_or_raise().field_names
 
     @property
     def classes(self):

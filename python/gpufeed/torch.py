@@ -373,6 +373,10 @@ class DataLoader:
     device (``device=None``: LOCAL_RANK's GPU, or the CPU without one), on
     torch's current stream. ``return_indices=True`` yields ``(images,
     labels, indices)`` with the dataset sample indices (int64, on the CPU).
+    Tar shards read with other fields (``shards={"fields": ["txt"]}``)
+    yield ``(images, labels, fields)``, or ``(images, labels, fields,
+    indices)``: fields a dict {name: list a sample}, as gpufeed.Loader
+    gives it.
     An iteration is one epoch: without a sampler each new iteration starts
     the next epoch (a new shuffle, as PyTorch's), with a
     ``DistributedSampler`` the epoch is the sampler's (``set_epoch``), and
@@ -489,7 +493,8 @@ class DataLoader:
         make = self.__dict__.get("_make") or self.__dict__.setdefault("_make", _tensor_maker())
         images = make(batch.images, stream)   # the stream waits for the batch
         labels = make(batch.labels, stream)   # int64
-        return images, labels, _indices_tensor(batch._indices_buffer())
+        fields = (batch.fields,) if self._loader.field_names else ()
+        return (images, labels) + fields + (_indices_tensor(batch._indices_buffer()),)
 
     # -- resume -------------------------------------------------------------
 

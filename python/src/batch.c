@@ -159,6 +159,49 @@ static PyObject *batch_indices_buffer(PyObject *o, PyObject *unused) {
       (Py_ssize_t)self->count * (Py_ssize_t)sizeof self->cb->b->indices[0]);
 }
 
+PyObject *gfpy_fields_of(core *c, const gf_batch *b) {
+  uint32_t n = gf_loader_field_count(c->l);
+  PyObject *d = PyDict_New();
+  for (uint32_t f = 0; d && f < n; f++) {
+    const char *name = gf_loader_field_name(c->l, f);
+    /* webdataset's default decoder reads "txt" as text; replacing what is
+     * not UTF-8 keeps one bad caption from ending an epoch. */
+    bool text = !strcmp(name, "txt");
+    PyObject *list = PyList_New(b->count);
+    for (uint32_t j = 0; list && j < b->count; j++) {
+      const void *data;
+      uint64_t len;
+      int rc = gf_batch_field(b, j, f, &data, &len);
+      PyObject *x;
+      if (rc < 0)
+        x = gfpy_raise(rc);
+      else if (rc == 0)
+        x = Py_NewRef(Py_None);
+      else if (text)
+        x = PyUnicode_DecodeUTF8(data, (Py_ssize_t)len, "replace");
+      else
+        x = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+      if (!x)
+        Py_CLEAR(list);
+      else
+        PyList_SetItem(list, j, x);
+    }
+    if (!list || PyDict_SetItemString(d, name, list) < 0)
+      Py_CLEAR(d);
+    Py_XDECREF(list);
+  }
+  return d;
+}
+
+/* The other fields (tar shards' fields; {} without them). */
+static PyObject *b_fields(PyObject *o, void *u) {
+  (void)u;
+  BatchObject *self = (BatchObject *)o;
+  if (check_live(self) < 0)
+    return NULL;
+  return gfpy_fields_of(self->cb->c, self->cb->b);
+}
+
 static PyObject *make_array(BatchObject *self, int kind) {
   if (check_live(self) < 0)
     return NULL;
@@ -209,11 +252,12 @@ static PyGetSetDef batch_getset[] = {
     {"skipped", b_skipped, NULL, "bad samples skipped making it", NULL},
     {"indices", b_indices, NULL, "dataset sample indices (tuple)", NULL},
     {"label_list", b_label_list, NULL, "labels (tuple of ints)", NULL},
+    {"fields", b_fields, NULL,
+     "other fields: {name: [str (txt) | bytes | None] a sample}", NULL},
     {"images", b_images, NULL, "the transformed batch (DLPack)", NULL},
     {"labels", b_labels, NULL, "the labels, int64 (DLPack)", NULL},
     {"images_ptr", b_images_ptr, NULL, "address of the output", NULL},
-    {"on_device", b_on_device, NULL, "whether output is device memory",
-     NULL},
+    {"on_device", b_on_device, NULL, "whether output is device memory", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyType_Slot batch_slots[] = {

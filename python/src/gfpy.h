@@ -103,6 +103,11 @@ int gfpy_batch_init(PyObject *m);
 /* A new Batch object over b, which c just lent (taking a core reference).
  * NULL with an error set (b is then given back). */
 PyObject *gfpy_batch_new(core *c, gf_batch *b, void *next_stream);
+/* The other fields of lent batch b of c's loader (tar shards' fields), a
+ * dict {name: list of count items}: "txt" as str (UTF-8, undecodable
+ * bytes replaced by U+FFFD), any other field as bytes, None where a
+ * sample has no such member. NULL with an error set. */
+PyObject *gfpy_fields_of(core *c, const gf_batch *b);
 
 /* export.c */
 enum { GFPY_IMAGES = 0, GFPY_LABELS = 1 };

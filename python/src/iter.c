@@ -1,4 +1,6 @@
-/* _C.TensorIter: the rest of an epoch as (images, labels) tensors, one C
+/* _C.TensorIter: the rest of an epoch as (images, labels) tensors (and,
+ * for tar shards read with other fields, a dict of them third: see
+ * gfpy_fields_of), one C
  * call a batch. Each step asks stream_of(device) for the stream to hand
  * the batch to (GPU mode: torch's current stream, asked every batch so a
  * loop that switches streams is followed), takes the next batch on it,
@@ -92,7 +94,11 @@ static PyObject *iter_next(PyObject *o) {
   }
   PyObject *images = tensor_of(self, cb, GFPY_IMAGES, stream);
   PyObject *labels = images ? tensor_of(self, cb, GFPY_LABELS, stream) : NULL;
-  PyObject *indices = NULL;
+  PyObject *indices = NULL, *fields = NULL;
+  /* Tar shards' other fields, copied out before the batch can go back. */
+  bool with_fields = gf_loader_field_count(self->c->l) > 0;
+  if (labels && with_fields && !(fields = gfpy_fields_of(self->c, b)))
+    Py_CLEAR(labels);
   if (labels && self->indices_of != Py_None) {
     Py_ssize_t len = (Py_ssize_t)b->count * (Py_ssize_t)sizeof *b->indices;
     PyObject *buf =
@@ -104,11 +110,14 @@ static PyObject *iter_next(PyObject *o) {
   gfpy_cbatch_unref(cb); /* the tensors hold it now (none: it goes back) */
   PyObject *r = NULL;
   if (labels && self->indices_of == Py_None)
-    r = PyTuple_Pack(2, images, labels);
+    r = with_fields ? PyTuple_Pack(3, images, labels, fields)
+                    : PyTuple_Pack(2, images, labels);
   else if (indices)
-    r = PyTuple_Pack(3, images, labels, indices);
+    r = with_fields ? PyTuple_Pack(4, images, labels, fields, indices)
+                    : PyTuple_Pack(3, images, labels, indices);
   Py_XDECREF(images);
   Py_XDECREF(labels);
+  Py_XDECREF(fields);
   Py_XDECREF(indices);
   if (!r)
     finish(self);

@@ -569,6 +569,27 @@ static PyObject *get_device(PyObject *o, void *unused) {
   core *c = ((CoreObject *)o)->c;
   return PyLong_FromLong(c ? c->device : -1);
 }
+/* The other fields asked for (tar shards' "fields"), in order. */
+static PyObject *get_field_names(PyObject *o, void *unused) {
+  (void)unused;
+  core *c = ((CoreObject *)o)->c;
+  uint32_t n = c ? gf_loader_field_count(c->l) : 0;
+  PyObject *t = PyTuple_New(n);
+  for (uint32_t i = 0; t && i < n; i++) {
+    PyObject *x = PyUnicode_FromString(gf_loader_field_name(c->l, i));
+    if (!x) {
+      Py_CLEAR(t);
+      break;
+    }
+    PyTuple_SetItem(t, i, x);
+  }
+  return t;
+}
+static PyObject *get_field_count(PyObject *o, void *unused) {
+  (void)unused;
+  core *c = ((CoreObject *)o)->c;
+  return PyLong_FromUnsignedLong(c ? gf_loader_field_count(c->l) : 0);
+}
 static PyObject *get_closed(PyObject *o, void *unused) {
   (void)unused;
   return PyBool_FromLong(((CoreObject *)o)->c == NULL);
@@ -580,7 +601,8 @@ static PyMethodDef core_methods[] = {
      "next(stream=0) -> Batch, or None at the end of the epoch."},
     {"tensors", core_tensors, METH_VARARGS,
      "tensors(stream_of, make, owner=None, indices_of=None) -> iterator of "
-     "(images, labels[, indices_of(bytearray of uint64 indices)]): "
+     "(images, labels[, fields][, indices_of(bytearray of uint64 "
+     "indices)]), fields a dict where the loader has other fields: "
      "make(capsule) a tensor, stream_of(device) the stream (None: host "
      "mode), owner kept alive."},
     {"close", core_close, METH_NOARGS, "Stops delivery (idempotent)."},
@@ -601,6 +623,9 @@ static PyGetSetDef core_getset[] = {
     {"prefetch", get_prefetch, NULL, "batches the caller may hold", NULL},
     {"device", get_device, NULL, "the CUDA device, or -1 (host mode)", NULL},
     {"closed", get_closed, NULL, "whether close() ran", NULL},
+    {"field_names", get_field_names, NULL,
+     "the other fields asked for (tar shards), a tuple", NULL},
+    {"field_count", get_field_count, NULL, "len(field_names)", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyType_Slot core_slots[] = {

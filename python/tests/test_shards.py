@@ -205,3 +205,144 @@ def test_torch_adapter_same_labels(shard_dir):
                 seen[k] = int(labels[j])
         assert seen == {k: _label(k) for k in range(COUNT)}
     dl.close()
+
+
+# ---- other fields handed with each batch (shards={"fields": ...}) --------
+
+FIELD_COUNT = 24
+BIG = 5  # its caption is 3,000 bytes: over a field_bytes of 2,048
+
+
+def _caption(k):
+    """Sample k's caption: of a length from k; sample 7's is not UTF-8."""
+    if k == BIG:
+        return b"c" * 3000
+    text = ("caption %d " % k).encode() + b"x" * ((k * 41) % 200)
+    return text + b"\xff" if k == 7 else text
+
+
+def _meta(k):
+    """Sample k's json, for even k only (odd samples have none)."""
+    return b'{"k": %d}' % k if k % 2 == 0 else None
+
+
+@pytest.fixture(scope="module")
+def field_dir(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("fields"))
+    for s in range(2):
+        path = os.path.join(root, "f-%d.tar" % s)
+        with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
+            for k in range(s * 12, (s + 1) * 12):
+                key = "d/k%03d" % k
+                ext, data = _image_member(k)
+                if k % 3 == 0:  # the caption first: the extent starts there
+                    _add(tar, key + ".txt", _caption(k))
+                _add(tar, "%s.%s" % (key, ext), data)
+                _add(tar, key + ".cls", b"%d" % _label(k))
+                if k % 3:
+                    _add(tar, key + ".txt", _caption(k))
+                if _meta(k) is not None:
+                    _add(tar, key + ".json", _meta(k))
+    return os.path.join(root, "f-{0..1}.tar")
+
+
+def _want_txt(k):
+    # "txt" comes as str: UTF-8, what is not replaced by U+FFFD.
+    return _caption(k).decode("utf-8", errors="replace")
+
+
+def _check_fields(images, labels, fields, seen):
+    assert set(fields) == {"txt", "json"}
+    for j in range(images.shape[0]):
+        k = _number(images[j])
+        assert int(labels[j]) == _label(k)
+        assert fields["txt"][j] == _want_txt(k), k
+        assert fields["json"][j] == _meta(k), k
+        assert k not in seen
+        seen.add(k)
+
+
+def test_fields_with_each_batch(field_dir):
+    with gpufeed.Loader(field_dir, BATCH, device="cpu", seed=3, channels=1,
+                        num_workers=3, cache_bytes=1 << 20,
+                        shards={"fields": ["txt", "json"]}) as loader:
+        assert loader.field_names == ("txt", "json")
+        for epoch in range(2):  # the second from the cache
+            seen = set()
+            for item in loader:
+                assert len(item) == 3
+                _check_fields(*item, seen)
+            assert seen == set(range(FIELD_COUNT))
+        assert loader.stats()["cache_hits"] >= FIELD_COUNT
+        # Batch objects: the same dict.
+        seen = set()
+        for b in loader.batches():
+            _check_fields(torch.from_dlpack(b.images),
+                          torch.from_dlpack(b.labels), b.fields, seen)
+            b.release()
+        assert seen == set(range(FIELD_COUNT))
+
+
+def test_no_fields_no_change(field_dir):
+    with gpufeed.Loader(field_dir, BATCH, device="cpu", channels=1) as loader:
+        assert loader.field_names == ()
+        for item in loader:
+            assert len(item) == 2
+        b = loader.next_batch()
+        assert b.fields == {}
+
+
+def test_field_over_its_bound(field_dir):
+    opts = {"fields": "txt;json", "field_bytes": "2K"}
+    # Skip policy: that sample skipped, every other one with its fields.
+    with gpufeed.Loader(field_dir, BATCH, device="cpu", seed=1, channels=1,
+                        on_error="skip", shards=opts) as loader:
+        seen = set()
+        for images, labels, fields in loader:
+            _check_fields(images, labels, fields, seen)
+        assert seen == set(range(FIELD_COUNT)) - {BIG}
+        assert loader.stats()["skipped"] == 1
+    # Fail policy: named (shard, key, field, sizes).
+    with gpufeed.Loader(field_dir, BATCH, device="cpu", channels=1,
+                        shards=opts) as loader:
+        with pytest.raises(gpufeed.Error,
+                           match=r"f-0\.tar.*'d/k005'.*field 'txt' is 3000 "
+                                 r"bytes, more than field_bytes \(2048\)"):
+            for _ in loader:
+                pass
+
+
+def test_fields_torch_adapter(field_dir):
+    import gpufeed.torch as gft
+
+    dl = gft.DataLoader(field_dir, batch_size=BATCH, device="cpu",
+                        channels=1, shards={"fields": ["txt", "json"]})
+    seen = set()
+    for images, labels, fields in dl:
+        _check_fields(images, labels, fields, seen)
+    assert seen == set(range(FIELD_COUNT))
+    dl.close()
+    dl = gft.DataLoader(field_dir, batch_size=BATCH, device="cpu",
+                        channels=1, return_indices=True,
+                        shards={"fields": ["txt", "json"]})
+    seen = set()
+    for images, labels, fields, indices in dl:
+        assert indices.dtype == torch.int64
+        _check_fields(images, labels, fields, seen)
+    assert seen == set(range(FIELD_COUNT))
+    dl.close()
+
+
+def test_bad_field_options_named(field_dir):
+    with pytest.raises(gpufeed.ConfigError, match="fields"):
+        gpufeed.Loader(field_dir, BATCH, device="cpu", shards={"fields": 3})
+    with pytest.raises(gpufeed.ConfigError, match="field_bytes"):
+        gpufeed.Loader(field_dir, BATCH, device="cpu",
+                       shards={"field_bytes": "lots"})
+    # What only the C library checks comes back named.
+    with pytest.raises(gpufeed.Error, match="empty field name"):
+        gpufeed.Loader(field_dir, BATCH, device="cpu",
+                       shards={"fields": "txt;;json"})
+    with pytest.raises(gpufeed.Error, match="twice"):
+        gpufeed.Loader(field_dir, BATCH, device="cpu",
+                       shards={"fields": ["txt", "txt"]})
