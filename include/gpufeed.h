@@ -1118,7 +1118,10 @@ typedef struct gf_loader_stats {
                              ready_sum / next_calls is the mean queue
                              occupancy the consumer found */
   uint64_t slots;         /* batch slots (prefetch) */
-  uint64_t skipped;       /* bad samples skipped (skip policy) */
+  uint64_t skipped;       /* bad samples skipped (skip policy); tar
+                             shards in streaming mode: those the stream
+                             dropped are counted once their epoch is
+                             over */
   char last_skip_reason[512];
   char io_backend[16];    /* "io_uring" or "pread" */
   char io_fallback_reason[256]; /* why io_uring was not used, or "" */

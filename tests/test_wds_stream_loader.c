@@ -50,6 +50,17 @@ static void add_sample(FILE *f, unsigned k, const char *bad) {
   if (!(bad && !strcmp(bad, "image")))
     tar_add(f, name, png, len);
   free(png);
+  /* A caption for most samples; sample 50's larger than the bound. */
+  if (k % 7 != 3) {
+    char cap[5000];
+    size_t n = (size_t)snprintf(cap, sizeof cap, "caption %u", k);
+    if (k == 50) {
+      memset(cap + n, '.', sizeof cap - n);
+      n = sizeof cap;
+    }
+    snprintf(name, sizeof name, "d/k%03u.txt", k);
+    tar_add(f, name, cap, n);
+  }
 }
 
 static void make_shards(const char *sub, unsigned bad_k, const char *bad,
@@ -84,6 +95,7 @@ typedef struct opts {
   const char *sub;
   uint32_t threads, world, rank, order, policy, lanes, shuffle, drop_last;
   uint32_t batch;
+  const char *fields;
   uint64_t seed;
   unsigned epochs;
   unsigned stop_after; /* batches; then export into *state */
@@ -103,6 +115,8 @@ static int go(const opts *o, run *r) {
   sc.index = GF_SHARDS_INDEX_STREAM;
   sc.threads = o->lanes;
   sc.shuffle = o->shuffle;
+  sc.fields = o->fields;
+  sc.field_bytes = 4096;
   gf_loader_config c = GF_LOADER_CONFIG_INIT;
   c.source = src;
   c.shards = &sc;
@@ -156,6 +170,18 @@ static int go(const opts *o, run *r) {
       /* The id names the sample's shard and its number there. */
       CHECK(b->indices[i] >> 40 == k / PER &&
             (b->indices[i] & 0xffffffffffull) == k % PER);
+      if (o->fields) {
+        /* Its own caption, or none where it has none. */
+        const void *d;
+        uint64_t n;
+        int pr = gf_batch_field(b, i, 0, &d, &n);
+        char want[32];
+        int wn = snprintf(want, sizeof want, "caption %u", k);
+        if (k % 7 == 3)
+          CHECK(pr == 0);
+        else
+          CHECK(pr == 1 && n == (uint64_t)wn && !memcmp(d, want, n));
+      }
       if (r->n < MAXSEQ)
         r->seq[r->n++] = k;
       if (e < 4)
@@ -269,7 +295,7 @@ int main(void) {
   opts k = {.sub = "bad", .policy = GF_ON_ERROR_SKIP};
   CHECK_OK(go(&k, &b));
   unsigned missing[] = {33, 100};
-  CHECK(b.rc == 0 && once_each(&b, missing, 2));
+  CHECK(b.rc == 0 && once_each(&b, missing, 2) && b.skipped == 2);
   k.policy = GF_ON_ERROR_FAIL;
   CHECK_OK(go(&k, &b));
   CHECK(b.rc == GF_EBADSOURCE && strstr(b.err, "shard-0") &&
@@ -282,6 +308,17 @@ int main(void) {
   CHECK_OK(go(&p, &b));
   unsigned missing77[] = {77};
   CHECK(b.rc == 0 && once_each(&b, missing77, 1) && b.skipped == 1);
+
+  /* Other fields with each sample: its own caption, none where it has
+   * none; one over field_bytes is a bad sample, dropped under skip. */
+  opts fo = {.sub = "good", .fields = "txt", .policy = GF_ON_ERROR_SKIP};
+  CHECK_OK(go(&fo, &b));
+  unsigned missing50[] = {50};
+  CHECK(b.rc == 0 && once_each(&b, missing50, 1) && b.skipped == 1);
+  fo.policy = GF_ON_ERROR_FAIL;
+  CHECK_OK(go(&fo, &b));
+  CHECK(b.rc == GF_ELIMIT && strstr(b.err, "d/k050") &&
+        strstr(b.err, "field 'txt' is 5000 bytes"));
 
   /* The memory plan shows the stage. */
   char src[800], plan[8192];

@@ -132,6 +132,58 @@ int gf_wds_rules_pick(const gf_wds_rules *r, const gf_wds_rule_ids *ids,
   return 0;
 }
 
+int gf_wds_fields_parse(gf_wds_fields *s, const char *list, uint64_t bytes) {
+  memset(s, 0, sizeof *s);
+  s->bytes = bytes ? bytes : GF_FIELD_BYTES_DEFAULT;
+  if (!list || !list[0])
+    return 0;
+  const char *p = list;
+  for (;;) {
+    const char *end = strchr(p, ';');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 0)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "shards: fields '%s' has an empty field name (names "
+                     "are ';'-separated)",
+                     list);
+    if (n >= sizeof s->names[0])
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "shards: fields '%s': a field name is longer than %zu "
+                     "bytes",
+                     list, sizeof s->names[0] - 1);
+    if (s->n == GF_FIELDS_MAX)
+      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                     "shards: fields '%s' names more than %u fields", list,
+                     GF_FIELDS_MAX);
+    char *name = s->names[s->n];
+    memcpy(name, p, n);
+    name[n] = '\0';
+    for (const char *c = name; *c; c++)
+      if ((*c >= 'A' && *c <= 'Z') || *c == '/' || *c == '.')
+        return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                       "shards: fields: '%s' is not a field name (field "
+                       "names are lower-case, as webdataset lower-cases a "
+                       "shard's, and hold no '/' or '.')",
+                       name);
+    for (uint32_t i = 0; i < s->n; i++)
+      if (!strcmp(s->names[i], name))
+        return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                       "shards: fields '%s' names field '%s' twice", list,
+                       name);
+    s->n++;
+    if (!end)
+      return 0;
+    p = end + 1;
+  }
+}
+
+int gf_wds_fields_find(const gf_wds_fields *f, const char *name) {
+  for (uint32_t i = 0; i < f->n; i++)
+    if (!strcmp(f->names[i], name))
+      return (int)i;
+  return -1;
+}
+
 /* A decimal integer with optional white space and sign, as Python's int()
  * takes a cls field (underscores aside). */
 static bool parse_int(const uint8_t *p, uint64_t n, int64_t *out) {

@@ -69,6 +69,21 @@ int gf_wds_rules_pick(const gf_wds_rules *r, const gf_wds_rule_ids *ids,
                       const gf_wds_samples *t, uint64_t i, gf_wds_pick *out,
                       char *why, size_t cap);
 
+/* The other fields a caller asks for (gf_shards_config.fields): their
+ * names, and the most bytes each may hold in a sample. */
+typedef struct gf_wds_fields {
+  char names[GF_FIELDS_MAX][64];
+  uint32_t n;
+  uint64_t bytes; /* field_bytes, resolved (0: GF_FIELD_BYTES_DEFAULT) */
+} gf_wds_fields;
+
+/* Reads the fields option (';'-separated lower-case names without '/' or
+ * '.', each once, at most GF_FIELDS_MAX; NULL or "": none) and the bound
+ * into *f. Returns 0 or -EINVAL naming the option. */
+int gf_wds_fields_parse(gf_wds_fields *f, const char *list, uint64_t bytes);
+/* The index of field name `name` in *f, or -1. */
+int gf_wds_fields_find(const gf_wds_fields *f, const char *name);
+
 /* The label in its member's bytes p[0 .. n): a decimal integer, or the
  * integer at the json key. Returns 0, or GF_EBADSOURCE with why. */
 int gf_wds_rules_label(const gf_wds_rules *r, const uint8_t *p, uint64_t n,

@@ -48,13 +48,13 @@ const gf_wds_samples *gf_wds_set_samples(const gf_wds_set *s) {
   return &s->all;
 }
 
-uint32_t gf_wds_set_field_count(const gf_wds_set *s) { return s->n_fields; }
+uint32_t gf_wds_set_field_count(const gf_wds_set *s) { return s->fields.n; }
 
 const char *gf_wds_set_field_name(const gf_wds_set *s, uint32_t i) {
-  return i < s->n_fields ? s->field_names[i] : NULL;
+  return i < s->fields.n ? s->fields.names[i] : NULL;
 }
 
-uint64_t gf_wds_set_field_bytes(const gf_wds_set *s) { return s->field_bytes; }
+uint64_t gf_wds_set_field_bytes(const gf_wds_set *s) { return s->fields.bytes; }
 
 /* Sample idx's member of asked field i (within field_bytes unless `any`),
  * or NULL. A sample holds a field once (a repeat fails it first). */
@@ -66,7 +66,7 @@ static const gf_wds_field *asked_member(const gf_wds_set *s, uint64_t idx,
   for (uint32_t k = 0; k < m->count; k++) {
     const gf_wds_field *f = &s->all.fields[m->first + k];
     if (f->name == s->field_ids[i])
-      return any || f->size <= s->field_bytes ? f : NULL;
+      return any || f->size <= s->fields.bytes ? f : NULL;
   }
   return NULL;
 }
@@ -116,7 +116,7 @@ int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out) {
   }
   /* The asked fields' members, adjacent in the shard: still one read.
    * One over field_bytes is left out (unpack fails the sample). */
-  for (uint32_t i = 0; i < s->n_fields; i++) {
+  for (uint32_t i = 0; i < s->fields.n; i++) {
     const gf_wds_field *af = asked_member(s, idx, i, false);
     if (!af)
       continue;
@@ -223,18 +223,18 @@ int gf_wds_set_unpack(const gf_wds_set *s, uint64_t idx, const uint8_t *buf,
                            label, why, sizeof why) < 0)
       return bad_sample(s, idx, GF_EBADSOURCE, x.offset + x.label_offset, why);
   }
-  for (uint32_t i = 0; fields && i < s->n_fields; i++) {
+  for (uint32_t i = 0; fields && i < s->fields.n; i++) {
     const gf_wds_field *af = asked_member(s, idx, i, true);
     fields[i] = (gf_wds_span){.offset = GF_NO_INDEX, .length = 0};
     if (!af)
       continue; /* absent, as webdataset leaves the key out */
-    if (af->size > s->field_bytes) {
+    if (af->size > s->fields.bytes) {
       char what[300];
       snprintf(what, sizeof what,
                "field '%s' is %llu bytes, more than field_bytes (%llu): "
                "raise the shards option field_bytes",
-               s->field_names[i], (unsigned long long)af->size,
-               (unsigned long long)s->field_bytes);
+               s->fields.names[i], (unsigned long long)af->size,
+               (unsigned long long)s->fields.bytes);
       return bad_sample(s, idx, GF_ELIMIT, af->offset, what);
     }
     uint64_t at = af->offset - x.offset;

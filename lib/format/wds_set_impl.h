@@ -30,10 +30,8 @@ struct gf_wds_set {
   gf_wds_rule_ids ids; /* the rules' names in `all` */
   /* The asked fields (gf_wds_set_opts.fields): names, ids in the merged
    * table (UINT32_MAX: no sample has it), the bound on each. */
-  char field_names[GF_FIELDS_MAX][64];
+  gf_wds_fields fields;
   uint32_t field_ids[GF_FIELDS_MAX];
-  uint32_t n_fields;
-  uint64_t field_bytes;
   gf_wds_set_info info;
 };
 

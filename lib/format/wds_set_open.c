@@ -16,55 +16,10 @@
 
 /* ---- options ------------------------------------------------------------ */
 
-/* The fields asked for: each a field name as a shard holds them
- * (lower-case, no '/' or '.'), once. */
-static int parse_fields(gf_wds_set *s, const gf_wds_set_opts *o) {
-  s->field_bytes = o->field_bytes ? o->field_bytes : GF_FIELD_BYTES_DEFAULT;
-  if (!o->fields || !o->fields[0])
-    return 0;
-  const char *p = o->fields;
-  for (;;) {
-    const char *end = strchr(p, ';');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    if (n == 0)
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "shards: fields '%s' has an empty field name (names "
-                     "are ';'-separated)",
-                     o->fields);
-    if (n >= sizeof s->field_names[0])
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "shards: fields '%s': a field name is longer than %zu "
-                     "bytes",
-                     o->fields, sizeof s->field_names[0] - 1);
-    if (s->n_fields == GF_FIELDS_MAX)
-      return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "shards: fields '%s' names more than %u fields", o->fields,
-                     GF_FIELDS_MAX);
-    char *name = s->field_names[s->n_fields];
-    memcpy(name, p, n);
-    name[n] = '\0';
-    for (const char *c = name; *c; c++)
-      if ((*c >= 'A' && *c <= 'Z') || *c == '/' || *c == '.')
-        return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                       "shards: fields: '%s' is not a field name (field "
-                       "names are lower-case, as webdataset lower-cases a "
-                       "shard's, and hold no '/' or '.')",
-                       name);
-    for (uint32_t i = 0; i < s->n_fields; i++)
-      if (!strcmp(s->field_names[i], name))
-        return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                       "shards: fields '%s' names field '%s' twice", o->fields,
-                       name);
-    s->n_fields++;
-    if (!end)
-      return 0;
-    p = end + 1;
-  }
-}
-
 static int parse_opts(gf_wds_set *s, const gf_wds_set_opts *o) {
   int rc = gf_wds_rules_parse(&s->rules, o->image_fields, o->label);
-  if (rc < 0 || (rc = parse_fields(s, o)) < 0)
+  if (rc < 0 ||
+      (rc = gf_wds_fields_parse(&s->fields, o->fields, o->field_bytes)) < 0)
     return rc;
   if (o->index > GF_WDS_INDEX_SCAN)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -310,8 +265,8 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
   if (rc == 0)
     gf_wds_rules_ids(&s->rules, &s->all, &s->ids);
   if (rc == 0)
-    for (uint32_t i = 0; i < s->n_fields; i++)
-      s->field_ids[i] = gf_wds_name_id(&s->all, s->field_names[i]);
+    for (uint32_t i = 0; i < s->fields.n; i++)
+      s->field_ids[i] = gf_wds_name_id(&s->all, s->fields.names[i]);
   if (rc < 0) {
     gf_wds_set_close(s);
     return rc;
@@ -332,9 +287,9 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
     const gf_wds_sample *m = &s->all.samples[i];
     bool over = false;
     for (uint32_t k = 0; k < m->count; k++)
-      for (uint32_t f = 0; f < s->n_fields; f++)
+      for (uint32_t f = 0; f < s->fields.n; f++)
         over |= s->all.fields[m->first + k].name == s->field_ids[f] &&
-                s->all.fields[m->first + k].size > s->field_bytes;
+                s->all.fields[m->first + k].size > s->fields.bytes;
     s->info.field_over += over;
   }
   gf_error_clear();

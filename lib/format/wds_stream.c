@@ -19,12 +19,14 @@ typedef struct reader {
   gf_wds_streamed_fn fn;
   void *ctx;
   gf_wds_samples t; /* the sample being read (at most one more) */
-  taken tk[GF_WDS_IMAGE_FIELDS_MAX + 1];
+  taken tk[GF_WDS_IMAGE_FIELDS_MAX + 1 + GF_FIELDS_MAX];
   uint32_t ntk;
   uint64_t used;
-  /* A taken member that did not fit: its field and size. */
+  /* A taken member that did not fit: its field and size, and the bound
+   * it broke (an asked field's, or the buffer's). */
   char over_field[64];
-  uint64_t over_size;
+  uint64_t over_size, over_bound;
+  bool over_asked;
   uint64_t ordinal;
   gf_wds_stream_counts n;
 } reader;
@@ -50,6 +52,23 @@ static const taken *taken_of(const reader *r, int k) {
   return NULL;
 }
 
+/* Where sample 0's asked fields lie in the buffer. */
+static void put_fields(const reader *r, gf_wds_streamed *out) {
+  const gf_wds_fields *fl = r->o->fields;
+  for (uint32_t i = 0; fl && i < fl->n; i++)
+    out->field_len[i] = GF_NO_INDEX;
+  const gf_wds_sample *m = &r->t.samples[0];
+  for (uint32_t k = 0; fl && k < m->count; k++) {
+    int i = gf_wds_fields_find(
+        fl, gf_wds_field_name(&r->t, &r->t.fields[m->first + k]));
+    const taken *t = i >= 0 ? taken_of(r, (int)k) : NULL;
+    if (t) {
+      out->field[i] = r->o->buf + t->at;
+      out->field_len[i] = t->len;
+    }
+  }
+}
+
 /* Hands sample 0 on. */
 static int emit(reader *r) {
   const gf_wds_samples *t = &r->t;
@@ -62,13 +81,20 @@ static int emit(reader *r) {
   gf_wds_rule_ids ids;
   gf_wds_rules_ids(r->o->rules, t, &ids);
   gf_wds_pick p;
-  if (r->over_field[0]) {
+  if (r->over_field[0] && r->over_asked) {
     code = GF_ELIMIT;
     snprintf(why, sizeof why,
-             "its '%s' member of %llu bytes does not fit (the image and "
-             "label of a sample may hold %llu bytes)",
+             "field '%s' is %llu bytes, more than field_bytes (%llu): raise "
+             "the shards option field_bytes",
              r->over_field, (unsigned long long)r->over_size,
-             (unsigned long long)r->o->max_bytes);
+             (unsigned long long)r->over_bound);
+  } else if (r->over_field[0]) {
+    code = GF_ELIMIT;
+    snprintf(why, sizeof why,
+             "its '%s' member of %llu bytes does not fit (the members a "
+             "sample hands on may hold %llu bytes)",
+             r->over_field, (unsigned long long)r->over_size,
+             (unsigned long long)r->over_bound);
   } else if ((code = gf_wds_rules_pick(r->o->rules, &ids, t, 0, &p, why,
                                        sizeof why)) == 0) {
     const taken *img = taken_of(r, p.image);
@@ -84,6 +110,7 @@ static int emit(reader *r) {
       out.image = r->o->buf + img->at;
       out.image_len = img->len;
       out.codec = p.codec;
+      put_fields(r, &out);
     }
   }
   if (code < 0) {
@@ -103,10 +130,18 @@ static int emit(reader *r) {
   return rc;
 }
 
-/* Whether field name id of t is one the rules take. */
-static bool wanted(const reader *r, uint32_t id) {
+/* Whether field name id of t is one the rules take or the caller asks
+ * for; *bound: the most bytes it may hold. */
+static bool wanted(const reader *r, uint32_t id, uint64_t *bound, bool *asked) {
   const gf_wds_rules *ru = r->o->rules;
   const char *name = r->t.names[id];
+  *bound = r->o->max_bytes;
+  *asked = false;
+  if (r->o->fields && gf_wds_fields_find(r->o->fields, name) >= 0) {
+    *asked = true;
+    *bound = r->o->fields->bytes;
+    return true;
+  }
   for (uint32_t i = 0; i < ru->n_image; i++)
     if (!strcmp(name, gf_wds_rules_image(ru, i)))
       return true;
@@ -137,12 +172,16 @@ static int on_member(void *ctx, const gf_tar_member *mb) {
     return 0; /* dropped, or a field twice: nothing to take */
   const gf_wds_sample *m = &r->t.samples[r->t.count - 1];
   const gf_wds_field *f = &r->t.fields[m->first + m->count - 1];
-  if (!wanted(r, f->name) || r->over_field[0] ||
-      r->ntk == GF_WDS_IMAGE_FIELDS_MAX + 1)
+  uint64_t bound;
+  bool asked;
+  if (!wanted(r, f->name, &bound, &asked) || r->over_field[0] ||
+      r->ntk == sizeof r->tk / sizeof r->tk[0])
     return 0;
-  if (mb->size > r->o->max_bytes - r->used) {
+  if (mb->size > bound || mb->size > r->o->max_bytes - r->used) {
     gf_strlcpy(r->over_field, r->t.names[f->name], sizeof r->over_field);
     r->over_size = mb->size;
+    r->over_asked = asked && mb->size > bound;
+    r->over_bound = r->over_asked ? bound : r->o->max_bytes;
     return 0;
   }
   if (mb->size) {

@@ -3,9 +3,9 @@
  * pull function asked for offsets that only grow, but for the last
  * GF_WDS_STREAM_BACK bytes), its members grouped as webdataset groups them
  * (wds_keys.h), the members the rules take (wds_rules.h: the image, the
- * label) copied out as they pass, and each sample handed on once its last
- * member has passed. Nothing of the shard is held but one sample's taken
- * members: memory does not grow with the shard.
+ * label, the asked fields) copied out as they pass, and each sample handed on
+ * once its last member has passed. Nothing of the shard is held but one
+ * sample's taken members: memory does not grow with the shard.
  *
  * Threads: a call uses only its own state and the caller's buffer; any
  * number may run at once. */
@@ -33,6 +33,11 @@ typedef struct gf_wds_streamed {
   uint64_t image_len;
   int codec;     /* what the image field's name promises */
   int64_t label; /* -1 without one */
+  /* The asked fields (gf_wds_stream_opts.fields), in their order: each
+   * member's bytes (the caller's buffer), or len GF_NO_INDEX where the
+   * sample has none. */
+  const uint8_t *field[GF_FIELDS_MAX];
+  uint64_t field_len[GF_FIELDS_MAX];
 } gf_wds_streamed;
 
 /* Called once a sample, in the shard's order. A nonzero return stops the
@@ -41,6 +46,8 @@ typedef int (*gf_wds_streamed_fn)(void *ctx, const gf_wds_streamed *s);
 
 typedef struct gf_wds_stream_opts {
   const gf_wds_rules *rules;
+  const gf_wds_fields *fields; /* other fields taken (NULL: none); one
+                                  over its bound fails its sample */
   uint8_t *buf;       /* the caller's, max_bytes long: the taken members */
   uint64_t max_bytes; /* a sample whose taken members hold more fails */
 } gf_wds_stream_opts;

@@ -88,9 +88,10 @@ static void repair(gf_loader *l, slot *s) {
       test_hook(l, "repair: load");
       if (l->stream) {
         uint64_t id;
-        int rc = gf_loader__take_sync(l, s->epoch, pos, dst, &s->shapes[j],
-                                      &s->filtered[j], &s->regions[j],
-                                      &s->labels[j], &id);
+        field_place fp;
+        int rc = gf_loader__take_sync(
+            l, s->epoch, pos, dst, &s->shapes[j], &s->filtered[j],
+            &s->regions[j], &s->labels[j], slot_fields(s, j, &fp), &id);
         if (rc == 0) {
           ended = true;
           s->status[j] = SAMPLE_PAST_END;

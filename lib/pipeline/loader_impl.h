@@ -482,11 +482,13 @@ extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
 
 /* loader_sample.c, streaming */
 /* Position pos of `epoch` from the streaming stage, decoded on the calling
- * thread (the consumer's repair) into dst. Returns 1 with *id (the
- * sample's), 0 when the epoch ended before pos, or the error. */
+ * thread (the consumer's repair) into dst, its fields into fp (NULL: none
+ * asked). Returns 1 with *id (the sample's), 0 when the epoch ended
+ * before pos, or the error. */
 int gf_loader__take_sync(gf_loader *l, uint64_t epoch, uint64_t pos,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered,
-                         gf_xform_region *region, int64_t *label, uint64_t *id);
+                         gf_xform_region *region, int64_t *label,
+                         const field_place *fp, uint64_t *id);
 
 /* loader_state.c */
 /* Restarts dispatch at (epoch, pos, k) with the next seq the consumer

@@ -607,14 +607,17 @@ static int take_streamed(gf_loader *l, uint32_t tid, uint64_t epoch,
                          uint64_t pos, uint8_t *buf, uint8_t *dst,
                          gf_shape *shape, uint8_t *filtered,
                          gf_xform_region *region, uint32_t *gpu, int64_t *label,
-                         uint64_t *id) {
+                         const field_place *fp, uint64_t *id) {
   gf_stream_sample m;
   region->denom = 0;
   if (gpu)
     *gpu = 0;
   *id = GF_NO_INDEX;
   uint64_t t0 = now_ns();
-  int rc = gf_stream_take(l->stream, epoch, pos, buf, l->stored_cap, &m);
+  gf_stream_fields_out fo = {.len = fp ? fp->len : NULL,
+                             .data = fp ? fp->data : NULL};
+  int rc = gf_stream_take(l->stream, epoch, pos, buf, l->stored_cap,
+                          fp ? &fo : NULL, &m);
   uint64_t t1 = now_ns();
   add(&l->st_read.busy_ns, t1 - t0);
   if (rc <= 0)
@@ -631,7 +634,7 @@ static int take_streamed(gf_loader *l, uint32_t tid, uint64_t epoch,
   smp.codec = m.codec;
   smp.length = m.len;
   rc = finish_sample(l, tid, &smp, epoch, buf, m.len, false, dst, shape,
-                     filtered, region, gpu, label, NULL, true);
+                     filtered, region, gpu, label, fp, true);
   return rc < 0 ? rc : 1;
 }
 
@@ -646,11 +649,12 @@ static void run_chunk_streamed(worker *w, slot *s, uint32_t j0, uint32_t n) {
       s->dsrc_dev[j] = 0;
     s->labels[j] = -1;
     uint64_t id;
+    field_place fp;
     int rc = take_streamed(l, w->tid, s->epoch, s->first_pos + j, w->rbuf,
                            s->data + (uint64_t)j * l->stride, &s->shapes[j],
                            &s->filtered[j], &s->regions[j],
                            gpu_position(l, j) ? &s->gpu_len[j] : NULL,
-                           &s->labels[j], &id);
+                           &s->labels[j], slot_fields(s, j, &fp), &id);
     s->indices[j] = id;
     if (rc < 0)
       record_failure(l, s, j, rc, id);
@@ -662,14 +666,14 @@ static void run_chunk_streamed(worker *w, slot *s, uint32_t j0, uint32_t n) {
 int gf_loader__take_sync(gf_loader *l, uint64_t epoch, uint64_t pos,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered,
                          gf_xform_region *region, int64_t *label,
-                         uint64_t *id) {
+                         const field_place *fp, uint64_t *id) {
   uint8_t *buf = malloc(l->stored_cap ? l->stored_cap : 1);
   if (!buf)
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "out of memory for a sample of %llu bytes",
                    (unsigned long long)l->stored_cap);
   int rc = take_streamed(l, GF_TRACE_TID_CONSUMER, epoch, pos, buf, dst, shape,
-                         filtered, region, NULL, label, id);
+                         filtered, region, NULL, label, fp, id);
   free(buf);
   return rc;
 }

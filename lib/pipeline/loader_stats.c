@@ -105,6 +105,29 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
     gf_source_record_counters(l->src, &o.index_reads, &o.index_bytes,
                               &o.index_pages);
   }
+  if (l->stream) {
+    /* The shards' requests and bytes, as the fetch stage's are counted;
+     * bad samples the stage dropped (skip policy) among the skipped. */
+    gf_storage *sto = gf_source_storage(l->src);
+    gf_storage_describe(sto, o.remote, sizeof o.remote);
+    gf_stream_counters c;
+    gf_stream_counters_get(l->stream, &c);
+    gf_storage_counters sc;
+    gf_storage_counters_get(sto, &sc);
+    o.fetch_requests = sc.requests;
+    o.fetch_retries = sc.retries;
+    o.fetch_failed = sc.failures;
+    o.fetch_bytes = c.bytes;
+    o.fetch_wait_ns = c.wait_ns;
+    o.fetch_budget = l->allocs.stream_bytes;
+    pthread_mutex_lock(&l->mu);
+    uint64_t ce = l->c_epoch;
+    pthread_mutex_unlock(&l->mu);
+    o.skipped += gf_stream_skipped(l->stream, ce);
+    if (c.skipped && !o.last_skip_reason[0])
+      gf_stream_last_skip(l->stream, o.last_skip_reason,
+                          sizeof o.last_skip_reason);
+  }
   memcpy(st, &o, st->struct_size);
   return 0;
 }

@@ -226,11 +226,6 @@ int gf_source_shards_config(const gf_shards_config *in, gf_shards_config *out) {
                    "gf_shards_config.index: %u is not a gf_shards_index "
                    "value",
                    out->index);
-  if (out->index == GF_SHARDS_INDEX_STREAM && out->fields && out->fields[0])
-    return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                   "gf_shards_config: fields are read with an index, not "
-                   "yet in streaming mode (index the shards: `gpufeed "
-                   "index`)");
   if (out->index != GF_SHARDS_INDEX_STREAM &&
       (out->shuffle || out->shuffle_bytes))
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,

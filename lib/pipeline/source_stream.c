@@ -21,6 +21,7 @@ typedef struct stream_src {
   char **names;
   uint32_t n;
   gf_wds_rules rules;
+  gf_wds_fields fields;
   gf_shards_config cfg;
 } stream_src;
 
@@ -48,6 +49,8 @@ static int ss_open_at(const char *path, const gf_shards_config *cfg,
   if (rc == 0)
     rc = gf_wds_rules_parse(&s->rules, s->cfg.image_fields, s->cfg.label);
   if (rc == 0)
+    rc = gf_wds_fields_parse(&s->fields, s->cfg.fields, s->cfg.field_bytes);
+  if (rc == 0)
     rc = gf_wds_spec_parse(path, 0, &s->root, &s->names, &s->n);
   if (rc == 0)
     rc = gf_storage_open(s->root, remote, st);
@@ -58,6 +61,7 @@ static int ss_open_at(const char *path, const gf_shards_config *cfg,
   /* The config's strings are the caller's: the rules hold copies. */
   s->cfg.image_fields = NULL;
   s->cfg.label = NULL;
+  s->cfg.fields = NULL;
   s->st = *st;
   *impl = s;
   return 0;
@@ -164,9 +168,23 @@ static void ss_stream_config(const void *impl, gf_stream_config *out) {
   out->shards = s->names;
   out->nshards = s->n;
   out->rules = &s->rules;
+  out->fields = s->fields.n ? &s->fields : NULL;
   out->lanes = s->cfg.threads;
   out->shuffle = s->cfg.shuffle ? s->cfg.shuffle : GF_STREAM_SHUFFLE;
   out->shuffle_bytes = s->cfg.shuffle_bytes;
+}
+
+static uint32_t ss_field_count(const void *impl) {
+  return ((const stream_src *)impl)->fields.n;
+}
+
+static const char *ss_field_name(const void *impl, uint32_t i) {
+  const stream_src *s = impl;
+  return i < s->fields.n ? s->fields.names[i] : NULL;
+}
+
+static uint64_t ss_field_bytes(const void *impl) {
+  return ((const stream_src *)impl)->fields.bytes;
 }
 
 const gf_source_ops gf_source_shards_stream = {
@@ -190,5 +208,8 @@ const gf_source_ops gf_source_shards_stream = {
     .object_name = ss_object_name,
     .alignment = ss_alignment,
     .unpack = NULL,
+    .field_count = ss_field_count,
+    .field_name = ss_field_name,
+    .field_bytes = ss_field_bytes,
     .stream_config = ss_stream_config,
 };

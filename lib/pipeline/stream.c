@@ -32,7 +32,9 @@ typedef struct item {
   uint32_t page, npages; /* its first page; the others follow by next[] */
   uint32_t shard;
   uint64_t epoch, ordinal;
-  uint64_t keylen, len; /* the key's bytes (with its NUL), the payload's */
+  uint64_t keylen, len; /* the key's bytes (with its NUL), the image's */
+  uint64_t flen;        /* the asked fields' after it: per field its
+                           length (8 bytes), then its bytes */
   int64_t label;
   int codec;
   uint32_t next_free;
@@ -106,6 +108,9 @@ struct gf_stream {
   /* Counters. */
   _Atomic uint64_t shards_done, samples, bytes, skipped, lost, restarts,
       wait_ns;
+  /* Bad samples dropped (skip policy) by epoch: slot e % 8 holds epoch e's
+   * (tag e + 1), for gf_stream_skipped. Under mu. */
+  uint64_t skip_tag[8], skip_count[8];
   char last_skip[512];
   gf_error_info fatal; /* a lane's failure to start (code 0: none) */
 };
@@ -128,12 +133,27 @@ static uint64_t pages_for(uint64_t bytes) {
   return (bytes + GF_STREAM_PAGE - 1) / GF_STREAM_PAGE;
 }
 
-/* The most pages one item takes: its image, its key, its header page. */
+static uint32_t nfields_of(const gf_stream_config *c) {
+  return c->fields ? c->fields->n : 0;
+}
+
+/* The asked fields' bytes in an item, at most. */
+static uint64_t fields_max(const gf_stream_config *c) {
+  return (uint64_t)nfields_of(c) * (8 + (c->fields ? c->fields->bytes : 0));
+}
+
+/* The most pages one item takes: its key, its image, its fields. */
 static uint64_t item_pages(const gf_stream_config *c) {
-  uint64_t payload = c->max_sample > sizeof(gf_error_info)
-                         ? c->max_sample
-                         : sizeof(gf_error_info);
+  uint64_t payload = c->max_sample + fields_max(c);
+  if (payload < sizeof(gf_error_info))
+    payload = sizeof(gf_error_info);
   return pages_for(payload + GF_TAR_NAME_MAX + 1) + 1;
+}
+
+/* A lane's buffer for a sample's taken members: its image, its label,
+ * its asked fields. */
+static uint64_t scratch_of(const gf_stream_config *c) {
+  return c->max_sample + fields_max(c) + 65536;
 }
 
 static uint64_t shuffle_bytes_of(const gf_stream_config *c) {
@@ -174,7 +194,7 @@ void gf_stream_sizes(const gf_stream_config *c, uint64_t *arena,
   *arena = pages * GF_STREAM_PAGE;
   *tables = pages * sizeof(uint32_t) + items_of(c, k) * sizeof(item) +
             cap * sizeof(uint32_t) + out_cap_of(c) * sizeof(out_slot) +
-            (uint64_t)k * (GF_STREAM_RING + c->max_sample + sizeof(lane));
+            (uint64_t)k * (GF_STREAM_RING + scratch_of(c) + sizeof(lane));
 }
 
 /* ---- pages and items (under mu) ---------------------------------------- */
@@ -475,8 +495,11 @@ static int on_sample(void *ctx, const gf_wds_streamed *m) {
   if (m->rc < 0) {
     rc = post_error(ln, p->shard, p->epoch, m->ordinal);
   } else {
-    uint64_t kl = strlen(m->key) + 1;
-    uint32_t i = alloc_item(s, kl + m->image_len);
+    uint64_t kl = strlen(m->key) + 1, fl = 0;
+    uint32_t nf = nfields_of(&s->c);
+    for (uint32_t f = 0; f < nf; f++)
+      fl += 8 + (m->field_len[f] == GF_NO_INDEX ? 0 : m->field_len[f]);
+    uint32_t i = alloc_item(s, kl + m->image_len + fl);
     if (i == UINT32_MAX) {
       rc = -ECANCELED;
     } else {
@@ -490,8 +513,20 @@ static int on_sample(void *ctx, const gf_wds_streamed *m) {
       it->label = m->label;
       it->codec = m->codec;
       /* Copied under mu: the pages are this lane's until queued. */
+      it->flen = fl;
       item_io(s, it, 0, (uint8_t *)m->key, kl, true);
       item_io(s, it, kl, (uint8_t *)m->image, m->image_len, true);
+      uint64_t at = kl + m->image_len;
+      for (uint32_t f = 0; f < nf; f++) {
+        uint8_t w[8];
+        gf_put64(w, m->field_len[f]);
+        item_io(s, it, at, w, 8, true);
+        at += 8;
+        if (m->field_len[f] != GF_NO_INDEX) {
+          item_io(s, it, at, (uint8_t *)m->field[f], m->field_len[f], true);
+          at += m->field_len[f];
+        }
+      }
       rc = enqueue(ln, i);
     }
   }
@@ -516,8 +551,10 @@ static int read_shard(lane *ln, uint32_t shard, uint64_t epoch) {
   pthread_cond_broadcast(&ln->cv);
   pthread_mutex_unlock(&ln->mu);
   parse_ctx p = {.ln = ln, .shard = shard, .epoch = epoch};
-  gf_wds_stream_opts wo = {
-      .rules = s->c.rules, .buf = ln->scratch, .max_bytes = s->c.max_sample};
+  gf_wds_stream_opts wo = {.rules = s->c.rules,
+                           .fields = s->c.fields,
+                           .buf = ln->scratch,
+                           .max_bytes = scratch_of(&s->c)};
   gf_wds_stream_counts n;
   rc = gf_wds_stream_shard(o->display, o->size, pull, ln, &wo, on_sample, &p,
                            &n);
@@ -688,7 +725,16 @@ static int step(gf_stream *s, bool *published) {
     gf_error_info e;
     item_io(s, it, it->keylen, (uint8_t *)&e, sizeof e, false);
     gf_strlcpy(s->last_skip, e.message, sizeof s->last_skip);
-    atomic_fetch_add_explicit(&s->skipped, 1, memory_order_relaxed);
+    /* A replay meets again the ones dropped before its start. */
+    if (s->cur_epoch != s->skip_epoch || s->emitted >= s->skip_to) {
+      atomic_fetch_add_explicit(&s->skipped, 1, memory_order_relaxed);
+      uint32_t r = (uint32_t)(s->cur_epoch % 8);
+      if (s->skip_tag[r] != s->cur_epoch + 1) {
+        s->skip_tag[r] = s->cur_epoch + 1;
+        s->skip_count[r] = 0;
+      }
+      s->skip_count[r]++;
+    }
     free_item(s, i);
     return 1;
   }
@@ -808,7 +854,7 @@ int gf_stream_create(const gf_stream_config *c, uint64_t epoch, uint64_t pos,
     pthread_mutex_init(&ln->mu, NULL);
     pthread_cond_init(&ln->cv, NULL);
     ln->ring = malloc(GF_STREAM_RING);
-    ln->scratch = malloc(c->max_sample);
+    ln->scratch = malloc(scratch_of(c));
     ok = ln->ring && ln->scratch;
   }
   if (!ok) {
@@ -916,8 +962,8 @@ int gf_stream_epoch_length(gf_stream *s, uint64_t epoch, uint64_t *n) {
 /* Takes position pos of epoch out of the table, if there. Under mu.
  * Returns 1 (or the sample's error), 0 when not there. */
 static int take_out(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
-                    uint64_t cap, gf_stream_sample *out, char *key,
-                    size_t keycap) {
+                    uint64_t cap, const gf_stream_fields_out *fo,
+                    gf_stream_sample *out, char *key, size_t keycap) {
   out_slot *o = &s->out[pos % s->out_cap];
   if (!o->used || o->epoch != epoch || o->pos != pos)
     return 0;
@@ -950,6 +996,19 @@ static int take_out(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
                  key, (unsigned long long)it->len, (unsigned long long)cap);
   } else {
     item_io(s, it, it->keylen, dst, it->len, false);
+    uint64_t at = it->keylen + it->len,
+             fb = s->c.fields ? s->c.fields->bytes : 0;
+    for (uint32_t f = 0; fo && f < nfields_of(&s->c); f++) {
+      uint8_t w[8];
+      item_io(s, it, at, w, 8, false);
+      at += 8;
+      uint64_t n = gf_le64(w);
+      fo->len[f] = n;
+      if (n != GF_NO_INDEX) {
+        item_io(s, it, at, fo->data + (uint64_t)f * fb, n, false);
+        at += n;
+      }
+    }
     atomic_fetch_add_explicit(&s->samples, 1, memory_order_relaxed);
   }
   free_item(s, o->item);
@@ -957,7 +1016,8 @@ static int take_out(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
 }
 
 int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
-                   uint64_t cap, gf_stream_sample *out) {
+                   uint64_t cap, const gf_stream_fields_out *fo,
+                   gf_stream_sample *out) {
   char key[256] = "";
   uint64_t waited = 0;
   bool published = false;
@@ -974,7 +1034,7 @@ int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
       rc = s->fatal.code;
       break;
     }
-    if ((rc = take_out(s, epoch, pos, dst, cap, out, key, sizeof key)) != 0)
+    if ((rc = take_out(s, epoch, pos, dst, cap, fo, out, key, sizeof key)) != 0)
       break;
     uint64_t n;
     if (gf_stream_epoch_length(s, epoch, &n) && pos >= n) {
@@ -1018,6 +1078,16 @@ void gf_stream_counters_get(gf_stream *s, gf_stream_counters *out) {
                               .lost = atomic_load(&s->lost),
                               .restarts = atomic_load(&s->restarts),
                               .wait_ns = atomic_load(&s->wait_ns)};
+}
+
+uint64_t gf_stream_skipped(gf_stream *s, uint64_t epoch) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = atomic_load(&s->skipped);
+  for (uint32_t r = 0; r < 8; r++)
+    if (s->skip_tag[r] > epoch) /* tag e + 1 > epoch: e >= epoch */
+      n -= s->skip_count[r];
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }
 
 void gf_stream_last_skip(gf_stream *s, char *buf, size_t cap) {

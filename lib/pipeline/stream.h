@@ -65,6 +65,7 @@ typedef struct gf_stream_config {
   char *const *shards; /* names under st's root, in the source's order */
   uint32_t nshards;
   const gf_wds_rules *rules;
+  const gf_wds_fields *fields; /* other fields handed on (NULL: none) */
   uint64_t seed;
   uint32_t rank, world;
   uint32_t lanes;         /* 0: GF_STREAM_LANES (at most the shards) */
@@ -131,19 +132,31 @@ typedef struct gf_stream_sample {
   uint64_t id;      /* (shard << 40) | ordinal: the same sample every epoch */
 } gf_stream_sample;
 
+/* Where a taken sample's asked fields go (fields->n of them): each one's
+ * length (GF_NO_INDEX: the sample has none) and fields->bytes of room. */
+typedef struct gf_stream_fields_out {
+  uint64_t *len;
+  uint8_t *data;
+} gf_stream_fields_out;
+
 /* Position pos of epoch: waits until it comes, copies its image into
- * dst (cap bytes: max_sample is enough) and frees it. Returns 1 with
- * *out; 0 when the epoch ended before pos; or its error (a bad sample or
- * a shard that failed, under the fail policy; -ECANCELED after shutdown),
- * recorded, naming the shard, the sample's key and the byte. */
+ * dst (cap bytes: max_sample is enough) and its fields into *fo (NULL:
+ * none asked), and frees it. Returns 1 with *out; 0 when the epoch ended
+ * before pos; or its error (a bad sample or a shard that failed, under
+ * the fail policy; -ECANCELED after shutdown), recorded, naming the
+ * shard, the sample's key and the byte. */
 int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
-                   uint64_t cap, gf_stream_sample *out);
+                   uint64_t cap, const gf_stream_fields_out *fo,
+                   gf_stream_sample *out);
 
 /* Epoch's length when it is known (its shards done, its buffer empty):
  * 1 with *n; else 0. Any thread, lock-free. */
 int gf_stream_epoch_length(gf_stream *s, uint64_t epoch, uint64_t *n);
 
 void gf_stream_counters_get(gf_stream *s, gf_stream_counters *out);
+/* Bad samples dropped (skip policy) in the epochs before `epoch`: what
+ * a consumer in `epoch` has passed, the stage's read-ahead left out. */
+uint64_t gf_stream_skipped(gf_stream *s, uint64_t epoch);
 /* The last bad sample dropped and why (""). Into buf. */
 void gf_stream_last_skip(gf_stream *s, char *buf, size_t cap);
 

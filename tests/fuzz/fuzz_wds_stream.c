@@ -8,7 +8,8 @@
  * GF_WDS_STREAM_BACK bytes, and never past the input; a failure records
  * its code and a message; every sample handed on has a key and an ordinal
  * one past the last; a good sample's image lies in the caller's buffer,
- * within max_bytes; a bad one has no image; stopping at a sample returns fn's
+ * within max_bytes, and so is each asked field, within its bound, or
+ * absent; a bad one has no image; stopping at a sample returns fn's
  * value. */
 #include "fuzz.h"
 
@@ -46,6 +47,11 @@ static int check(void *ctx, const gf_wds_streamed *m) {
   } else {
     FUZZ_ASSERT(m->image >= s->buf && m->image_len <= s->max &&
                 (uint64_t)(m->image - s->buf) <= s->max - m->image_len);
+    for (int f = 0; f < 2; f++)
+      FUZZ_ASSERT(
+          m->field_len[f] == GF_NO_INDEX ||
+          (m->field_len[f] <= 100 && m->field[f] >= s->buf &&
+           (uint64_t)(m->field[f] - s->buf) <= s->max - m->field_len[f]));
   }
   return s->n++ == s->stop_at ? 7 : 0;
 }
@@ -53,13 +59,16 @@ static int check(void *ctx, const gf_wds_streamed *m) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gf_wds_rules rules;
   FUZZ_ASSERT(gf_wds_rules_parse(&rules, "jpg;png;bin", "auto") == 0);
+  gf_wds_fields fields;
+  FUZZ_ASSERT(gf_wds_fields_parse(&fields, "txt;json", 100) == 0);
   enum { MAX = 8192 };
   uint8_t *buf = malloc(MAX);
   FUZZ_ASSERT(buf);
   for (int pass = 0; pass < 2; pass++) {
     src in = {.data = data, .size = size};
     seen s = {.buf = buf, .max = MAX, .stop_at = pass ? 1 : UINT64_MAX};
-    gf_wds_stream_opts o = {.rules = &rules, .buf = buf, .max_bytes = MAX};
+    gf_wds_stream_opts o = {
+        .rules = &rules, .fields = &fields, .buf = buf, .max_bytes = MAX};
     gf_wds_stream_counts n;
     int rc =
         gf_wds_stream_shard("fuzz.tar", size, pull, &in, &o, check, &s, &n);
