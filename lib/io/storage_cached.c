@@ -178,6 +178,16 @@ static void nap_ns(uint64_t ns) {
   nanosleep(&ts, NULL);
 }
 
+/* A streamed range (a WebDataset shard in streaming mode, read once an
+ * epoch front to back) goes to the inner storage's one request, not
+ * through the tier: its entries are ranges a reader by index asks for
+ * again, which a stream never is. */
+static int64_t cached_obj_stream(gf_object *ob, uint64_t off, uint64_t len,
+                                 gf_stream_sink sink, void *ctx) {
+  gf_object *in = ((gf_cached_object *)ob)->inner;
+  return in->st->ops->obj_stream(in, off, len, sink, ctx);
+}
+
 /* The synchronous read: entries, then a claim and the inner storage's
  * obj_read for the rest (waiting, within the bound, for another reader's
  * claim), and what came back kept. */
@@ -273,6 +283,7 @@ int gf_storage_cache_wrap(gf_storage **st, const gf_remote_config *remote) {
       .list_done = cached_list_done,
       .obj_close = cached_obj_close,
       .obj_read = cached_obj_read,
+      .obj_stream = inner->ops->obj_stream ? cached_obj_stream : NULL,
       .engine = inner->ops->engine ? &gf_dcache_engine : NULL,
       .counters = cached_counters,
       .describe = cached_describe,
