@@ -10,7 +10,8 @@
 #      ustar, KEY.jpg + KEY.cls), with DALI-format indexes beside them
 #      (tests/wds/pack_shards.py's, or `gpufeed index` where BIN has it);
 #   2. `gpufeed bench` of the dataset, of the shards with their indexes
-#      (--shard-index require) and scanned at create (--shard-index scan),
+#      (--shard-index require), scanned at create (--shard-index scan) and
+#      in streaming mode (--shard-index stream),
 #      the same transform (RandomResizedCrop 224 + flip, DTYPE out) and
 #      THREADS threads;
 #   3. the peers on the same shards with THREADS DataLoader workers: the
@@ -24,7 +25,8 @@
 #   5. with REMOTE=1: nginx serving WORK on the loopback (tests/net/nginx.sh;
 #      GF_NGINX names its binary), directly and through BIN's netproxy with
 #      LATENCY_MS (default 25) of added round trip: the indexed shards
-#      over HTTP, and create + first batch over the SMALL_SHARDS;
+#      and the streaming mode over HTTP, and create + first batch over the
+#      SMALL_SHARDS;
 # then the ratios against the targets: indexed shards >= 0.95x the
 # dataset, >= 3x the peer, create <= 1 s over 1,000 indexed shards, over
 # HTTP >= 0.90x local, first batch from 1,000 remote shards <= 2 s.
@@ -100,6 +102,7 @@ run() { # NAME SOURCE ARGS...
 run dataset "$WORK/ds"
 run shards_indexed "$SHARDS" --shard-index require
 run shards_scanned "$SHARDS" --shard-index scan
+run shards_stream "$SHARDS" --shard-index stream
 # On a GPU, gpu_decode auto gives a dataset's JPEGs (checksummed) to
 # nvJPEG and keeps the shards' (no checksum) on the CPU: the same images
 # through the same decoder too, both ways.
@@ -175,6 +178,8 @@ if [ "${REMOTE:-0}" = 1 ]; then
   PURL=$(sed -n 's/^GF_PROXY_URL=//p' "$run_dir/proxy.env")
   run shards_http "$GF_NGINX_URL/shards/shard-{000000..$LAST}.tar" --shard-index require
   run shards_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index require
+  run stream_http "$GF_NGINX_URL/shards/shard-{000000..$LAST}.tar" --shard-index stream
+  run stream_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index stream
   if [ "$SMALL_SHARDS" -gt 0 ]; then
     SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
     say "create over $SMALL_SHARDS indexed shards through +${LATENCY_MS:-25} ms"
@@ -202,9 +207,10 @@ ds, ix, sc = ips("dataset"), ips("shards_indexed"), ips("shards_scanned")
 peer = ips("peer_webdataset") or ips("peer")
 print("| run | images/s |")
 print("|---|---:|")
-for n in ("dataset", "shards_indexed", "shards_scanned", "dataset_gpu_all",
-          "shards_gpu_all", "dataset_gpu_off", "shards_http", "shards_delayed",
-          "peer_webdataset", "peer"):
+for n in ("dataset", "shards_indexed", "shards_scanned", "shards_stream",
+          "dataset_gpu_all", "shards_gpu_all", "dataset_gpu_off", "shards_http",
+          "shards_delayed", "stream_http", "stream_delayed", "peer_webdataset",
+          "peer"):
     v = ips(n)
     print("| %s | %s |" % (n, "%.0f" % v if v else "-"))
 def verdict(ok):
@@ -227,6 +233,13 @@ if ix and ht:
     print("indexed shards over HTTP / local: %.3f (target 0.90: %s)" % (ht / ix, verdict(ht / ix >= 0.9)))
 if ix and dl:
     print("indexed shards over HTTP +25 ms / local: %.3f (target 0.90: %s)" % (dl / ix, verdict(dl / ix >= 0.9)))
+st, sh, sd = ips("shards_stream"), ips("stream_http"), ips("stream_delayed")
+if ix and st:
+    print("streaming shards / indexed, both local: %.3f" % (st / ix))
+if st and sd:
+    print("streaming over HTTP +25 ms / streaming local: %.3f (target 0.90: %s)" % (sd / st, verdict(sd / st >= 0.9)))
+if ix and sd:
+    print("streaming over HTTP +25 ms / indexed local: %.3f (target 0.90: %s)" % (sd / ix, verdict(sd / ix >= 0.9)))
 for n in ("shards_indexed", "small_create", "small_remote_create"):
     d = runs.get(n)
     if d:

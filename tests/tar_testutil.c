@@ -1,6 +1,9 @@
 /* A ustar writer for tests (tar_testutil.h). */
 #include "tar_testutil.h"
 
+#include "decode/decode.h"
+#include "testutil.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -34,4 +37,13 @@ void tar_add(FILE *f, const char *name, const void *data, size_t len) {
 void tar_end(FILE *f) {
   static const uint8_t zero[1024];
   fwrite(zero, 1, sizeof zero, f);
+}
+
+void *tar_test_png(uint8_t v, size_t *len) {
+  uint8_t px[16];
+  memset(px, v, sizeof px);
+  gf_shape s = {4, 4, 1, GF_DTYPE_U8};
+  void *out = NULL;
+  CHECK_OK(gf_png_encode(px, &s, 1, &out, len));
+  return out;
 }

@@ -15,6 +15,7 @@
 #include "format/tar_scan.h"
 #include "format/wds_index.h"
 #include "pipeline/loader_plan.h"
+#include "tar_testutil.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -29,40 +30,6 @@
 #define DAMAGED 35u /* its caption's header is broken (its own shard) */
 
 static char dir[512];
-
-/* ---- a ustar writer (as test_wds_source.c's) ---------------------------- */
-
-static void put_octal(uint8_t *f, size_t n, uint64_t v) {
-  snprintf((char *)f, n, "%0*llo", (int)(n - 1), (unsigned long long)v);
-}
-
-static void tar_add(FILE *f, const char *name, const void *data, size_t len) {
-  uint8_t h[512] = {0};
-  snprintf((char *)h, 100, "%s", name);
-  put_octal(h + 100, 8, 0644);
-  put_octal(h + 108, 8, 0);
-  put_octal(h + 116, 8, 0);
-  put_octal(h + 124, 12, len);
-  put_octal(h + 136, 12, 0);
-  h[156] = '0';
-  memcpy(h + 257, "ustar", 6);
-  memcpy(h + 263, "00", 2);
-  memset(h + 148, ' ', 8);
-  unsigned sum = 0;
-  for (int i = 0; i < 512; i++)
-    sum += h[i];
-  snprintf((char *)h + 148, 8, "%06o", sum);
-  fwrite(h, 1, 512, f);
-  fwrite(data, 1, len, f);
-  static const uint8_t zero[512];
-  if (len % 512)
-    fwrite(zero, 1, 512 - len % 512, f);
-}
-
-static void tar_end(FILE *f) {
-  static const uint8_t zero[1024];
-  fwrite(zero, 1, sizeof zero, f);
-}
 
 /* ---- what sample k holds ------------------------------------------------ */
 
@@ -89,22 +56,12 @@ static size_t json_of(unsigned k, char *buf, size_t cap) {
   return (size_t)n;
 }
 
-/* A 4x4 gray PNG whose pixels all hold v. */
-static void *png_of(uint8_t v, size_t *len) {
-  uint8_t px[16];
-  memset(px, v, sizeof px);
-  gf_shape s = {4, 4, 1, GF_DTYPE_U8};
-  void *out = NULL;
-  CHECK_OK(gf_png_encode(px, &s, 1, &out, len));
-  return out;
-}
-
 /* Sample k: key "d/kNNN"; its cls, png, txt and json members, the caption
  * before the image for odd k (an extent then starts at the caption). */
 static void add_sample(FILE *f, unsigned k) {
   char name[64], cls[16], text[5000], js[128];
   size_t len, tl = caption_of(k, text, sizeof text);
-  void *png = png_of((uint8_t)k, &len);
+  void *png = tar_test_png((uint8_t)k, &len);
   snprintf(name, sizeof name, "d/k%03u.cls", k);
   snprintf(cls, sizeof cls, "%u\n", k * 3 + 1);
   tar_add(f, name, cls, strlen(cls));

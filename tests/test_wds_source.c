@@ -26,21 +26,11 @@
 
 static char dir[512];
 
-/* A 4x4 gray PNG whose pixels all hold v. */
-static void *png_of(uint8_t v, size_t *len) {
-  uint8_t px[16];
-  memset(px, v, sizeof px);
-  gf_shape s = {4, 4, 1, GF_DTYPE_U8};
-  void *out = NULL;
-  CHECK_OK(gf_png_encode(px, &s, 1, &out, len));
-  return out;
-}
-
 /* Sample k: key "d/kNNN", its PNG (pixels k), its cls (k * 3 + 1). */
 static void add_sample_cap(FILE *f, unsigned k, size_t cap_len) {
   char name[64], cls[16];
   size_t len;
-  void *png = png_of((uint8_t)k, &len);
+  void *png = tar_test_png((uint8_t)k, &len);
   snprintf(name, sizeof name, "d/k%03u.cls", k);
   snprintf(cls, sizeof cls, "%u\n", k * 3 + 1);
   tar_add(f, name, cls, strlen(cls));
@@ -277,7 +267,7 @@ int main(void) {
     snprintf(path, sizeof path, "%s/bad.tar", dir);
     FILE *f = fopen(path, "wb");
     size_t len;
-    void *png = png_of(200, &len);
+    void *png = tar_test_png(200, &len);
     add_sample(f, 100);
     tar_add(f, "d/k101.cls", "7", 1); /* no image */
     add_sample(f, 102);
@@ -357,7 +347,7 @@ int main(void) {
     for (unsigned k = 40; k < 46; k++) {
       char name[64], js[96];
       size_t len;
-      void *png = png_of((uint8_t)k, &len);
+      void *png = tar_test_png((uint8_t)k, &len);
       snprintf(name, sizeof name, "d/k%03u.json", k);
       if (k == 45)
         snprintf(js, sizeof js, "{\"other\": 1}");

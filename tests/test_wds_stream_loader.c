@@ -24,21 +24,11 @@
 
 static char dir[512];
 
-/* A 4x4 gray PNG whose pixels all hold v. */
-static void *png_of(uint8_t v, size_t *len) {
-  uint8_t px[16];
-  memset(px, v, sizeof px);
-  gf_shape s = {4, 4, 1, GF_DTYPE_U8};
-  void *out = NULL;
-  CHECK_OK(gf_png_encode(px, &s, 1, &out, len));
-  return out;
-}
-
 /* Sample k: key "d/kNNN", its PNG (pixels k), its cls (k * 3 + 1). */
 static void add_sample(FILE *f, unsigned k, const char *bad) {
   char name[64], cls[16];
   size_t len;
-  void *png = png_of((uint8_t)k, &len);
+  void *png = tar_test_png((uint8_t)k, &len);
   snprintf(name, sizeof name, "d/k%03u.cls", k);
   snprintf(cls, sizeof cls, "%u\n", k * 3 + 1);
   if (bad && !strcmp(bad, "label"))

@@ -101,6 +101,7 @@ struct gf_stream {
   uint32_t buf_count, buf_cap;
   uint64_t buf_pages;
   uint64_t shuffle_pages; /* the buffer is full at this many pages */
+  uint32_t adds;          /* samples added since one last left */
   out_slot *out;
   uint32_t out_cap;
   /* Epoch lengths, published: slot e % 4 holds e + 1 and its length. */
@@ -647,6 +648,7 @@ static uint64_t splitmix(uint64_t *x) {
 
 static void begin_epoch(gf_stream *s, uint64_t e) {
   s->cur_epoch = e;
+  s->adds = 0;
   s->emitted = 0;
   s->rr = 0;
   s->lanes_done = 0;
@@ -688,10 +690,16 @@ static int step(gf_stream *s, bool *published) {
     begin_epoch(s, s->cur_epoch + 1);
     return 1;
   }
-  bool full = s->buf_count > 0 &&
-              (s->buf_count >= shuffle_of(&s->c) ||
-               s->buf_pages >= s->shuffle_pages || s->lanes_done == s->nlanes);
-  if (full) {
+  /* webdataset's shuffle(bufsize, initial): nothing leaves before the
+   * buffer holds `initial` samples; then, while it is below its size, two
+   * come in for each that leaves; full, one for one. */
+  uint32_t size = shuffle_of(&s->c);
+  uint32_t initial = size < GF_STREAM_INITIAL ? size : GF_STREAM_INITIAL;
+  bool leave = s->buf_count > 0 &&
+               (s->lanes_done == s->nlanes || s->buf_count >= size ||
+                s->buf_pages >= s->shuffle_pages ||
+                (s->buf_count >= initial && s->adds >= 2));
+  if (leave) {
     uint32_t k = (uint32_t)(splitmix(&s->rng) % s->buf_count);
     uint32_t i = s->buf[k];
     if (!emit(s, i)) {
@@ -700,6 +708,7 @@ static int step(gf_stream *s, bool *published) {
     }
     s->buf[k] = s->buf[--s->buf_count];
     s->buf_pages -= s->items[i].npages;
+    s->adds = 0;
     return 1;
   }
   lane *ln = &s->lanes[s->rr];
@@ -740,6 +749,7 @@ static int step(gf_stream *s, bool *published) {
   }
   s->buf[s->buf_count++] = i;
   s->buf_pages += it->npages;
+  s->adds++;
   return 1;
 }
 
@@ -785,6 +795,7 @@ static int start_lanes(gf_stream *s, uint64_t epoch, uint64_t pos) {
   memset(s->out, 0, s->out_cap * sizeof *s->out);
   s->buf_count = 0;
   s->buf_pages = 0;
+  s->adds = 0;
   s->start_epoch = epoch;
   s->skip_epoch = epoch;
   s->skip_to = pos;

@@ -14,12 +14,16 @@
  *      shards i, i + lanes, i + 2*lanes ... in that order.
  *   3. The lanes' samples are merged round robin: one from lane 0, one
  *      from lane 1, ..., skipping lanes whose shards are done.
- *   4. A shuffle buffer (webdataset's shuffle(n)): each merged sample is
- *      added; while the buffer holds `shuffle` samples or `shuffle_bytes`
- *      bytes (or the merge is over for the epoch and it holds any), the
- *      sample at index k = rng() mod count leaves it (the last takes its
- *      place), rng being splitmix64 seeded with sub(E, 4 + rank). What
- *      leaves is the epoch's next position: 0, 1, 2 ...
+ *   4. A shuffle buffer (webdataset's shuffle(n, initial)): merged
+ *      samples are added one at a time; a sample leaves it when it holds
+ *      `shuffle` samples or `shuffle_bytes` bytes, or the merge is over
+ *      for the epoch (and it holds any), or it holds at least
+ *      min(shuffle, GF_STREAM_INITIAL) samples and two were added since
+ *      one last left (so the first batch comes after `initial` samples,
+ *      and the buffer grows to its size two in, one out). What leaves is
+ *      the sample at index k = rng() mod count (the last takes its
+ *      place), rng being splitmix64 seeded with sub(E, 4 + rank): the
+ *      epoch's next position, 0, 1, 2 ...
  * A rank's epoch ends when its shards are done and the buffer is empty:
  * its length is known only then (ranks may differ: as webdataset, unless
  * the shards hold the same count).
@@ -55,6 +59,8 @@ typedef struct gf_stream gf_stream;
 #define GF_STREAM_LANES 4u
 #define GF_STREAM_SHUFFLE 1000u
 #define GF_STREAM_SHUFFLE_BYTES (256ull << 20)
+/* Samples the buffer holds before the first leaves (webdataset's). */
+#define GF_STREAM_INITIAL 100u
 /* Bytes a lane's ring holds between its stream and its parser. */
 #define GF_STREAM_RING (4ull << 20)
 /* The arena's page. */
