@@ -14,8 +14,12 @@
 #include <sys/mman.h>
 #include <time.h>
 
-/* Entries a lane's queue holds (samples read ahead, or its epoch's end). */
-#define QLEN 2u
+/* Entries a lane's queue holds (samples read ahead, or its epoch's end),
+ * and their bytes at most (one sample whatever its size): a lane reads
+ * ahead of the merge, so that one slower for a moment does not hold the
+ * round robin up. */
+#define QLEN 64u
+#define LANE_AHEAD (8ull << 20)
 /* How long a lane's stream waits for room in its ring before it ends its
  * request (a later request goes on from there): a transfer that moves no
  * byte for the storage's stall time counts as stalled. */
@@ -69,6 +73,7 @@ typedef struct lane {
   /* Its queue to the merge, under the stage's mu. */
   uint32_t q[QLEN];
   uint32_t qhead, qlen;
+  uint64_t qpages; /* the queued items' pages */
   bool done; /* the merge took its end of the current epoch */
 } lane;
 
@@ -76,7 +81,12 @@ struct gf_stream {
   gf_stream_config c;
   uint32_t nlanes;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  /* Lanes wait on lane_cv (pages, room in their queue), takers on take_cv
+   * (a lane's sample, a position's place); each is signalled only when
+   * someone waits on it. */
+  pthread_cond_t lane_cv, take_cv;
+  uint32_t lane_waiting, take_waiting;
+  bool emit_blocked;     /* a position's place was held: a free wakes takers */
   _Atomic bool stopping; /* the lanes end (restart, shutdown) */
   bool shut;             /* shutdown: takes fail */
   /* The arena and its pages. */
@@ -173,6 +183,12 @@ static uint64_t items_of(const gf_stream_config *c, uint32_t lanes) {
          c->takers + 1;
 }
 
+/* A lane's queue's pages at most, and one item it builds. */
+static uint64_t lane_pages(const gf_stream_config *c) {
+  uint64_t ip = item_pages(c), ahead = pages_for(LANE_AHEAD);
+  return (ahead > ip ? ahead : ip) + ip;
+}
+
 static uint32_t out_cap_of(const gf_stream_config *c) {
   uint32_t n = 16;
   while (n < 2u * c->takers + 16u)
@@ -187,7 +203,7 @@ void gf_stream_sizes(const gf_stream_config *c, uint64_t *arena,
   /* The buffer: full at shuffle_bytes (in pages), one item more while
    * full; then every item that can be elsewhere at its largest. */
   uint64_t pages = pages_for(shuffle_bytes_of(c)) + ip +
-                   ((uint64_t)k * (QLEN + 1) + c->takers + 1) * ip;
+                   (uint64_t)k * lane_pages(c) + ((uint64_t)c->takers + 1) * ip;
   uint64_t cap = (uint64_t)shuffle_of(c) + 1;
   /* A buffered sample of a page or two wastes up to a page: counted. */
   if (pages < cap + ip)
@@ -215,7 +231,19 @@ static void free_item(gf_stream *s, uint32_t i) {
   it->page = NO_PAGE;
   it->next_free = s->free_item;
   s->free_item = i;
-  pthread_cond_broadcast(&s->cv);
+  if (s->lane_waiting)
+    pthread_cond_broadcast(&s->lane_cv);
+  if (s->emit_blocked && s->take_waiting) {
+    s->emit_blocked = false;
+    pthread_cond_broadcast(&s->take_cv);
+  }
+}
+
+/* Waits on cv under mu, counted in *waiting. */
+static void wait_on(gf_stream *s, pthread_cond_t *cv, uint32_t *waiting) {
+  (*waiting)++;
+  pthread_cond_wait(cv, &s->mu);
+  (*waiting)--;
 }
 
 /* An item of `bytes` bytes in pages; waits for them. Returns its index,
@@ -223,7 +251,7 @@ static void free_item(gf_stream *s, uint32_t i) {
 static uint32_t alloc_item(gf_stream *s, uint64_t bytes) {
   uint64_t n = pages_for(bytes ? bytes : 1);
   while (!s->stopping && (s->free_pages < n || s->free_item == UINT32_MAX))
-    pthread_cond_wait(&s->cv, &s->mu);
+    wait_on(s, &s->lane_cv, &s->lane_waiting);
   if (s->stopping)
     return UINT32_MAX;
   uint32_t i = s->free_item;
@@ -448,15 +476,19 @@ static int64_t pull(void *ctx, void *buf, uint64_t off, uint64_t len) {
  * -ECANCELED when the lanes stop (the item freed). */
 static int enqueue(lane *ln, uint32_t i) {
   gf_stream *s = ln->s;
-  while (!s->stopping && ln->qlen == QLEN)
-    pthread_cond_wait(&s->cv, &s->mu);
+  uint64_t n = s->items[i].npages, ahead = pages_for(LANE_AHEAD);
+  while (!s->stopping &&
+         (ln->qlen == QLEN || (ln->qlen && ln->qpages + n > ahead)))
+    wait_on(s, &s->lane_cv, &s->lane_waiting);
   if (s->stopping) {
     free_item(s, i);
     return -ECANCELED;
   }
   ln->q[(ln->qhead + ln->qlen) % QLEN] = i;
   ln->qlen++;
-  pthread_cond_broadcast(&s->cv);
+  ln->qpages += n;
+  if (s->take_waiting)
+    pthread_cond_broadcast(&s->take_cv);
   return 0;
 }
 
@@ -513,8 +545,9 @@ static int on_sample(void *ctx, const gf_wds_streamed *m) {
       it->len = m->image_len;
       it->label = m->label;
       it->codec = m->codec;
-      /* Copied under mu: the pages are this lane's until queued. */
       it->flen = fl;
+      /* The pages are this lane's until queued: filled outside mu. */
+      pthread_mutex_unlock(&s->mu);
       item_io(s, it, 0, (uint8_t *)m->key, kl, true);
       item_io(s, it, kl, (uint8_t *)m->image, m->image_len, true);
       uint64_t at = kl + m->image_len;
@@ -528,6 +561,7 @@ static int on_sample(void *ctx, const gf_wds_streamed *m) {
           at += m->field_len[f];
         }
       }
+      pthread_mutex_lock(&s->mu);
       rc = enqueue(ln, i);
     }
   }
@@ -624,7 +658,7 @@ static void *parse_main(void *arg) {
     pthread_mutex_lock(&s->mu);
     uint32_t i = UINT32_MAX;
     while (!s->stopping && s->free_item == UINT32_MAX)
-      pthread_cond_wait(&s->cv, &s->mu);
+      wait_on(s, &s->lane_cv, &s->lane_waiting);
     if (!s->stopping) {
       i = s->free_item;
       s->free_item = s->items[i].next_free;
@@ -673,8 +707,10 @@ static bool emit(gf_stream *s, uint32_t i) {
     return true;
   }
   out_slot *o = &s->out[pos % s->out_cap];
-  if (o->used)
+  if (o->used) {
+    s->emit_blocked = true;
     return false;
+  }
   *o = (out_slot){.used = true, .epoch = s->cur_epoch, .pos = pos, .item = i};
   s->emitted++;
   return true;
@@ -721,8 +757,10 @@ static int step(gf_stream *s, bool *published) {
   uint32_t i = ln->q[ln->qhead];
   ln->qhead = (ln->qhead + 1) % QLEN;
   ln->qlen--;
-  pthread_cond_broadcast(&s->cv); /* the lane's queue has room */
   item *it = &s->items[i];
+  ln->qpages -= it->npages;
+  if (s->lane_waiting) /* the lane's queue has room */
+    pthread_cond_broadcast(&s->lane_cv);
   s->rr = (s->rr + 1) % s->nlanes;
   if (it->kind == IT_END) {
     ln->done = true;
@@ -758,7 +796,8 @@ static int step(gf_stream *s, bool *published) {
 static void stop_lanes(gf_stream *s) {
   pthread_mutex_lock(&s->mu);
   s->stopping = true;
-  pthread_cond_broadcast(&s->cv);
+  pthread_cond_broadcast(&s->lane_cv);
+  pthread_cond_broadcast(&s->take_cv);
   pthread_mutex_unlock(&s->mu);
   for (uint32_t i = 0; i < s->nlanes; i++) {
     lane *ln = &s->lanes[i];
@@ -803,6 +842,7 @@ static int start_lanes(gf_stream *s, uint64_t epoch, uint64_t pos) {
   for (uint32_t i = 0; i < s->nlanes; i++) {
     lane *ln = &s->lanes[i];
     ln->qhead = ln->qlen = 0;
+    ln->qpages = 0;
     ln->job_on = ln->job_done = ln->job_stop = false;
     ln->pump_exited = false;
     ln->job = NULL;
@@ -847,7 +887,8 @@ int gf_stream_create(const gf_stream_config *c, uint64_t epoch, uint64_t pos,
   s->out_cap = out_cap_of(&s->c);
   s->shuffle_pages = pages_for(shuffle_bytes_of(&s->c));
   pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->cv, NULL);
+  pthread_cond_init(&s->lane_cv, NULL);
+  pthread_cond_init(&s->take_cv, NULL);
   s->arena = mmap(NULL, s->arena_bytes, PROT_READ | PROT_WRITE,
                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (s->arena == MAP_FAILED)
@@ -914,7 +955,8 @@ void gf_stream_destroy(gf_stream *s) {
   free(s->buf);
   free(s->out);
   pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
+  pthread_cond_destroy(&s->lane_cv);
+  pthread_cond_destroy(&s->take_cv);
   free(s);
 }
 
@@ -970,16 +1012,23 @@ int gf_stream_epoch_length(gf_stream *s, uint64_t epoch, uint64_t *n) {
          epoch + 1;
 }
 
-/* Takes position pos of epoch out of the table, if there. Under mu.
- * Returns 1 (or the sample's error), 0 when not there. */
-static int take_out(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
-                    uint64_t cap, const gf_stream_fields_out *fo,
-                    gf_stream_sample *out, char *key, size_t keycap) {
+/* Takes position pos of epoch out of the table, if there: its item (now
+ * the caller's until freed), else UINT32_MAX. Under mu. */
+static uint32_t take_out(gf_stream *s, uint64_t epoch, uint64_t pos) {
   out_slot *o = &s->out[pos % s->out_cap];
   if (!o->used || o->epoch != epoch || o->pos != pos)
-    return 0;
-  item *it = &s->items[o->item];
+    return UINT32_MAX;
   o->used = false;
+  return o->item;
+}
+
+/* Copies taken item i out (outside mu: its pages are the caller's until
+ * freed; the copies of many takers run at once). Returns 1, or the
+ * sample's error. */
+static int copy_out(gf_stream *s, uint32_t i, uint8_t *dst, uint64_t cap,
+                    const gf_stream_fields_out *fo, gf_stream_sample *out,
+                    char *key, size_t keycap) {
+  const item *it = &s->items[i];
   uint64_t kl = it->keylen < keycap ? it->keylen : keycap;
   item_io(s, it, 0, (uint8_t *)key, kl, false);
   if (kl)
@@ -991,39 +1040,36 @@ static int take_out(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
                             .ordinal = it->ordinal,
                             .id = ((uint64_t)it->shard << 40) |
                                   (it->ordinal & ((1ull << 40) - 1))};
-  int rc = 1;
   if (it->kind == IT_BAD) {
     gf_error_info e;
     item_io(s, it, it->keylen, (uint8_t *)&e, sizeof e, false);
     gf_error_restore(&e);
-    rc = e.code < 0 ? e.code : GF_EINTERNAL;
-  } else if (it->len > cap) {
+    return e.code < 0 ? e.code : GF_EINTERNAL;
+  }
+  if (it->len > cap) {
     char where[1100];
     gf_storage_name_display(s->c.st, s->c.shards[it->shard], where,
                             sizeof where);
-    rc = gf_fail(GF_ELIMIT, where, out->id, GF_NO_INDEX,
-                 "sample '%s': its image of %llu bytes is larger than the "
-                 "%llu bytes of its place",
-                 key, (unsigned long long)it->len, (unsigned long long)cap);
-  } else {
-    item_io(s, it, it->keylen, dst, it->len, false);
-    uint64_t at = it->keylen + it->len,
-             fb = s->c.fields ? s->c.fields->bytes : 0;
-    for (uint32_t f = 0; fo && f < nfields_of(&s->c); f++) {
-      uint8_t w[8];
-      item_io(s, it, at, w, 8, false);
-      at += 8;
-      uint64_t n = gf_le64(w);
-      fo->len[f] = n;
-      if (n != GF_NO_INDEX) {
-        item_io(s, it, at, fo->data + (uint64_t)f * fb, n, false);
-        at += n;
-      }
-    }
-    atomic_fetch_add_explicit(&s->samples, 1, memory_order_relaxed);
+    return gf_fail(GF_ELIMIT, where, out->id, GF_NO_INDEX,
+                   "sample '%s': its image of %llu bytes is larger than the "
+                   "%llu bytes of its place",
+                   key, (unsigned long long)it->len, (unsigned long long)cap);
   }
-  free_item(s, o->item);
-  return rc;
+  item_io(s, it, it->keylen, dst, it->len, false);
+  uint64_t at = it->keylen + it->len, fb = s->c.fields ? s->c.fields->bytes : 0;
+  for (uint32_t f = 0; fo && f < nfields_of(&s->c); f++) {
+    uint8_t w[8];
+    item_io(s, it, at, w, 8, false);
+    at += 8;
+    uint64_t n = gf_le64(w);
+    fo->len[f] = n;
+    if (n != GF_NO_INDEX) {
+      item_io(s, it, at, fo->data + (uint64_t)f * fb, n, false);
+      at += n;
+    }
+  }
+  atomic_fetch_add_explicit(&s->samples, 1, memory_order_relaxed);
+  return 1;
 }
 
 int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
@@ -1032,8 +1078,9 @@ int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
   char key[256] = "";
   uint64_t waited = 0;
   bool published = false;
+  uint32_t got = UINT32_MAX;
   pthread_mutex_lock(&s->mu);
-  int rc;
+  int rc = 0;
   for (;;) {
     if (s->shut) {
       rc = gf_fail(-ECANCELED, NULL, GF_NO_INDEX, GF_NO_INDEX,
@@ -1045,7 +1092,7 @@ int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
       rc = s->fatal.code;
       break;
     }
-    if ((rc = take_out(s, epoch, pos, dst, cap, fo, out, key, sizeof key)) != 0)
+    if ((got = take_out(s, epoch, pos)) != UINT32_MAX)
       break;
     uint64_t n;
     if (gf_stream_epoch_length(s, epoch, &n) && pos >= n) {
@@ -1061,11 +1108,20 @@ int gf_stream_take(gf_stream *s, uint64_t epoch, uint64_t pos, uint8_t *dst,
     }
     if (!step(s, &published)) {
       uint64_t w0 = now_ns();
-      pthread_cond_wait(&s->cv, &s->mu);
+      wait_on(s, &s->take_cv, &s->take_waiting);
       waited += now_ns() - w0;
     }
   }
+  /* Positions this taker handed out on its way may be others'. */
+  if (s->take_waiting)
+    pthread_cond_broadcast(&s->take_cv);
   pthread_mutex_unlock(&s->mu);
+  if (got != UINT32_MAX) {
+    rc = copy_out(s, got, dst, cap, fo, out, key, sizeof key);
+    pthread_mutex_lock(&s->mu);
+    free_item(s, got);
+    pthread_mutex_unlock(&s->mu);
+  }
   if (rc < 0 && out && rc != -ECANCELED) {
     /* Name the sample's key where the error does not. */
     const gf_error_info *e = gf_last_error();
