@@ -156,28 +156,33 @@ def _s3_config(s3):
     return out
 
 
-_SHARDS_INDEX = {"auto": 0, "require": 1, "scan": 2}
+_SHARDS_INDEX = {"auto": 0, "require": 1, "scan": 2, "stream": 3}
+_SHARDS_OPTIONS = ("index, image_fields, label, threads, index_bytes, "
+                   "fields, field_bytes, shuffle, shuffle_bytes")
 
 
 def _shards_config(shards):
     """The ``shards=`` dict (docs/SHARDS.md) as gf_shards_config fields:
-    index ("auto", "require" or "scan"), image_fields (a str of
+    index ("auto", "require", "scan" or "stream"), image_fields (a str of
     ";"-separated field names, or a list or tuple of them), label (a str:
     "auto", "none" or a field name), threads (int), index_bytes (an int
     or a size such as "256M"), fields (other fields handed with each
-    batch: a str of ";"-separated names or a list or tuple of them) and
+    batch: a str of ";"-separated names or a list or tuple of them),
     field_bytes (the most bytes one may hold: an int or a size such as
-    "64K"; default 64 KiB)."""
+    "64K"; default 64 KiB), and for streaming mode shuffle (the samples
+    the shuffle buffer holds: an int >= 1, 1 for none; default 1000) and
+    shuffle_bytes (its bytes at most: an int >= 1 or a size such as
+    "256M"; default 256 MiB). None for either: the default. Both are
+    refused with another index, named."""
     if not isinstance(shards, dict):
-        raise ConfigError("shards must be a dict (index, image_fields, "
-                          "label, threads, index_bytes, fields, "
-                          "field_bytes), not %r" % (shards,))
+        raise ConfigError("shards must be a dict (%s), not %r"
+                          % (_SHARDS_OPTIONS, shards))
     out = {}
     for k, v in shards.items():
         if k == "index":
             if not isinstance(v, str) or v not in _SHARDS_INDEX:
-                raise ConfigError("shards['index'] is 'auto', 'require' or "
-                                  "'scan', not %r" % (v,))
+                raise ConfigError("shards['index'] is 'auto', 'require', "
+                                  "'scan' or 'stream', not %r" % (v,))
             out[k] = _SHARDS_INDEX[v]
         elif k == "image_fields":
             if v is None:
@@ -217,10 +222,36 @@ def _shards_config(shards):
             out[k] = _uint(v, "shards['threads']")
         elif k == "index_bytes":
             out[k] = parse_bytes(v, "shards['index_bytes']")
+        elif k == "shuffle":
+            # C takes 0 as the default (1000): a 0 meant as "no shuffle"
+            # (webdataset's shuffle(0)) must not shuffle 1000 samples.
+            if v is not None and (isinstance(v, bool) or
+                                  not isinstance(v, int) or v < 1):
+                raise ConfigError("shards['shuffle'] must be an int >= 1 "
+                                  "(the samples the shuffle buffer holds; "
+                                  "1: no shuffle; None: 1000), not %r"
+                                  % (v,))
+            out[k] = 0 if v is None else v
+        elif k == "shuffle_bytes":
+            if v is None:
+                out[k] = 0
+                continue
+            n = parse_bytes(v, "shards['shuffle_bytes']")
+            if n == 0:
+                # 0 is C's default (256 MiB), not an empty buffer.
+                raise ConfigError("shards['shuffle_bytes'] must be at least "
+                                  "1 byte (None: 256 MiB), not %r" % (v,))
+            out[k] = n
         else:
-            raise ConfigError("shards has no option %r (index, image_fields, "
-                              "label, threads, index_bytes, fields, "
-                              "field_bytes)" % (k,))
+            raise ConfigError("shards has no option %r (%s)"
+                              % (k, _SHARDS_OPTIONS))
+    if out.get("index") != _SHARDS_INDEX["stream"]:
+        for k in ("shuffle", "shuffle_bytes"):
+            if out.get(k):
+                raise ConfigError("shards[%r] is for streaming mode "
+                                  "(shards['index'] 'stream'); with an "
+                                  "index, order='shuffle' shuffles every "
+                                  "sample" % (k,))
     return out
 
 
@@ -242,16 +273,30 @@ class Loader:
     ``sample_path`` is then its key. ``shards``, a dict, says how they are
     read: ``index`` ("auto": a shard's ".idx" beside it where there is one,
     else a scan of its headers; "require": every shard must have one, else
-    create fails naming it; "scan": indexes are not looked for),
-    ``image_fields`` (the fields an image may come from: a str such as
-    "jpg;png" or a list of names; default "jpg;jpeg;png"), ``label``
-    ("auto", the default: the "cls" field where a sample has one, else -1;
-    "none": -1; or a field every sample must hold), ``threads`` (shards
-    opened at once at create), ``index_bytes`` (the largest index file
-    read, an int or a size such as "256M"), ``fields`` (other fields handed
-    with each batch, such as ["txt", "json"]) and ``field_bytes`` (the most
-    bytes such a field may hold, default 64 KiB; a larger one is a bad
-    sample, under error_policy).
+    create fails naming it; "scan": indexes are not looked for; "stream":
+    streaming mode, below), ``image_fields`` (the fields an image may come
+    from: a str such as "jpg;png" or a list of names; default
+    "jpg;jpeg;png"), ``label`` ("auto", the default: the "cls" field where
+    a sample has one, else -1; "none": -1; or a field every sample must
+    hold), ``threads`` (shards opened at once at create; in streaming
+    mode, shards read at once, default 4), ``index_bytes`` (the largest
+    index file read, an int or a size such as "256M"), ``fields`` (other
+    fields handed with each batch, such as ["txt", "json"]) and
+    ``field_bytes`` (the most bytes such a field may hold, default 64 KiB;
+    a larger one is a bad sample, under error_policy).
+
+    Streaming mode (``shards={"index": "stream"}``) reads each shard front
+    to back in one request, without an index, as the webdataset library
+    does: for remote shards that have no ".idx" files. Each epoch the
+    shards are permuted from the seed and dealt to ranks whole; the
+    samples of ``threads`` shards at once pass through a shuffle buffer of
+    ``shuffle`` samples (default 1000; 1: none) and at most
+    ``shuffle_bytes`` bytes (an int or a size such as "256M"; default 256
+    MiB). The order depends on the shards, seed, rank, world_size,
+    threads and the buffer's sizes only. It needs a transform with an
+    output size, or ``max_sample_bytes``; it refuses ``cache_bytes``. An
+    epoch's length is known only at its end: ``len()`` raises TypeError
+    and ``num_samples`` is None (docs/SHARDS.md).
 
     Iterating yields ``(images, labels)`` torch tensors (on the device,
     ready on torch's current stream; CPU tensors in host mode); with
@@ -420,12 +465,33 @@ class Loader:
 
     # ---- metadata --------------------------------------------------------
 
+    def _streaming(self):
+        shards = self._config.get("shards")
+        return shards is not None and \
+            shards.get("index") == _SHARDS_INDEX["stream"]
+
     def __len__(self):
-        return self._core_or_raise().epoch_size()[1]
+        """Batches an epoch of this rank. TypeError in streaming mode
+        (shards={"index": "stream"}), as PyTorch's loaders without a
+        length: the length is known only at the epoch's end."""
+        core = self._core_or_raise()
+        if self._streaming():
+            raise TypeError("gpufeed.Loader has no len() in streaming mode: "
+                            "an epoch's length is known only at its end")
+        return core.epoch_size()[1]
+
+    def __bool__(self):
+        # Without it, `if loader:` would call __len__, and raise in
+        # streaming mode.
+        return self._streaming() or len(self) > 0
 
     @property
     def num_samples(self):
-        return self._core_or_raise().epoch_size()[0]
+        """Samples an epoch of this rank; None in streaming mode."""
+        core = self._core_or_raise()
+        if self._streaming():
+            return None
+        return core.epoch_size()[0]
 
     @property
     def field_names(self):

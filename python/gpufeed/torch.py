@@ -383,6 +383,9 @@ class DataLoader:
     ``set_epoch(e)`` chooses the next one. ``state_dict()`` /
     ``load_state_dict()`` resume in the middle of an epoch: the next
     iteration continues it with the identical next batch.
+    Tar shards in streaming mode (``shards={"index": "stream"}``) iterate
+    the same way, but ``len()`` raises TypeError: an epoch's length is
+    known only at its end.
 
     Other keyword arguments (``seed``, ``device``, ``cache_bytes``,
     ``channels``, ``remote``, ``shards`` ...) go to ``gpufeed.Loader``;
@@ -437,7 +440,12 @@ class DataLoader:
     # -- what PyTorch's DataLoader offers ---------------------------------
 
     def __len__(self):
+        """Batches an epoch; TypeError in streaming mode (as PyTorch's
+        DataLoader over an IterableDataset without a length)."""
         return len(self._loader)
+
+    def __bool__(self):
+        return bool(self._loader)
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (also the sampler's, if it has one)."""

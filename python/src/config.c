@@ -78,7 +78,8 @@ static const field s3_fields[] = {S_(anonymous, F_U32),
 static const field shards_fields[] = {
     H_(index, F_U32),       H_(image_fields, F_STR), H_(label, F_STR),
     H_(threads, F_U32),     H_(index_bytes, F_U64),  H_(fields, F_STR),
-    H_(field_bytes, F_U64), {NULL, 0, F_U32, 0}};
+    H_(field_bytes, F_U64), H_(shuffle, F_U32),      H_(shuffle_bytes, F_U64),
+    {NULL, 0, F_U32, 0}};
 #undef H_
 #define L_(name, t) {#name, offsetof(gf_limits, name), t, 1}
 static const field limits_fields[] = {

@@ -5,7 +5,11 @@ whose value encodes its number k, its label k * 3 + 1 in "<key>.cls" and a
 caption in "<key>.txt". Checked: every sample once an epoch with the label
 of its own pixels, by a brace pattern and by a "::" list; label "none";
 index "require" without ".idx" files failing create, named; the shards=
-dict's keys and values refused with errors naming them."""
+dict's keys and values refused with errors naming them. Streaming mode
+(index "stream"): every sample once an epoch, an order fixed by the seed,
+shards dealt to ranks whole, shuffle, shuffle_bytes and threads reaching
+the C library, resume, no len(), the torch adapter, other fields, and its
+options refused, named."""
 
 import io
 import os
@@ -147,9 +151,10 @@ def test_bad_options_named(shard_dir):
     src = _brace(shard_dir)
     with pytest.raises(gpufeed.ConfigError, match="no option 'labels'"):
         gpufeed.Loader(src, BATCH, device="cpu", shards={"labels": "cls"})
-    with pytest.raises(ValueError, match="'auto', 'require' or 'scan'"):
+    with pytest.raises(ValueError,
+                       match="'auto', 'require', 'scan' or 'stream'"):
         gpufeed.Loader(src, BATCH, device="cpu", shards={"index": "always"})
-    with pytest.raises(gpufeed.ConfigError, match="'auto', 'require' or"):
+    with pytest.raises(gpufeed.ConfigError, match="'auto', 'require', "):
         gpufeed.Loader(src, BATCH, device="cpu", shards={"index": 1})
     with pytest.raises(gpufeed.ConfigError, match="shards must be a dict"):
         gpufeed.Loader(src, BATCH, device="cpu", shards="scan")
@@ -346,3 +351,239 @@ def test_bad_field_options_named(field_dir):
     with pytest.raises(gpufeed.Error, match="twice"):
         gpufeed.Loader(field_dir, BATCH, device="cpu",
                        shards={"fields": ["txt", "txt"]})
+
+
+# ---- streaming mode (shards={"index": "stream"}) --------------------------
+
+# The shuffle buffer and the lanes' places are sized before any sample is
+# read: max_sample_bytes bounds a sample's encoded and decoded bytes.
+STREAM = dict(device="cpu", channels=1, max_sample_bytes="4K")
+
+
+def _stream(root, batch=BATCH, shards=None, **kw):
+    opts = dict(STREAM, **kw)
+    return gpufeed.Loader(_brace(root), batch,
+                          shards=dict({"index": "stream", "label": "cls"},
+                                      **(shards or {})), **opts)
+
+
+def _stream_epoch(loader):
+    """One epoch as the list of sample numbers in delivery order, each
+    checked against its label and its index ((shard << 40) + its number in
+    the shard)."""
+    order = []
+    for b in loader.batches():
+        images = torch.from_dlpack(b.images)
+        labels = torch.from_dlpack(b.labels)
+        for j, i in enumerate(b.indices):
+            k = _number(images[j])
+            assert int(labels[j]) == _label(k), k
+            assert (i >> 40, i & ((1 << 40) - 1)) == divmod(k, PER_SHARD), k
+            order.append(k)
+        del images, labels
+        b.release()
+    return order
+
+
+def _each_once(order):
+    assert sorted(order) == list(range(COUNT)), order
+
+
+def _shard_runs(order):
+    """True when each shard's samples come together, in the shard's order
+    (no shuffle buffer mixed them)."""
+    runs = [order[i:i + PER_SHARD] for i in range(0, COUNT, PER_SHARD)]
+    return all(r == list(range(r[0], r[0] + PER_SHARD)) for r in runs)
+
+
+def test_stream_every_sample_once(shard_dir):
+    with _stream(shard_dir, seed=5, num_workers=2,
+                 shards={"threads": 2, "shuffle": 20}) as loader:
+        epochs = []
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            epochs.append(_stream_epoch(loader))
+            _each_once(epochs[-1])
+        assert epochs[0] != epochs[1]
+        # Without set_epoch, the next iteration runs the next epoch.
+        _each_once(_stream_epoch(loader))
+
+
+def test_stream_no_len(shard_dir):
+    with _stream(shard_dir) as loader:
+        with pytest.raises(TypeError, match="streaming mode: an epoch's "
+                                            "length is known only at its end"):
+            len(loader)
+        assert loader.num_samples is None
+        assert loader  # truth is not len()'s
+        _each_once(_stream_epoch(loader))
+        with pytest.raises(TypeError):
+            len(loader)
+    # Indexed shards keep theirs.
+    with gpufeed.Loader(_brace(shard_dir), BATCH, device="cpu", channels=1,
+                        shards={"index": "scan"}) as loader:
+        assert (loader.num_samples, len(loader)) == (COUNT, -(-COUNT // BATCH))
+        assert loader
+
+
+def test_stream_order_from_seed(shard_dir):
+    """The same seed gives the same order whatever the decode threads;
+    another seed another order."""
+    orders = {}
+    for seed, workers in ((5, 1), (5, 3), (6, 2)):
+        with _stream(shard_dir, seed=seed, num_workers=workers) as loader:
+            orders[seed, workers] = _stream_epoch(loader)
+    assert orders[5, 1] == orders[5, 3]
+    assert orders[5, 1] != orders[6, 2]
+    _each_once(orders[6, 2])
+
+
+def test_stream_options_reach_c(shard_dir):
+    """shuffle, shuffle_bytes and threads change the order as stream.h
+    says."""
+    # Sequential: the shards in order, no buffer; one lane: 0, 1, 2 ...
+    with _stream(shard_dir, shuffle=False, shards={"threads": 1}) as loader:
+        assert _stream_epoch(loader) == list(range(COUNT))
+    # Three lanes: merged round robin.
+    with _stream(shard_dir, shuffle=False, shards={"threads": 3}) as loader:
+        assert _stream_epoch(loader) == [s * PER_SHARD + n
+                                         for n in range(PER_SHARD)
+                                         for s in range(SHARDS)]
+    # Shuffled, one lane: the buffer mixes the samples; a buffer of one
+    # sample (shuffle 1) or of one byte leaves them in their shards' order.
+    with _stream(shard_dir, seed=1, shards={"threads": 1}) as loader:
+        assert not _shard_runs(_stream_epoch(loader))
+    for opts in ({"shuffle": 1}, {"shuffle_bytes": 1}):
+        with _stream(shard_dir, seed=1,
+                     shards=dict(opts, threads=1)) as loader:
+            order = _stream_epoch(loader)
+            _each_once(order)
+            assert _shard_runs(order), (opts, order)
+    # Every key at once, sizes as strings.
+    with _stream(shard_dir, seed=1, shards={"threads": 2, "shuffle": 8,
+                                            "shuffle_bytes": "64K",
+                                            "image_fields": ["png", "jpg"]}) \
+            as loader:
+        _each_once(_stream_epoch(loader))
+
+
+def test_stream_ranks_take_whole_shards(shard_dir):
+    seen = []
+    for rank in range(SHARDS):
+        with _stream(shard_dir, seed=4, rank=rank,
+                     world_size=SHARDS) as loader:
+            order = _stream_epoch(loader)
+        assert len({k // PER_SHARD for k in order}) == 1, order
+        seen += order
+    _each_once(seen)
+
+
+def test_stream_resume(shard_dir):
+    with _stream(shard_dir, seed=3, shards={"shuffle": 10}) as loader:
+        it = loader.batches()
+        for _ in range(2):
+            next(it).release()
+        state = loader.state_dict()
+        rest = _stream_epoch(loader)
+    with _stream(shard_dir, seed=3, shards={"shuffle": 10}) as loader:
+        loader.load_state_dict(state)
+        assert _stream_epoch(loader) == rest
+    assert len(rest) == COUNT - 2 * BATCH
+
+
+def test_stream_torch_adapter(shard_dir):
+    import gpufeed.torch as gft
+
+    dl = gft.DataLoader(_brace(shard_dir), batch_size=BATCH, shuffle=True,
+                        seed=2, **dict(STREAM, shards={"index": "stream",
+                                                       "label": "cls"}))
+    with pytest.raises(TypeError, match="streaming mode"):
+        len(dl)
+    assert dl
+    orders = []
+    for epoch in range(2):
+        order = []
+        for images, labels in dl:
+            for j in range(images.shape[0]):
+                k = _number(images[j])
+                assert int(labels[j]) == _label(k)
+                order.append(k)
+        _each_once(order)
+        orders.append(order)
+    assert orders[0] != orders[1]
+    dl.close()
+    dl = gft.DataLoader(_brace(shard_dir), batch_size=BATCH,
+                        return_indices=True,
+                        **dict(STREAM, shards={"index": "stream"}))
+    order = []
+    for images, labels, indices in dl:
+        assert indices.dtype == torch.int64
+        order += [int(i >> 40) * PER_SHARD + int(i & 0xFFFF)
+                  for i in indices]
+    _each_once(order)
+    dl.close()
+
+
+def test_stream_fields(field_dir):
+    with gpufeed.Loader(field_dir, BATCH, seed=3, on_error="skip",
+                        shards={"index": "stream", "fields": ["txt", "json"],
+                                "field_bytes": "2K"}, **STREAM) as loader:
+        assert loader.field_names == ("txt", "json")
+        seen = set()
+        for images, labels, fields in loader:
+            _check_fields(images, labels, fields, seen)
+        assert seen == set(range(FIELD_COUNT)) - {BIG}
+
+
+def test_stream_bad_options(shard_dir):
+    src = _brace(shard_dir)
+    for bad in (-1, 0, 2.5, "10", True):
+        with pytest.raises(gpufeed.ConfigError,
+                           match=r"shards\['shuffle'\] must be an int >= 1"):
+            gpufeed.Loader(src, BATCH, shards={"index": "stream",
+                                               "shuffle": bad}, **STREAM)
+    for bad in (-1, 0, "lots", 1.5, False):
+        with pytest.raises(gpufeed.ConfigError,
+                           match=r"shards\['shuffle_bytes'\]"):
+            gpufeed.Loader(src, BATCH, shards={"index": "stream",
+                                               "shuffle_bytes": bad},
+                           **STREAM)
+    for key, v in (("shuffle", 10), ("shuffle_bytes", "1M")):
+        with pytest.raises(gpufeed.ConfigError,
+                           match=r"shards\['%s'\] is for streaming mode"
+                                 % key):
+            gpufeed.Loader(src, BATCH, shards={key: v}, **STREAM)
+    with pytest.raises(gpufeed.ConfigError, match="'stream'"):
+        gpufeed.Loader(src, BATCH, shards={"index": "streaming"}, **STREAM)
+    # What only the C library checks comes back as the package's errors,
+    # its sentence kept.
+    with pytest.raises(gpufeed.ConfigError,
+                       match="cache_bytes is for random access"):
+        gpufeed.Loader(src, BATCH, cache_bytes="1M",
+                       shards={"index": "stream"}, **STREAM)
+    with pytest.raises(gpufeed.ConfigError,
+                       match="streaming mode sizes its buffers"):
+        gpufeed.Loader(src, BATCH, device="cpu",
+                       shards={"index": "stream"})
+    with pytest.raises(gpufeed.ConfigError,
+                       match="3 shards cannot feed 4 ranks"):
+        gpufeed.Loader(src, BATCH, rank=0, world_size=4,
+                       shards={"index": "stream"}, **STREAM)
+
+
+def test_stream_c_config_table(shard_dir):
+    """shuffle and shuffle_bytes reach gf_shards_config: C's own check of
+    them with another index answers."""
+    cfg = {"source": _brace(shard_dir), "batch_size": BATCH,
+           "device": gpufeed._C.DEVICE_CPU, "max_sample_bytes": 4096}
+    for key in ("shuffle", "shuffle_bytes"):
+        with pytest.raises(gpufeed.ConfigError,
+                           match="shuffle and shuffle_bytes are for "
+                                 "streaming mode"):
+            gpufeed._C.Core(dict(cfg, shards={"index": 0, key: 5}))
+    with pytest.raises(gpufeed.ConfigError, match="shuffle is out of range"):
+        gpufeed._C.Core(dict(cfg, shards={"index": 3, "shuffle": 1 << 32}))
+    core = gpufeed._C.Core(dict(cfg, shards={"index": 3, "shuffle": 7,
+                                             "shuffle_bytes": 1 << 20}))
+    assert core.epoch_size() == (0, 0)
+    core.close()
