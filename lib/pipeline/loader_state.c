@@ -141,36 +141,33 @@ int gf_loader_state_import(gf_loader *l, const gf_loader_state *st) {
   if (!l || !st)
     return gf_loader__cfg_fail("state_import", "needs a loader and a state");
   uint64_t fp = fingerprint(l);
+  /* Where to go: a stream's own position, or the sampler's reading. */
+  uint64_t epoch, start = 0, pos, k;
+  uint32_t world = l->cfg.world ? l->cfg.world : 1;
+  int rc;
   if (l->stream) {
-    int rc = stream_import_check(l, fp, st);
-    if (rc < 0)
+    if ((rc = stream_import_check(l, fp, st)) < 0)
       return rc;
+    epoch = st->epoch;
+    pos = st->rank_position;
+    k = st->batch;
+  } else {
     pthread_mutex_lock(&l->mu);
-    if (gf_loader__lent_count(l)) {
-      pthread_mutex_unlock(&l->mu);
-      return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                     "release every batch before importing a state");
-    }
-    seek(l, st->epoch, 0, l->cfg.world ? l->cfg.world : 1, st->rank_position,
-         st->batch);
+    gf_sampler s = l->sampler;
     pthread_mutex_unlock(&l->mu);
-    return 0;
+    if ((rc = gf_sampler_state_import(&s, fp, st, &pos, &k)) < 0)
+      return rc;
+    epoch = gf_sampler_epoch(&s);
+    start = gf_sampler_epoch_start(&s, st->epoch);
+    world = s.resume_world;
   }
-  pthread_mutex_lock(&l->mu);
-  gf_sampler s = l->sampler;
-  pthread_mutex_unlock(&l->mu);
-  uint64_t pos, k;
-  int rc = gf_sampler_state_import(&s, fp, st, &pos, &k);
-  if (rc < 0)
-    return rc;
   pthread_mutex_lock(&l->mu);
   if (gf_loader__lent_count(l)) {
     pthread_mutex_unlock(&l->mu);
     return gf_fail(-EBUSY, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "release every batch before importing a state");
   }
-  seek(l, gf_sampler_epoch(&s), gf_sampler_epoch_start(&s, st->epoch),
-       s.resume_world, pos, k);
+  seek(l, epoch, start, world, pos, k);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }
