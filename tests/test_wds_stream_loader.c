@@ -265,6 +265,35 @@ int main(void) {
   CHECK_OK(go(&d, &b));
   CHECK(b.per_epoch[0] == 176 && b.per_epoch[1] == 176);
 
+  /* A batch larger than the whole epoch under drop_last: each epoch ends
+   * with no batch (its length is known only at its end), once an epoch,
+   * never a loop over empty epochs. */
+  {
+    char src[800];
+    source_of("good", src, sizeof src);
+    gf_shards_config sc = GF_SHARDS_CONFIG_INIT;
+    sc.index = GF_SHARDS_INDEX_STREAM;
+    gf_loader_config c = GF_LOADER_CONFIG_INIT;
+    c.source = src;
+    c.shards = &sc;
+    c.batch_size = 256; /* > N */
+    c.threads = 2;
+    c.device = GF_DEVICE_CPU;
+    c.drop_last = 1;
+    c.transform.height = 4;
+    c.transform.width = 4;
+    gf_loader *l;
+    CHECK_OK(gf_loader_create(&c, &l));
+    for (int e = 0; e < 3; e++) {
+      gf_batch *bb;
+      int rc = gf_loader_next_timed(l, NULL, 5000000000ll, &bb);
+      CHECK(rc == GF_EEPOCHEND);
+      if (rc >= 0)
+        gf_loader_release(l, bb);
+    }
+    gf_loader_destroy(l);
+  }
+
   /* A resume state continues the epoch's order exactly. */
   gf_loader_state st;
   opts s1 = {.sub = "good", .stop_after = 5, .state = &st};

@@ -14,6 +14,12 @@ gpufeed_add_test(test_wds_fields SOURCES ${_wds}/test_wds_fields.c TIMEOUT 120
 gpufeed_add_script_test(cli_shards SCRIPT cli_shards.sh TIMEOUT 240
                         LABELS cli http)
 gpufeed_net_test(cli_shards)
+# The same shards in streaming mode (--shard-index stream) from nginx and
+# through the fault proxy: one GET a shard an epoch, resumed after a cut,
+# the seed's order (tests/cli_stream_shards.sh).
+gpufeed_add_script_test(cli_stream_shards SCRIPT cli_stream_shards.sh
+                        TIMEOUT 240 LABELS cli http)
+gpufeed_net_test(cli_stream_shards)
 # Shards written by the webdataset library and GNU tar, read by webdataset
 # and by gpufeed, compared sample by sample (tests/cli_wds_interop.sh).
 gpufeed_add_script_test(cli_wds_interop SCRIPT cli_wds_interop.sh TIMEOUT 120

@@ -401,6 +401,17 @@ int gfc_bench(const gfc_bench_opts *o) {
   gf_gpu_event_destroy(step_done[0]);
   gf_gpu_event_destroy(step_done[1]);
   gf_gpu_stream_destroy(stream);
+  if (status == GFC_EXIT_OK && first_batch_s < 0 && !stop) {
+    /* Every epoch ended without a batch (a streaming source learns its
+     * length only then; the loader's warning above says why). */
+    char shown[1024];
+    gfc_error("bench",
+              "%s: no batch in %u epoch%s, nothing to measure (bench drops "
+              "the last partial batch of each epoch: use a smaller --batch)",
+              gfc_shown(o->source, &o->remote, shown, sizeof shown), o->epochs,
+              o->epochs == 1 ? "" : "s");
+    status = GFC_EXIT_FAIL;
+  }
   if (status != GFC_EXIT_OK) {
     free(ep);
     free(ov);

@@ -78,7 +78,8 @@ static const char synth_usage[] =
   "                   there is one, else a scan of its tar headers),\n"        \
   "                   require, scan, or stream (streaming mode, for remote\n"  \
   "                   shards without an index: each read front to back\n"      \
-  "                   in one request, samples mixed in a shuffle buffer)\n"    \
+  "                   in one request, samples mixed in a shuffle buffer;\n"    \
+  "                   bench only)\n"                                           \
   "  --shuffle-buffer N  stream: samples the shuffle buffer holds (default\n"  \
   "                   1000; 1: none)\n"                                        \
   "  --shuffle-bytes N stream: the buffer's bytes at most (default 256M)\n"    \
@@ -695,6 +696,7 @@ static void parse_synth(args *a, gfc_synth_opts *o, bool *help) {
 
 static bool remote_arg(args *a, gf_remote_config *r);
 static bool shards_arg(args *a, gf_shards_config *s);
+static void shards_check(args *a, const gf_shards_config *s, bool loads);
 
 static void parse_build(args *a, gfc_build_opts *o, bool *help) {
   const char *pos[2] = {NULL, NULL};
@@ -763,6 +765,7 @@ static void parse_build(args *a, gfc_build_opts *o, bool *help) {
     usage_error(a, "build needs SRC and OUT");
     return;
   }
+  shards_check(a, &o->shards, false);
   o->src = pos[0];
   o->out = pos[1];
   check_path(a, "SRC", o->src);
@@ -837,6 +840,26 @@ static bool shards_arg(args *a, gf_shards_config *s) {
   return true;
 }
 
+/* The shard options together, once parsed: streaming mode only where a
+ * loader runs (`loads`: bench; inspect, verify and build read shards by
+ * index or scan), its shuffle options only with it. */
+static void shards_check(args *a, const gf_shards_config *s, bool loads) {
+  if (a->bad)
+    return;
+  if (s->index == GF_SHARDS_INDEX_STREAM && !loads)
+    usage_error(a,
+                "--shard-index stream is for loading (gpufeed bench, "
+                "the C API, Python): %s reads shards by their sidecar "
+                "indexes or a scan of their headers (--shard-index auto, "
+                "require or scan; `gpufeed index` writes indexes)",
+                a->cmd);
+  else if (s->index != GF_SHARDS_INDEX_STREAM &&
+           (s->shuffle || s->shuffle_bytes))
+    usage_error(a, "--shuffle-buffer and --shuffle-bytes apply to "
+                   "--shard-index stream only (with an index, --order "
+                   "shuffles every sample)");
+}
+
 static bool remote_arg(args *a, gf_remote_config *r) {
   const char *v;
   if (opt(a, "--no-sign-request", NULL))
@@ -900,6 +923,7 @@ static void parse_inspect(args *a, gfc_inspect_opts *o, bool *help) {
   }
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "inspect needs the DATASET folder");
+  shards_check(a, &o->shards, false);
   o->dataset = pos[0];
   check_path(a, "DATASET", o->dataset);
 }
@@ -923,6 +947,7 @@ static void parse_verify(args *a, gfc_verify_opts *o, bool *help) {
   }
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "verify needs the DATASET folder");
+  shards_check(a, &o->shards, false);
   o->dataset = pos[0];
   check_path(a, "DATASET", o->dataset);
 }
@@ -1062,6 +1087,12 @@ static void parse_bench(args *a, gfc_bench_opts *o, bool *help) {
   if (!a->bad && !*help && npos < 1)
     usage_error(a, "bench needs a SOURCE (a dataset or a folder of PNG "
                    "and JPEG files)");
+  shards_check(a, &o->shards, true);
+  if (!a->bad && !*help && o->shards.index == GF_SHARDS_INDEX_STREAM &&
+      !o->out_h && !o->max_sample_bytes)
+    usage_error(a, "--shard-index stream sizes its buffers before any "
+                   "sample is read: give an output size (--size, --rrc, "
+                   "--eval-crop or --resize) or --max-sample");
   o->source = pos[0];
   check_path(a, "SOURCE", o->source);
   check_path(a, "the value of --labels", o->labels);

@@ -174,6 +174,25 @@ static void present(slot *s) {
 
 /* Waits on ready_cv, at most until `deadline` (now_ns()'s clock; UINT64_MAX:
  * no limit). Under mu. */
+/* A streaming epoch that gave this rank no batch at all (the first slot of
+ * the epoch came back empty): said once a loader, as the caller sees only
+ * the epoch's end. Under mu. */
+static void warn_empty_epoch(gf_loader *l, const slot *s) {
+  if (l->warned_empty_epoch)
+    return;
+  l->warned_empty_epoch = true;
+  if (s->count == 0)
+    gf_log(GF_LOG_WARN,
+           "epoch %llu gave rank %u no samples: its shards hold none",
+           (unsigned long long)s->epoch, l->cfg.rank);
+  else
+    gf_log(GF_LOG_WARN,
+           "epoch %llu gave rank %u no batch: its %u samples are fewer "
+           "than the batch size %u, and drop_last drops them",
+           (unsigned long long)s->epoch, l->cfg.rank, s->count,
+           l->cfg.batch_size);
+}
+
 static void wait_ready(gf_loader *l, uint64_t deadline) {
   pthread_cond_broadcast(&l->work_cv);
   if (deadline == UINT64_MAX) {
@@ -233,26 +252,28 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
     wait_ready(l, deadline);
   }
   add(&l->consumer_wait_ns, now_ns() - t0);
-  if (s->empty) {
-    /* Streaming: nothing of its epoch was left for it. Passed over; the
-     * call goes on to the next batch (counted once). */
-    gf_loader__slot_free(l, s);
-    l->c_seq++;
-    if (s->epoch == l->c_epoch)
-      l->c_pos = s->end_pos;
-    atomic_fetch_sub_explicit(&l->next_calls, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&l->ready_sum, ready, memory_order_relaxed);
-    pthread_cond_broadcast(&l->work_cv);
-    pthread_mutex_unlock(&l->mu);
-    return next_impl(l, stream, now_ns(), deadline, out);
-  }
   if (s->epoch != l->c_epoch) {
-    /* The current epoch is over; the next call delivers s. */
+    /* The current epoch is over; the next call delivers s (or passes it
+     * over, empty: a streaming epoch with no batch still ends, once). */
     l->c_epoch = s->epoch;
     l->c_pos = 0;
     l->c_k = 0;
     pthread_mutex_unlock(&l->mu);
     return GF_EEPOCHEND;
+  }
+  if (s->empty) {
+    /* Streaming: nothing of its epoch was left for it. Passed over; the
+     * call goes on to the next batch (counted once). */
+    gf_loader__slot_free(l, s);
+    l->c_seq++;
+    l->c_pos = s->end_pos;
+    if (s->first_pos == 0)
+      warn_empty_epoch(l, s);
+    atomic_fetch_sub_explicit(&l->next_calls, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&l->ready_sum, ready, memory_order_relaxed);
+    pthread_cond_broadcast(&l->work_cv);
+    pthread_mutex_unlock(&l->mu);
+    return next_impl(l, stream, now_ns(), deadline, out);
   }
   /* Found when the slot became READY, not scanned again here: the
    * statuses were written on the workers' cores. */

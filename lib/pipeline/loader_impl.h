@@ -329,6 +329,7 @@ struct gf_loader {
    * pinning thread waits for it, so that the first batch has the driver
    * and the address space to itself. Under mu; work_cv says it. */
   bool first_ready;
+  bool warned_empty_epoch; /* warn_empty_epoch said it (under mu) */
 };
 
 static inline uint64_t now_ns(void) {
