@@ -25,8 +25,9 @@
 #   5. with REMOTE=1: nginx serving WORK on the loopback (tests/net/nginx.sh;
 #      GF_NGINX names its binary), directly and through BIN's netproxy with
 #      LATENCY_MS (default 25) of added round trip: the indexed shards
-#      and the streaming mode over HTTP, and create + first batch over the
-#      SMALL_SHARDS;
+#      and the streaming mode over HTTP, the same as s3:// objects (nginx
+#      as a path-style S3 endpoint, requests signed), and create + first
+#      batch over the SMALL_SHARDS;
 # then the ratios against the targets: indexed shards >= 0.95x the
 # dataset, >= 3x the peer, create <= 1 s over 1,000 indexed shards, over
 # HTTP >= 0.90x local, first batch from 1,000 remote shards <= 2 s.
@@ -165,7 +166,8 @@ if [ "${REMOTE:-0}" = 1 ]; then
   mkdir -p "$run_dir"
   proxy_pid=
   stop_servers() {
-    [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null
+    [ -z "$proxy_pid" ] || kill "$proxy_pid" 2>/dev/null || true
+    proxy_pid=
     bash "$HERE/tests/net/nginx.sh" stop "$run_dir/nginx" >/dev/null 2>&1 || true
   }
   trap stop_servers EXIT
@@ -180,6 +182,16 @@ if [ "${REMOTE:-0}" = 1 ]; then
   run shards_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index require
   run stream_http "$GF_NGINX_URL/shards/shard-{000000..$LAST}.tar" --shard-index stream
   run stream_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index stream
+  # The same shards as S3 objects: nginx as the endpoint (path-style:
+  # bucket "shards", its root WORK/shards), through the same proxy, each
+  # request signed (SigV4 with a throwaway key; nginx does not check it).
+  (
+    export AWS_ACCESS_KEY_ID=AKIDBENCH AWS_SECRET_ACCESS_KEY=bench-secret \
+      AWS_REGION=us-east-1 AWS_ENDPOINT_URL_S3="$PURL" AWS_EC2_METADATA_DISABLED=true
+    unset AWS_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_SESSION_TOKEN
+    run s3_delayed "s3://shards/shard-{000000..$LAST}.tar" --shard-index require
+    run s3_stream_delayed "s3://shards/shard-{000000..$LAST}.tar" --shard-index stream
+  )
   if [ "$SMALL_SHARDS" -gt 0 ]; then
     SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
     say "create over $SMALL_SHARDS indexed shards through +${LATENCY_MS:-25} ms"
@@ -209,7 +221,8 @@ print("| run | images/s |")
 print("|---|---:|")
 for n in ("dataset", "shards_indexed", "shards_scanned", "shards_stream",
           "dataset_gpu_all", "shards_gpu_all", "dataset_gpu_off", "shards_http",
-          "shards_delayed", "stream_http", "stream_delayed", "peer_webdataset",
+          "shards_delayed", "stream_http", "stream_delayed", "s3_delayed",
+          "s3_stream_delayed", "peer_webdataset",
           "peer"):
     v = ips(n)
     print("| %s | %s |" % (n, "%.0f" % v if v else "-"))
@@ -240,6 +253,13 @@ if st and sd:
     print("streaming over HTTP +25 ms / streaming local: %.3f (target 0.90: %s)" % (sd / st, verdict(sd / st >= 0.9)))
 if ix and sd:
     print("streaming over HTTP +25 ms / indexed local: %.3f (target 0.90: %s)" % (sd / ix, verdict(sd / ix >= 0.9)))
+s3, s3s = ips("s3_delayed"), ips("s3_stream_delayed")
+if ix and s3:
+    print("indexed shards over S3 +25 ms / local: %.3f (target 0.90: %s)" % (s3 / ix, verdict(s3 / ix >= 0.9)))
+if st and s3s:
+    print("streaming over S3 +25 ms / streaming local: %.3f (target 0.90: %s)" % (s3s / st, verdict(s3s / st >= 0.9)))
+if ix and s3s:
+    print("streaming over S3 +25 ms / indexed local: %.3f (target 0.90: %s)" % (s3s / ix, verdict(s3s / ix >= 0.9)))
 for n in ("shards_indexed", "small_create", "small_remote_create"):
     d = runs.get(n)
     if d:
