@@ -409,6 +409,17 @@ def test_stream_every_sample_once(shard_dir):
         _each_once(_stream_epoch(loader))
 
 
+def test_stream_batch_over_epoch(shard_dir):
+    """A batch larger than the whole epoch under drop_last: each epoch ends
+    with no batch (its length is known only at its end), as a DataLoader
+    over an IterableDataset does; the next epoch still comes."""
+    with _stream(shard_dir, batch=COUNT + 1, drop_last=True) as loader:
+        for _ in range(2):
+            assert list(loader.batches()) == []
+    with _stream(shard_dir, batch=COUNT + 1) as loader:
+        _each_once(_stream_epoch(loader))
+
+
 def test_stream_no_len(shard_dir):
     with _stream(shard_dir) as loader:
         with pytest.raises(TypeError, match="streaming mode: an epoch's "
