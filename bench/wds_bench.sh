@@ -40,8 +40,11 @@
 # PEER_EPOCHS (default 2), PYTHON (the peer's python, default python3),
 # PACK_PYTHON (python with tarfile for the indexes, default python3),
 # SMALL_SHARDS (default 1000; 0 skips step 4's second part), PEERS=0 (no
-# peer runs: the data and gpufeed's runs alone). JSON lines go
-# to WORK/results.jsonl.
+# peer runs: the data and gpufeed's runs alone), LOADER_CPUS and
+# SERVER_CPUS (taskset lists, e.g. 0-11 and 12-15: every gpufeed run, local
+# or remote, on LOADER_CPUS, and nginx and the proxy on SERVER_CPUS, as a
+# server on another machine would be; unset, all share every core). JSON
+# lines go to WORK/results.jsonl.
 set -euo pipefail
 BIN=$(cd "$1" && pwd)
 WORK=$2
@@ -59,6 +62,10 @@ PEER_EPOCHS=${PEER_EPOCHS:-2}
 PYTHON=${PYTHON:-python3}
 PACK_PYTHON=${PACK_PYTHON:-python3}
 SMALL_SHARDS=${SMALL_SHARDS:-1000}
+LOADER=()
+SERVER=()
+[ -n "${LOADER_CPUS:-}" ] && LOADER=(taskset -c "$LOADER_CPUS")
+[ -n "${SERVER_CPUS:-}" ] && SERVER=(taskset -c "$SERVER_CPUS")
 mkdir -p "$WORK"
 OUT=$WORK/results.jsonl
 : > "$OUT"
@@ -96,7 +103,7 @@ run() { # NAME SOURCE ARGS...
   local name=$1 src=$2
   shift 2
   say "gpufeed bench $name"
-  "$G" bench "$src" --device "$DEVICE" --threads "$THREADS" --rrc 224 \
+  "${LOADER[@]}" "$G" bench "$src" --device "$DEVICE" --threads "$THREADS" --rrc 224 \
     --dtype "$DTYPE" --epochs "$EPOCHS" --json --quiet "$@" |
     sed "s/^{/{\"run\":\"$name\",/" | tee -a "$OUT" >&2
 }
@@ -119,7 +126,7 @@ if [ "${PEERS:-1}" = 0 ]; then
   say "peers skipped (PEERS=0)"
 elif "$PYTHON" -c 'import torch, torchvision, webdataset' 2>/dev/null; then
   say "peer: webdataset (bench/wds_peer.py)"
-  "$PYTHON" "$HERE/bench/wds_peer.py" "$SHARDS" --workers "$THREADS" \
+  "${LOADER[@]}" "$PYTHON" "$HERE/bench/wds_peer.py" "$SHARDS" --workers "$THREADS" \
     --batch 256 --epochs "$PEER_EPOCHS" --size 224 | tail -1 |
     sed 's/^{/{"run":"peer_webdataset",/' | tee -a "$OUT" >&2
 else
@@ -129,7 +136,7 @@ if [ "${PEERS:-1}" = 0 ]; then
   :
 elif [ -f "$PEER" ] && "$PYTHON" -c 'import torch, torchvision' 2>/dev/null; then
   say "peer: $PEER"
-  "$PYTHON" "$PEER" "$SHARDS" --workers "$THREADS" --batch 256 \
+  "${LOADER[@]}" "$PYTHON" "$PEER" "$SHARDS" --workers "$THREADS" --batch 256 \
     --epochs "$PEER_EPOCHS" --size 224 --count "$COUNT" | tail -1 |
     sed 's/^{/{"run":"peer",/' | tee -a "$OUT" >&2
 else
@@ -152,7 +159,7 @@ if [ "$SMALL_SHARDS" -gt 0 ]; then
   fi
   SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
   say "create over $SMALL_SHARDS indexed shards"
-  "$G" bench "$WORK/small/shard-{000000..$SLAST}.tar" --device "$DEVICE" \
+  "${LOADER[@]}" "$G" bench "$WORK/small/shard-{000000..$SLAST}.tar" --device "$DEVICE" \
     --threads "$THREADS" --rrc 224 --batch 8 --batches 1 --epochs 1 --json --quiet \
     --shard-index require | sed 's/^{/{"run":"small_create",/' | tee -a "$OUT" >&2
 fi
@@ -171,9 +178,9 @@ if [ "${REMOTE:-0}" = 1 ]; then
     bash "$HERE/tests/net/nginx.sh" stop "$run_dir/nginx" >/dev/null 2>&1 || true
   }
   trap stop_servers EXIT
-  eval "$(bash "$HERE/tests/net/nginx.sh" start "$WORK" "$run_dir/nginx" --owner $$ \
+  eval "$("${SERVER[@]}" bash "$HERE/tests/net/nginx.sh" start "$WORK" "$run_dir/nginx" --owner $$ \
     --workers 4 --connections 8192)"
-  "$BIN/tests/netproxy" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run_dir/proxy.env" \
+  "${SERVER[@]}" "$BIN/tests/netproxy" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run_dir/proxy.env" \
     --die-with-parent --latency "${LATENCY_MS:-25}" >/dev/null 2>"$run_dir/proxy.err" &
   proxy_pid=$!
   for i in $(seq 1 200); do [ -s "$run_dir/proxy.env" ] && break; sleep 0.05; done
@@ -195,7 +202,7 @@ if [ "${REMOTE:-0}" = 1 ]; then
   if [ "$SMALL_SHARDS" -gt 0 ]; then
     SLAST=$(printf '%06d' $((SMALL_SHARDS - 1)))
     say "create over $SMALL_SHARDS indexed shards through +${LATENCY_MS:-25} ms"
-    "$G" bench "$PURL/small/shard-{000000..$SLAST}.tar" --device "$DEVICE" \
+    "${LOADER[@]}" "$G" bench "$PURL/small/shard-{000000..$SLAST}.tar" --device "$DEVICE" \
       --threads "$THREADS" --rrc 224 --batch 8 --batches 1 --epochs 1 --json --quiet \
       --shard-index require | sed 's/^{/{"run":"small_remote_create",/' | tee -a "$OUT" >&2
   fi
