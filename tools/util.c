@@ -4,6 +4,7 @@
 #include "common/common.h"
 #include "common/fault.h" /* gf_sys_*: file access tests can fail */
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,19 +24,53 @@ void gfc_error(const char *cmd, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The library's messages name its configuration's fields; the CLI user
+ * sets them with these options. */
+static const char *const cli_names[][2] = {
+    {"max_sample_bytes", "--max-sample"},
+    {"cache_bytes", "--cache"},
+    {"fetch_bytes", "--fetch-bytes"},
+    {"cache_dir_bytes", "--cache-dir-bytes"},
+};
+
+/* " (max_sample_bytes is --max-sample here)" for each field the message
+ * names, into buf. */
+static void cli_hint(const char *msg, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t k = 0; k < sizeof cli_names / sizeof cli_names[0]; k++) {
+    const char *at = strstr(msg, cli_names[k][0]);
+    size_t fl = strlen(cli_names[k][0]);
+    /* the whole word: not cache_bytes inside disk_cache_bytes */
+    while (at &&
+           ((at > msg && (at[-1] == '_' || isalnum((unsigned char)at[-1]))) ||
+            at[fl] == '_' || isalnum((unsigned char)at[fl])))
+      at = strstr(at + 1, cli_names[k][0]);
+    if (!at || strstr(msg, cli_names[k][1]))
+      continue;
+    int w = snprintf(buf + n, cap - n, " (%s is %s here)", cli_names[k][0],
+                     cli_names[k][1]);
+    if (w < 0 || (size_t)w >= cap - n)
+      break;
+    n += (size_t)w;
+  }
+}
+
 void gfc_error_last(const char *cmd, int code) {
   const gf_error_info *e = gf_last_error();
   if (e->code != code || !e->message[0]) {
     gfc_error(cmd, "%s", gf_strerror(code));
     return;
   }
+  char hint[256];
+  cli_hint(e->message, hint, sizeof hint);
   /* gpufeed's own codes name the kind of failure ("file is truncated")
    * that a detailed message may leave implicit: add it. */
   const char *kind = gf_strerror(code);
   if (code < -1000 && !strstr(e->message, kind))
-    gfc_error(cmd, "%s (%s)", e->message, kind);
+    gfc_error(cmd, "%s (%s)%s", e->message, kind, hint);
   else
-    gfc_error(cmd, "%s", e->message);
+    gfc_error(cmd, "%s%s", e->message, hint);
 }
 
 bool gfc_env_ok(const char *cmd) {
