@@ -102,6 +102,12 @@ bench "$PAT" --epochs 1 --shard-index require
 bench "$PAT" --epochs 2 --shard-index stream
 [ "$(images)" = $N ] && [ "$(fbytes)" = $((2 * SUM)) ] ||
   fail "local stream: $(images) images, $(fbytes) field bytes (wanted $N, $((2 * SUM)))"
+# A sample larger than its place: named, with the CLI's option for the
+# bound (the library's message names its field).
+gf 1 bench "$PAT" --device cpu --batch 4 --epochs 1 --shard-index stream --max-sample 64
+has err "larger than the 64 bytes"
+has err "--max-sample"
+grep -qE "sample [0-9]{10,}" "$T/err" && fail "an internal sample id shown: $(cat "$T/err")"
 hasnt err "scanned"
 
 # Over HTTP: one GET a shard an epoch, from its first byte.

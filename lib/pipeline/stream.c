@@ -1050,10 +1050,12 @@ static int copy_out(gf_stream *s, uint32_t i, uint8_t *dst, uint64_t cap,
     char where[1100];
     gf_storage_name_display(s->c.st, s->c.shards[it->shard], where,
                             sizeof where);
-    return gf_fail(GF_ELIMIT, where, out->id, GF_NO_INDEX,
-                   "sample '%s': its image of %llu bytes is larger than the "
-                   "%llu bytes of its place",
-                   key, (unsigned long long)it->len, (unsigned long long)cap);
+    return gf_fail(GF_ELIMIT, where, GF_NO_INDEX, GF_NO_INDEX,
+                   "sample '%s' (sample %llu of the shard): its image of %llu "
+                   "bytes is larger than the %llu bytes of its place (raise "
+                   "max_sample_bytes)",
+                   key, (unsigned long long)it->ordinal,
+                   (unsigned long long)it->len, (unsigned long long)cap);
   }
   item_io(s, it, it->keylen, dst, it->len, false);
   uint64_t at = it->keylen + it->len, fb = s->c.fields ? s->c.fields->bytes : 0;
