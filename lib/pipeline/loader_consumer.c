@@ -172,8 +172,6 @@ static void present(slot *s) {
   b->filtered = s->filtered;
 }
 
-/* Waits on ready_cv, at most until `deadline` (now_ns()'s clock; UINT64_MAX:
- * no limit). Under mu. */
 /* A streaming epoch that gave this rank no batch at all (the first slot of
  * the epoch came back empty): said once a loader, as the caller sees only
  * the epoch's end. Under mu. */
@@ -193,6 +191,8 @@ static void warn_empty_epoch(gf_loader *l, const slot *s) {
            l->cfg.batch_size);
 }
 
+/* Waits on ready_cv, at most until `deadline` (now_ns()'s clock; UINT64_MAX:
+ * no limit). Under mu. */
 static void wait_ready(gf_loader *l, uint64_t deadline) {
   pthread_cond_broadcast(&l->work_cv);
   if (deadline == UINT64_MAX) {

@@ -56,29 +56,30 @@ static size_t out_index(uint32_t layout, uint32_t out_h, uint32_t out_w,
   return ((size_t)ch * out_h + y) * out_w + x;
 }
 
-#define GF_EMIT_SAMPLE(T, VALUE)                                               \
-  do {                                                                         \
-    T *o_ = (T *)out;                                                          \
-    for (uint32_t y = 0; y < out_h; y++) {                                     \
-      int64_t sy = (int64_t)s->crop_y + y;                                     \
-      bool row_in = sy >= 0 && sy < (int64_t)v->vh;                            \
-      const uint8_t *row = row_in ? v->base + (size_t)sy * v->pitch : NULL;    \
-      for (uint32_t x = 0; x < out_w; x++) {                                   \
-        int64_t sx = (int64_t)s->crop_x + (s->flip ? out_w - 1 - x : x);       \
-        const uint8_t *px = (row_in && sx >= 0 && sx < (int64_t)v->vw)         \
-                                ? row + (size_t)sx * c                         \
-                                : zero;                                        \
-        for (uint32_t ch = 0; ch < c; ch++) {                                  \
-          uint32_t xv = px[ch];                                                \
-          o_[out_index(layout, out_h, out_w, c, y, x, ch)] = (VALUE);          \
-        }                                                                      \
-      }                                                                        \
-    }                                                                          \
+#define GF_EMIT_SAMPLE(T, VALUE)                                             \
+  do {                                                                       \
+    T *o_ = (T *)out;                                                        \
+    for (uint32_t y = 0; y < out_h; y++) {                                   \
+      int64_t sy = (int64_t)s->crop_y + y;                                   \
+      bool row_in = sy >= 0 && sy < (int64_t)v->vh;                          \
+      const uint8_t *row = row_in ? v->base + (size_t)sy * v->pitch : NULL;  \
+      for (uint32_t x = 0; x < out_w; x++) {                                 \
+        int64_t sx = (int64_t)s->crop_x + (s->flip ? out_w - 1 - x : x);     \
+        const uint8_t *px = (row_in && sx >= 0 && sx < (int64_t)v->vw)       \
+                                ? row + (size_t)sx * c                       \
+                                : zero;                                      \
+        for (uint32_t ch = 0; ch < c; ch++) {                                \
+          uint32_t xv = px[ch];                                              \
+          o_[out_index(layout, out_h, out_w, c, y, x, ch)] = (VALUE);        \
+        }                                                                    \
+      }                                                                      \
+    }                                                                        \
   } while (0)
 
 static void emit_sample(const gf_transform *t, const xform_lut *lut,
                         const gf_xform_sample *s, const src_view *v,
-                        uint32_t out_h, uint32_t out_w, uint32_t c, void *out) {
+                        uint32_t out_h, uint32_t out_w, uint32_t c,
+                        void *out) {
   static const uint8_t zero[4] = {0, 0, 0, 0};
   uint32_t layout = t->layout;
   switch (t->out_dtype) {
@@ -119,8 +120,8 @@ static size_t rs_table_bytes(uint32_t count, uint32_t kmax) {
 }
 
 static void rs_table_fill(rs_table *tb, void *mem, uint32_t count,
-                          uint32_t kmax, uint32_t in, uint32_t rs, int32_t off,
-                          uint32_t aa) {
+                          uint32_t kmax, uint32_t in, uint32_t rs,
+                          int32_t off, uint32_t aa) {
   tb->lo = (int32_t *)mem;
   tb->n = tb->lo + count;
   tb->wt = (uint32_t *)(tb->n + count);
@@ -195,15 +196,15 @@ static void rs_hrow(const rs_pass *ps, int64_t r, uint8_t *row) {
   }
 }
 
-/* Output row y's resampled values into ps->vrow (table column order);
- * false for a padding row (no taps). */
-/* Two builds of the pass, chosen at load time by the CPU (glibc's ifunc):
- * AVX2's wider lanes where the machine has them. */
+/* Two builds of the vertical pass, chosen at load time by the CPU (glibc's
+ * ifunc): AVX2's wider lanes where the machine has them. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 #define GF_XFORM_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define GF_XFORM_CLONES
 #endif
+/* Output row y's resampled values into ps->vrow (table column order);
+ * false for a padding row (no taps). */
 GF_XFORM_CLONES
 static bool rs_vrow(rs_pass *ps, uint32_t y) {
   const rs_table *ry = ps->ry;
@@ -231,10 +232,8 @@ static bool rs_vrow(rs_pass *ps, uint32_t y) {
       acc[k] += wi * hr[k];
   }
   uint8_t *restrict v = ps->vrow;
-  for (size_t k = 0; k < e; k++) {
-    uint32_t q = acc[k] >> GF_RS_PREC;
-    v[k] = (uint8_t)(q > 255u ? 255u : q);
-  }
+  for (size_t k = 0; k < e; k++)
+    v[k] = (uint8_t)gf_rs_clip8(acc[k]);
   return true;
 }
 
@@ -381,7 +380,7 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
     uint8_t *scratch = NULL;
     /* One scratch buffer: the unfiltered copy (filtered samples), then
      * the resize's weight tables. */
-    size_t ubytes = 0, tbytes = 0;
+    size_t ubytes = 0, tbytes = 0, pass_at = 0;
     uint32_t ky = 0, kx = 0, aa = !(s->resize & GF_XFORM_NO_AA);
     uint32_t rs_h = 0, rs_w = 0;
     int32_t off_y = 0, off_x = 0;
@@ -399,8 +398,10 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
     if (s->resize) {
       ky = rs_kmax(s->win_h, rs_h, aa);
       kx = rs_kmax(s->win_w, rs_w, aa);
-      tbytes = rs_table_bytes(out_h, ky) + rs_table_bytes(out_w, kx);
-      tbytes = ((tbytes + 7) & ~(size_t)7) + rs_pass_bytes(ky, out_w, out_c);
+      /* The tables, then the pass's memory at an 8-byte boundary. */
+      pass_at = (rs_table_bytes(out_h, ky) + rs_table_bytes(out_w, kx) + 7) &
+                ~(size_t)7;
+      tbytes = pass_at + rs_pass_bytes(ky, out_w, out_c);
     }
     if (ubytes + tbytes) {
       scratch = gf_scratch_get(ubytes + tbytes);
@@ -427,10 +428,8 @@ int gf_xform_ref(const gf_transform *t, const uint8_t *src, uint64_t src_len,
                     rs_w, off_x, aa);
       const uint8_t *win =
           v.base + (size_t)s->crop_y * v.pitch + (size_t)s->crop_x * s->c;
-      size_t tb = rs_table_bytes(out_h, ky) + rs_table_bytes(out_w, kx);
       rs_pass ps;
-      rs_pass_init(&ps, tm + ((tb + 7) & ~(size_t)7), &ry, &rx, win, v.pitch,
-                   out_w, out_c);
+      rs_pass_init(&ps, tm + pass_at, &ry, &rx, win, v.pitch, out_w, out_c);
       emit_resized(t, &lut, s, &ps, &rx, out_h, out_w, out_c, o);
     } else {
       emit_sample(t, &lut, s, &v, out_h, out_w, out_c, o);
