@@ -23,8 +23,10 @@
 #   4. the create time over the shards with indexes, and over SMALL_SHARDS
 #      (default 1000) shards of 8 samples each with indexes;
 #   5. with REMOTE=1: nginx serving WORK on the loopback (tests/net/nginx.sh;
-#      GF_NGINX names its binary), directly and through BIN's netproxy with
-#      LATENCY_MS (default 25) of added round trip: the indexed shards
+#      GF_NGINX names its binary), directly, through BIN's netproxy with
+#      no delay (the proxy's own cost: it must pass 0.95x of nginx direct)
+#      and with LATENCY_MS (default 25) of added round trip (PROXIES
+#      proxy processes on one port each, default 2): the indexed shards
 #      and the streaming mode over HTTP, the same as s3:// objects (nginx
 #      as a path-style S3 endpoint, requests signed), and create + first
 #      batch over the SMALL_SHARDS;
@@ -173,21 +175,39 @@ if [ "${REMOTE:-0}" = 1 ]; then
   mkdir -p "$run_dir"
   proxy_pid=
   stop_servers() {
-    [ -z "$proxy_pid" ] || kill "$proxy_pid" 2>/dev/null || true
+    # shellcheck disable=SC2086
+    [ -z "$proxy_pid" ] || kill $proxy_pid 2>/dev/null || true
     proxy_pid=
     bash "$HERE/tests/net/nginx.sh" stop "$run_dir/nginx" >/dev/null 2>&1 || true
   }
   trap stop_servers EXIT
   eval "$("${SERVER[@]}" bash "$HERE/tests/net/nginx.sh" start "$WORK" "$run_dir/nginx" --owner $$ \
     --workers 4 --connections 8192)"
-  "${SERVER[@]}" "$BIN/tests/netproxy" --upstream "unix:$GF_NGINX_SOCK" --port-file "$run_dir/proxy.env" \
-    --die-with-parent --latency "${LATENCY_MS:-25}" >/dev/null 2>"$run_dir/proxy.err" &
-  proxy_pid=$!
-  for i in $(seq 1 200); do [ -s "$run_dir/proxy.env" ] && break; sleep 0.05; done
-  PURL=$(sed -n 's/^GF_PROXY_URL=//p' "$run_dir/proxy.env")
+  # PROXIES netproxy processes on one port (--reuseport) for each of the
+  # two proxies (no delay, +LATENCY_MS): one proxy is one thread, and must
+  # not be what limits a figure; the no-delay runs show it does not.
+  start_proxy() { # NAME [netproxy options]; sets PURL_NAME
+    local name=$1 k i listen=()
+    shift
+    for k in $(seq 1 "${PROXIES:-2}"); do
+      "${SERVER[@]}" "$BIN/tests/netproxy" --upstream "unix:$GF_NGINX_SOCK" \
+        --port-file "$run_dir/$name.$k.env" --die-with-parent --reuseport "${listen[@]}" "$@" \
+        >/dev/null 2>"$run_dir/$name.$k.err" &
+      proxy_pid="$proxy_pid $!"
+      for i in $(seq 1 200); do [ -s "$run_dir/$name.$k.env" ] && break; sleep 0.05; done
+      [ -s "$run_dir/$name.$k.env" ] || { cat "$run_dir/$name.$k.err" >&2; exit 1; }
+      [ "$k" = 1 ] && listen=(--listen "127.0.0.1:$(sed -n 's/^GF_PROXY_PORT=//p' "$run_dir/$name.1.env")")
+    done
+    eval "PURL_$name=$(sed -n 's/^GF_PROXY_URL=//p' "$run_dir/$name.1.env")"
+  }
+  start_proxy plain
+  start_proxy delayed --latency "${LATENCY_MS:-25}"
+  PURL=$PURL_delayed
   run shards_http "$GF_NGINX_URL/shards/shard-{000000..$LAST}.tar" --shard-index require
+  run shards_proxy "$PURL_plain/shards/shard-{000000..$LAST}.tar" --shard-index require
   run shards_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index require
   run stream_http "$GF_NGINX_URL/shards/shard-{000000..$LAST}.tar" --shard-index stream
+  run stream_proxy "$PURL_plain/shards/shard-{000000..$LAST}.tar" --shard-index stream
   run stream_delayed "$PURL/shards/shard-{000000..$LAST}.tar" --shard-index stream
   # The same shards as S3 objects: nginx as the endpoint (path-style:
   # bucket "shards", its root WORK/shards), through the same proxy, each
@@ -228,7 +248,8 @@ print("| run | images/s |")
 print("|---|---:|")
 for n in ("dataset", "shards_indexed", "shards_scanned", "shards_stream",
           "dataset_gpu_all", "shards_gpu_all", "dataset_gpu_off", "shards_http",
-          "shards_delayed", "stream_http", "stream_delayed", "s3_delayed",
+          "shards_proxy", "shards_delayed", "stream_http", "stream_proxy",
+          "stream_delayed", "s3_delayed",
           "s3_stream_delayed", "peer_webdataset",
           "peer"):
     v = ips(n)
@@ -253,6 +274,13 @@ if ix and ht:
     print("indexed shards over HTTP / local: %.3f (target 0.90: %s)" % (ht / ix, verdict(ht / ix >= 0.9)))
 if ix and dl:
     print("indexed shards over HTTP +25 ms / local: %.3f (target 0.90: %s)" % (dl / ix, verdict(dl / ix >= 0.9)))
+hp, sp, sh0 = ips("shards_proxy"), ips("stream_proxy"), ips("stream_http")
+if ht and hp:
+    print("the proxy, no delay / nginx direct, indexed: %.3f (the proxy must pass >= 0.95: %s)"
+          % (hp / ht, verdict(hp / ht >= 0.95)))
+if sh0 and sp:
+    print("the proxy, no delay / nginx direct, streaming: %.3f (the proxy must pass >= 0.95: %s)"
+          % (sp / sh0, verdict(sp / sh0 >= 0.95)))
 st, sh, sd = ips("shards_stream"), ips("stream_http"), ips("stream_delayed")
 if ix and st:
     print("streaming shards / indexed, both local: %.3f" % (st / ix))

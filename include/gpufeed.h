@@ -549,7 +549,7 @@ typedef struct gf_shards_config {
   uint32_t threads;         /* shards opened at once at create (0: 128 for
                                remote shards, else the online cores); in
                                streaming mode, shards read at once (0: 4;
-                               each takes two threads beside the workers) */
+                               each takes three threads beside the workers) */
   uint32_t shuffle;         /* streaming mode: the samples the shuffle
                                buffer holds (0: 1000; 1: none), under
                                GF_ORDER_SHUFFLE and _BLOCK */

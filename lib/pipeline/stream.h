@@ -42,9 +42,10 @@
  * shard's next sample; under skip, the rest of the shard is counted lost
  * and named in a warning.
  *
- * Threads: each lane has two threads (one streams the shard into a ring,
- * one parses the ring: libarchive pulls); the merge and shuffle run on
- * the threads that take, under the stage's lock. gf_stream_take from any
+ * Threads: each lane has GF_STREAM_PUMPS + 1 threads (its pumps, taking
+ * turns shard by shard, stream a shard into their rings; one parses the
+ * rings, shard after shard: libarchive pulls); the merge and shuffle run
+ * on the threads that take, under the stage's lock. gf_stream_take from any
  * thread; gf_stream_restart only while no take is under way. */
 #ifndef GF_PIPELINE_STREAM_H
 #define GF_PIPELINE_STREAM_H
@@ -61,8 +62,12 @@ typedef struct gf_stream gf_stream;
 #define GF_STREAM_SHUFFLE_BYTES (256ull << 20)
 /* Samples the buffer holds before the first leaves (webdataset's). */
 #define GF_STREAM_INITIAL 100u
-/* Bytes a lane's ring holds between its stream and its parser. */
+/* Bytes a pump's ring holds between its stream and the lane's parser. */
 #define GF_STREAM_RING (4ull << 20)
+/* Pumps a lane: each streams every PUMPS-th of the lane's shards, so the
+ * next shard is open and its first bytes in while one is parsed
+ * (stream_impl.h). */
+#define GF_STREAM_PUMPS 2u
 /* The arena's page. */
 #define GF_STREAM_PAGE (32u * 1024u)
 
