@@ -383,6 +383,12 @@ static int lane_init(gf_http_lanes *a, lane *l, unsigned depth,
     return CURLM_OUT_OF_MEMORY;
   CURLMcode mc = curl_multi_setopt(l->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                                    (long)(conns ? conns : 1));
+  /* Idle connections kept: its share, not libcurl's default (four a
+   * transfer under way at the time), which closes connections whenever
+   * fewer transfers run for a moment and opens them again later. */
+  if (!mc)
+    mc = curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS,
+                           (long)(conns ? conns : 1));
   if (!mc)
     mc = curl_multi_setopt(l->multi, CURLMOPT_PIPELINING,
                            (long)CURLPIPE_MULTIPLEX);
