@@ -3,7 +3,9 @@
  * across files. Nothing outside lib/pipeline/loader_*.c includes it.
  *
  * Files, one job each:
- *   loader_sample.c    one sample: cache, read, decode into the slot, failures
+ *   loader_chunk.c     a worker's chunk of positions: read locally, taken
+ *                      from the fetch stage or from the streaming stage
+ *   loader_sample.c    one sample: cache, decode into the slot, failures
  *   loader_jpeg.c      a JPEG sample decoded as its window; JPEG statistics;
  *                      which JPEG samples nvJPEG decodes (plan, open, route)
  *   loader_dispatch.c  dispatch and claim, the worker loop (its read buffer
@@ -384,8 +386,35 @@ int gf_loader__load_sync(gf_loader *l, uint64_t epoch, uint64_t idx,
                          uint8_t *dst, gf_shape *shape, uint8_t *filtered,
                          gf_xform_region *region, int64_t *label,
                          const field_place *fields);
-/* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
-void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
+/* Finishes sample smp read into buf (len bytes; in_place: into dst
+ * already, as raw pixels): decoded into dst (or, for the GPU, its bytes
+ * left there with *gpu their length), its label and fields taken, the
+ * result offered to the cache. Returns 0 or the error with context. */
+int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
+                             const gf_src_sample *smp, uint64_t epoch,
+                             const uint8_t *buf, uint64_t len, bool in_place,
+                             uint8_t *dst, gf_shape *shape, uint8_t *filtered,
+                             gf_xform_region *region, uint32_t *gpu,
+                             int64_t *label, const field_place *fp,
+                             bool image_only);
+/* Takes sample idx from the cache into dst: true on a hit (dev: a pinned
+ * chunk's hit not copied, *dev and *host its addresses). */
+bool gf_loader__from_cache(gf_loader *l, uint32_t tid, uint64_t idx,
+                           uint8_t *dst, gf_shape *shape, uint8_t *filtered,
+                           uint64_t *dev, const uint8_t **host, int64_t *label,
+                           const field_place *fp);
+/* Raw pixels that need no conversion: read straight into the slot. */
+bool gf_loader__raw_in_place(const gf_loader *l, const gf_src_sample *smp);
+/* Fails sample idx whose stored bytes (len) exceed the read buffer,
+ * naming it and the limit. */
+int gf_loader__too_large(const gf_loader *l, uint64_t idx, uint64_t len);
+/* Records position j of s failed with rc (the first failure of the slot
+ * keeps its error). */
+void gf_loader__record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
+                               uint64_t idx);
+/* Whether position j of a batch may go to the GPU (gpu_decode_percent of
+ * them, the same every batch). */
+bool gf_loader__gpu_position(const gf_loader *l, uint32_t j);
 /* Sample j of slot s, whose file bytes wait in its place for the GPU
  * (gpu_len[j]), decoded on the CPU instead, by the worker's own path (the
  * CPU decoder's verdict): its pixels, shape and region replace the file;
@@ -481,7 +510,10 @@ void gf_loader__decode_opts_of(const gf_loader_config *c, gf_decode_opts *d);
 extern void (*gf_loader__test_hook)(gf_loader *l, const char *where);
 #endif
 
-/* loader_sample.c, streaming */
+/* loader_chunk.c */
+/* Processes positions [j0, j0 + n) of slot s (a worker, outside mu). */
+void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n);
+/* loader_chunk.c, streaming */
 /* Position pos of `epoch` from the streaming stage, decoded on the calling
  * thread (the consumer's repair) into dst, its fields into fp (NULL: none
  * asked). Returns 1 with *id (the sample's), 0 when the epoch ended
