@@ -41,7 +41,9 @@
 # SIZES (default 200-500), PER_SHARD (default 1000), EPOCHS (default 3),
 # PEER_EPOCHS (default 2), PYTHON (the peer's python, default python3),
 # PACK_PYTHON (python with tarfile for the indexes, default python3),
-# SMALL_SHARDS (default 1000; 0 skips step 4's second part), PEERS=0 (no
+# SMALL_SHARDS (default 1000; 0 skips step 4's second part), ROUNDS (each
+# gpufeed run made this many times, the ratios from their means; default
+# 1: single runs move by 5-10% between runs), PEERS=0 (no
 # peer runs: the data and gpufeed's runs alone), LOADER_CPUS and
 # SERVER_CPUS (taskset lists, e.g. 0-11 and 12-15: every gpufeed run, local
 # or remote, on LOADER_CPUS, and nginx and the proxy on SERVER_CPUS, as a
@@ -101,13 +103,15 @@ if [ ! -d "$WORK/shards" ]; then
 fi
 
 # 2. gpufeed on each.
-run() { # NAME SOURCE ARGS...
-  local name=$1 src=$2
+run() { # NAME SOURCE ARGS...: ROUNDS times, one after the other
+  local name=$1 src=$2 k
   shift 2
-  say "gpufeed bench $name"
-  "${LOADER[@]}" "$G" bench "$src" --device "$DEVICE" --threads "$THREADS" --rrc 224 \
-    --dtype "$DTYPE" --epochs "$EPOCHS" --json --quiet "$@" |
-    sed "s/^{/{\"run\":\"$name\",/" | tee -a "$OUT" >&2
+  for k in $(seq 1 "${ROUNDS:-1}"); do
+    say "gpufeed bench $name (round $k)"
+    "${LOADER[@]}" "$G" bench "$src" --device "$DEVICE" --threads "$THREADS" --rrc 224 \
+      --dtype "$DTYPE" --epochs "$EPOCHS" --json --quiet "$@" |
+      sed "s/^{/{\"run\":\"$name\",/" | tee -a "$OUT" >&2
+  done
 }
 run dataset "$WORK/ds"
 run shards_indexed "$SHARDS" --shard-index require
@@ -231,17 +235,19 @@ fi
 
 "$PACK_PYTHON" - "$OUT" <<'PY'
 import json, sys
-runs = {}
+runs, rounds = {}, {}
 for line in open(sys.argv[1]):
     line = line.strip()
     if line.startswith("{"):
         d = json.loads(line)
         runs[d["run"]] = d
+        v = d.get("images_per_s") or d.get("best_img_per_s")
+        if v:
+            rounds.setdefault(d["run"], []).append(v)
 def ips(name):
-    d = runs.get(name)
-    if not d:
-        return None
-    return d.get("images_per_s") or d.get("best_img_per_s")
+    # The mean of a run's rounds (ROUNDS).
+    v = rounds.get(name)
+    return sum(v) / len(v) if v else None
 ds, ix, sc = ips("dataset"), ips("shards_indexed"), ips("shards_scanned")
 peer = ips("peer_webdataset") or ips("peer")
 print("| run | images/s |")
@@ -253,7 +259,9 @@ for n in ("dataset", "shards_indexed", "shards_scanned", "shards_stream",
           "s3_stream_delayed", "peer_webdataset",
           "peer"):
     v = ips(n)
-    print("| %s | %s |" % (n, "%.0f" % v if v else "-"))
+    r = rounds.get(n, [])
+    each = " (%s)" % ", ".join("%.0f" % x for x in r) if len(r) > 1 else ""
+    print("| %s | %s%s |" % (n, "%.0f" % v if v else "-", each))
 def verdict(ok):
     return "met" if ok else "MISSED"
 if ds and ix:
