@@ -103,6 +103,17 @@ static int read_unfetched(gf_loader *l, const gf_src_sample *smp, uint8_t **buf,
   return 0;
 }
 
+/* Position j of s before its sample is finished: its label, no JPEG
+ * window, nothing left for the GPU, no cached device copy. */
+static void place_begin(slot *s, uint32_t j, int64_t label) {
+  s->labels[j] = label;
+  s->regions[j].denom = 0;
+  if (s->gpu_len)
+    s->gpu_len[j] = 0;
+  if (s->dsrc_dev)
+    s->dsrc_dev[j] = 0;
+}
+
 /* Processes positions [j0, j0 + n) of slot s of a remote source: each
  * sample's bytes come from the fetch stage, which read them ahead (it
  * frees them once released, taken or not). */
@@ -122,12 +133,7 @@ static void run_chunk_fetched(worker *w, slot *s, uint32_t j0, uint32_t n) {
       gf_loader__record_failure(l, s, j, rc, idx);
       continue;
     }
-    s->labels[j] = smp.label;
-    s->regions[j].denom = 0;
-    if (s->gpu_len)
-      s->gpu_len[j] = 0;
-    if (s->dsrc_dev)
-      s->dsrc_dev[j] = 0;
+    place_begin(s, j, smp.label);
     field_place fp;
     const field_place *fields = slot_fields(s, j, &fp);
     if (gf_loader__from_cache(
@@ -279,12 +285,7 @@ void gf_loader__run_chunk(worker *w, slot *s, uint32_t j0, uint32_t n) {
       gf_loader__record_failure(l, s, j, rc, idx);
       continue;
     }
-    s->labels[j] = p->smp.label;
-    s->regions[j].denom = 0;
-    if (s->gpu_len)
-      s->gpu_len[j] = 0;
-    if (s->dsrc_dev)
-      s->dsrc_dev[j] = 0;
+    place_begin(s, j, p->smp.label);
     field_place fp;
     if (gf_loader__from_cache(l, w->tid, idx, dst, &s->shapes[j],
                               &s->filtered[j],

@@ -361,14 +361,13 @@ static int read_shard(lane *ln, uint64_t g, uint32_t shard, uint64_t epoch) {
   while (!(pm->job_ready && pm->job_g == g) && !s->stopping)
     pthread_cond_wait(&pm->cv, &pm->mu);
   int rc = s->stopping ? -ECANCELED : pm->open_rc;
-  if (rc < 0 || s->stopping) {
+  if (rc < 0) { /* stopping, or the open failed (its error restored) */
     gf_error_info e = pm->open_err;
     pm->job_stop = pm->job_released = true;
     pthread_cond_broadcast(&pm->cv);
     pthread_mutex_unlock(&pm->mu);
-    if (rc == -ECANCELED)
-      return rc;
-    gf_error_restore(&e);
+    if (rc != -ECANCELED)
+      gf_error_restore(&e);
     return rc;
   }
   gf_object *o = pm->job;
@@ -404,7 +403,9 @@ static void *parse_main(void *arg) {
   uint64_t per = lane_count(ln), g = 0;
   for (uint64_t e = s->start_epoch;; e++) {
     for (uint64_t k = 0; k < per; k++, g++) {
-      uint32_t sh = rank_shard(s, e, ln->id + k * s->nlanes);
+      uint64_t ge;
+      uint32_t sh;
+      lane_shard(ln, g, &ge, &sh); /* the pumps' mapping: ge == e */
       int rc = read_shard(ln, g, sh, e);
       if (rc == -ECANCELED || s->stopping)
         return NULL;
