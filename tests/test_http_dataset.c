@@ -191,6 +191,55 @@ static void open_insecure(void *url) {
   CHECK_OK(gf_storage_open(url, &rc, &insecure_st));
 }
 
+static void put_file(const char *dir, const char *name, size_t n) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *fp = fopen(path, "wb");
+  CHECK(fp != NULL);
+  for (size_t i = 0; fp && i < n; i++)
+    fputc((int)(i * 7 % 251), fp);
+  if (fp)
+    fclose(fp);
+}
+
+static bool is_pattern(const char *b, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++)
+    if ((uint8_t)b[i] != (uint8_t)(i * 7 % 251))
+      return false;
+  return true;
+}
+
+/* gf_object_slurp over HTTP (an index, a sums file): a small object in
+ * one GET, no HEAD; one over the storage's one-request bound opened and
+ * read (its first GET cut); an empty one; one over max refused, named; a
+ * missing one -ENOENT naming its URL. */
+static void slurps(http_fixture *f, gf_storage *st) {
+  static const size_t big = (1u << 20) + 5;
+  put_file(f->local, "small.idx", 1000);
+  put_file(f->local, "big.idx", big);
+  put_file(f->local, "empty.idx", 0);
+  char *b = NULL;
+  uint64_t n = 0;
+  CHECK_OK(gf_object_slurp(st, "small.idx", 1 << 20, &b, &n));
+  CHECK(b && n == 1000 && is_pattern(b, n) && b[n] == '\0');
+  free(b);
+  CHECK(gf_net_requests(&f->ng, "GET /ds/small.idx", 1) == 1);
+  CHECK(gf_net_requests(&f->ng, "HEAD /ds/small.idx", 0) == 0);
+  CHECK_OK(gf_object_slurp(st, "big.idx", 4 << 20, &b, &n));
+  CHECK(b && n == big && is_pattern(b, n));
+  free(b);
+  CHECK(gf_net_requests(&f->ng, "HEAD /ds/big.idx", 1) == 1);
+  CHECK_OK(gf_object_slurp(st, "empty.idx", 1 << 20, &b, &n));
+  CHECK(b && n == 0);
+  free(b);
+  CHECK_ERR(gf_object_slurp(st, "small.idx", 999, &b, &n), GF_ELIMIT);
+  CHECK(b == NULL && strstr(gf_last_error()->message, "small.idx"));
+  CHECK_ERR(gf_object_slurp(st, "nothere.idx", 1 << 20, &b, &n), -ENOENT);
+  char want[512];
+  snprintf(want, sizeof want, "%s/nothere.idx", f->url);
+  CHECK(b == NULL && strstr(gf_last_error()->message, want));
+}
+
 int main(void) {
   http_fixture f;
   if (http_fixture_start(&f, 60, 16, HTTP_TLS) < 0)
@@ -233,7 +282,7 @@ int main(void) {
         strstr(gf_last_error()->message, "HTTP 404") &&
         strstr(gf_last_error()->message, "1 attempt, not retried"));
   CHECK(gf_net_requests(&f.ng, "/nothere.gfs", 1) == 1);
-  /* A folder of images cannot be read from a server: said clearly. */
+  slurps(&f, st);
   gf_storage_close(st);
 
   /* Over https with the CA given. */

@@ -335,6 +335,11 @@ int gf_object_slurp(gf_storage *s, const char *name, uint64_t max, char **buf,
                     uint64_t *len) {
   *buf = NULL;
   *len = 0;
+  if (s->ops->slurp) {
+    int r = s->ops->slurp(s, name, max, buf, len);
+    if (r <= 0)
+      return r;
+  }
   gf_object *o;
   int rc = gf_object_open(s, name, 0, &o);
   if (rc < 0)

@@ -121,6 +121,13 @@ typedef struct gf_storage_ops {
    * without asking the server again (gf_object_open_known). */
   int (*obj_open_known)(gf_storage *s, const char *name, const gf_stat *known,
                         uint32_t flags, gf_object **out);
+  /* Optional: a whole small object of at most max bytes in one request
+   * (gf_object_slurp), where opening it would cost one more (a HEAD): 0
+   * with *buf (malloc'd, NUL-terminated) and *len; 1 when it holds more
+   * than the storage reads so (the caller opens and reads it); or a
+   * negative code with context (-ENOENT: there is none). */
+  int (*slurp)(gf_storage *s, const char *name, uint64_t max, char **buf,
+               uint64_t *len);
   /* Optional: the caller is done listing (gf_storage_list_done). */
   void (*list_done)(gf_storage *s);
   void (*obj_close)(gf_object *o);

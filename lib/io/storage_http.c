@@ -442,6 +442,50 @@ static int64_t http_obj_stream(gf_object *base, uint64_t off, uint64_t len,
   return (int64_t)x.got;
 }
 
+/* The most a whole-object GET takes (http_slurp): an index or a sums
+ * file of a shard of tens of thousands of samples. */
+#define SLURP_BYTES (1u << 20)
+
+/* A small object in one GET without a Range and without the HEAD an open
+ * would make first (a shard's index, its sums: one round trip each at
+ * create, not two). One larger than SLURP_BYTES: 1, opened and read. */
+static int http_slurp(gf_storage *base, const char *name, uint64_t max,
+                      char **buf, uint64_t *len) {
+  gf_http_storage *s = (gf_http_storage *)base;
+  if (!name || !name[0])
+    return 1; /* obj_open says what the root is */
+  uint64_t cap = max < SLURP_BYTES ? max : SLURP_BYTES;
+  char shown[1024];
+  gf_http_storage_display(s, name, shown, sizeof shown);
+  char *url = gf_http_url_request(&s->url, name);
+  char *b = malloc(cap + 1);
+  if (!url || !b) {
+    free(url);
+    free(b);
+    return gf_fail(-ENOMEM, shown, GF_NO_INDEX, GF_NO_INDEX, "out of memory");
+  }
+  gf_http_xfer x;
+  memset(&x, 0, sizeof x);
+  x.url = url;
+  x.headers = s->headers;
+  x.ask.whole = true;
+  x.ask.len = cap;
+  x.buf = (uint8_t *)b;
+  char why[512];
+  int rc = gf_http_run(s, &x, why, sizeof why);
+  free(url);
+  if (rc < 0) {
+    free(b);
+    if (x.overflow || (x.reply.length >= 0 && (uint64_t)x.reply.length > cap))
+      return 1;
+    return gf_fail(rc, shown, GF_NO_INDEX, GF_NO_INDEX, "%s", why);
+  }
+  b[x.got] = '\0';
+  *buf = b;
+  *len = x.got;
+  return 0;
+}
+
 static void http_counters(gf_storage *st, gf_storage_counters *out) {
   gf_http_storage *s = (gf_http_storage *)st;
   out->requests = atomic_load_explicit(&s->requests, memory_order_relaxed);
@@ -477,6 +521,7 @@ const gf_storage_ops gf_storage_http = {
     .obj_close = http_obj_close,
     .obj_read = http_obj_read,
     .obj_stream = http_obj_stream,
+    .slurp = http_slurp,
     .engine = &gf_http_engine,
     .counters = http_counters,
     .describe = http_describe,
