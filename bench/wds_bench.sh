@@ -8,9 +8,12 @@
 #      files stored as they are), and the same images as WebDataset shards
 #      of PER_SHARD samples written by the peer's own writer (PEER --make:
 #      ustar, KEY.jpg + KEY.cls), with DALI-format indexes beside them
-#      (tests/wds/pack_shards.py's, or `gpufeed index` where BIN has it);
+#      (tests/wds/pack_shards.py's, or `gpufeed index` where BIN has it)
+#      and, unless VERIFY=0, verification sums (`gpufeed index --verify`,
+#      timed);
 #   2. `gpufeed bench` of the dataset, of the shards with their indexes
-#      (--shard-index require), scanned at create (--shard-index scan) and
+#      (--shard-index require; on a GPU again without the sums:
+#      shards_unverified), scanned at create (--shard-index scan) and
 #      in streaming mode (--shard-index stream),
 #      the same transform (RandomResizedCrop 224 + flip, DTYPE out) and
 #      THREADS threads;
@@ -91,6 +94,12 @@ SHARDS="$WORK/shards/shard-{000000..$LAST}.tar"
 index_shards() { # DIR PATTERN
   if "$G" index --help >/dev/null 2>&1; then
     "$G" index "$2" --quiet
+    if [ "${VERIFY:-1}" = 1 ] && "$G" index --help | grep -q -- --verify; then
+      local t0
+      t0=$(date +%s%N)
+      "$G" index "$2" --verify --quiet
+      say "index --verify of $1: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+    fi
   else
     "$PACK_PYTHON" "$HERE/tests/wds/index_shards.py" "$1"/*.tar
   fi
@@ -115,11 +124,19 @@ run() { # NAME SOURCE ARGS...: ROUNDS times, one after the other
 }
 run dataset "$WORK/ds"
 run shards_indexed "$SHARDS" --shard-index require
+# The same shards and indexes without their verification sums (links to
+# them in a folder of their own): JPEG on the CPU under gpu_decode auto.
+if [ "$DEVICE" != cpu ] && ls "$WORK"/shards/*.sums >/dev/null 2>&1; then
+  rm -rf "$WORK/shards_nv"
+  mkdir -p "$WORK/shards_nv"
+  ln "$WORK"/shards/*.tar "$WORK"/shards/*.idx "$WORK/shards_nv/"
+  run shards_unverified "$WORK/shards_nv/shard-{000000..$LAST}.tar" --shard-index require
+fi
 run shards_scanned "$SHARDS" --shard-index scan
 run shards_stream "$SHARDS" --shard-index stream
-# On a GPU, gpu_decode auto gives a dataset's JPEGs (checksummed) to
-# nvJPEG and keeps the shards' (no checksum) on the CPU: the same images
-# through the same decoder too, both ways.
+# On a GPU, gpu_decode auto gives a dataset's JPEGs (checksummed) and
+# verified shards' to nvJPEG and keeps unverified shards' on the CPU: the
+# same images through the same decoder too, both ways.
 if [ "$DEVICE" != cpu ]; then
   run dataset_gpu_all "$WORK/ds" --gpu-decode all
   run shards_gpu_all "$SHARDS" --shard-index require --gpu-decode all
@@ -252,7 +269,8 @@ ds, ix, sc = ips("dataset"), ips("shards_indexed"), ips("shards_scanned")
 peer = ips("peer_webdataset") or ips("peer")
 print("| run | images/s |")
 print("|---|---:|")
-for n in ("dataset", "shards_indexed", "shards_scanned", "shards_stream",
+for n in ("dataset", "shards_indexed", "shards_unverified", "shards_scanned",
+          "shards_stream",
           "dataset_gpu_all", "shards_gpu_all", "dataset_gpu_off", "shards_http",
           "shards_proxy", "shards_delayed", "stream_http", "stream_proxy",
           "stream_delayed", "s3_delayed",
@@ -266,6 +284,9 @@ def verdict(ok):
     return "met" if ok else "MISSED"
 if ds and ix:
     print("indexed shards / dataset: %.3f (target 0.95: %s)" % (ix / ds, verdict(ix / ds >= 0.95)))
+nv = ips("shards_unverified")
+if ds and nv:
+    print("unverified indexed shards / dataset: %.3f" % (nv / ds))
 if ds and sc:
     print("scanned shards / dataset: %.3f" % (sc / ds))
 da, sa, do = ips("dataset_gpu_all"), ips("shards_gpu_all"), ips("dataset_gpu_off")

@@ -759,10 +759,15 @@ typedef enum gf_cache_direct {
  * or why none does, and counts the samples decoded on each side.
  * GF_GPU_DECODE_OFF keeps every JPEG sample on the CPU. */
 typedef enum gf_gpu_decode {
-  /* The JPEG engines only (A100, H100, H200 and later), and only for a
-   * built dataset (`gpufeed build --codec jpeg`: every file decoded by
-   * libjpeg at build time, its CRC32C checked on every read): every JPEG
-   * sample they take goes to them. A folder's JPEG files stay on the CPU:
+  /* The JPEG engines only (A100, H100, H200 and later), and only for
+   * bytes a checksum vouches for: a built dataset's (`gpufeed build
+   * --codec jpeg`: every file decoded by libjpeg at build time, its CRC32C
+   * checked on every read) and tar shards' verified by `gpufeed index
+   * --verify` (each image decoded by libjpeg once, its CRC32C in the
+   * shard's x.sums, checked on every read; an image that no longer
+   * matches is decoded on the CPU): every such JPEG sample they take goes
+   * to them. A folder's JPEG files (and unverified shards') stay on the
+   * CPU:
    * nvJPEG does not detect damage inside the entropy-coded data (a file
    * cut short and closed with an end marker decodes to garbage without an
    * error), libjpeg does, and gpufeed never delivers a damaged sample as

@@ -41,3 +41,7 @@ set_property(TEST cli_index APPEND PROPERTY ENVIRONMENT
 # `build --format wds`: WebDataset tar shards, read back with tarfile (and
 # webdataset when installed).
 gpufeed_add_script_test(cli_build_wds SCRIPT cli_build_wds.sh TIMEOUT 180 LABELS cli)
+# `gpufeed index --verify`: the sums of a shard's images against tarfile's
+# offsets and a CRC32C of their own, failures named, changed images read,
+# sums refused (tests/cli_index_verify.sh).
+gpufeed_add_script_test(cli_index_verify SCRIPT cli_index_verify.sh TIMEOUT 60 LABELS cli)

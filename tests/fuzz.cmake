@@ -6,7 +6,7 @@
 set(_fz ${CMAKE_CURRENT_LIST_DIR}/fuzz)
 foreach(t dataset png jpeg jpeg_header zstd loco labels loader_state
         sampler_state http_reply aws_ini s3_xml aws_creds tar_scan wds_index
-        wds_braces wds_spec wds_json wds_stream)
+        wds_braces wds_spec wds_json wds_stream wds_sums)
   set(_labels fuzz)
   if(t STREQUAL "loader_state")
     list(APPEND _labels threaded)

@@ -4,6 +4,7 @@ set(_wds ${CMAKE_CURRENT_LIST_DIR})
 gpufeed_add_test(test_tar_scan SOURCES ${_wds}/test_tar_scan.c TIMEOUT 120)
 gpufeed_add_test(test_wds_keys SOURCES ${_wds}/test_wds_keys.c TIMEOUT 60)
 gpufeed_add_test(test_wds_index SOURCES ${_wds}/test_wds_index.c TIMEOUT 60)
+gpufeed_add_test(test_wds_sums SOURCES ${_wds}/test_wds_sums.c TIMEOUT 60)
 gpufeed_add_test(test_wds_source SOURCES ${_wds}/test_wds_source.c TIMEOUT 120
                  LABELS threaded loader)
 # Other fields handed with each batch (gf_shards_config.fields,

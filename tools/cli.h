@@ -150,6 +150,7 @@ typedef struct gfc_index_opts {
   gf_remote_config remote;
   unsigned threads; /* 0: online cores (16 when a shard is remote) */
   bool force;
+  bool verify; /* --verify: the images decoded, their sums written */
   bool json;
   bool quiet;
 } gfc_index_opts;
@@ -163,6 +164,8 @@ typedef struct gfc_index_counts {
   uint64_t members; /* regular members scanned */
   uint64_t samples; /* lines of the index written */
   uint64_t bytes;   /* the shard's size */
+  uint64_t verified, unverified; /* --verify: images that decoded, and
+                                    that did not (each named) */
 } gfc_index_counts;
 /* Whether location is read over http(s):// (nothing can be written
  * there). */
@@ -182,6 +185,18 @@ int gfc_index_io_open(const gfc_index_opts *o,
  * interrupted). *c is filled as far as it got. Any thread. */
 int gfc_index_shard(gfc_index_io *io, const char *location,
                     gfc_index_counts *c);
+/* index_verify.c: decodes each image member of the shard obj (its
+ * members m[0 .. n), as scanned) with the CPU decoders and writes the
+ * shard's verification sums (format/wds_sums.h) into a malloc'd *text of
+ * *len bytes, listing those that decoded with their CRC32C; one that does
+ * not is named in a warning and counted (c->unverified). Returns 0, or
+ * the shard's read error, -ECANCELED once *interrupted, -ENOMEM. Any
+ * thread. */
+struct gf_object;     /* io/storage.h */
+struct gf_tar_member; /* format/tar_scan.h */
+int gfc_index_verify(struct gf_object *obj, const struct gf_tar_member *m,
+                     uint64_t n, volatile const sig_atomic_t *interrupted,
+                     gfc_index_counts *c, char **text, size_t *len);
 /* Members scanned so far by every thread, for progress. Any thread. */
 uint64_t gfc_index_io_members(gfc_index_io *io);
 /* Cuts the uploads in flight (they fail with -ECANCELED). Any thread. */

@@ -319,15 +319,17 @@ static void follow(job *j, unsigned nt, gfc_progress *prog) {
 
 typedef struct totals {
   uint64_t indexed, existing, failed, samples, members, bytes;
+  uint64_t verified, unverified;
 } totals;
 
 static void print_json(const gfc_index_opts *o, const job *j, const totals *t,
                        double secs) {
   printf("{\"shards\":%zu,\"indexed\":%" PRIu64 ",\"skipped_existing\":%" PRIu64
          ",\"failed\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"members\":%" PRIu64
-         ",\"bytes\":%" PRIu64 ",\"seconds\":%.4f,\"failures\":[",
+         ",\"bytes\":%" PRIu64 ",\"verified\":%" PRIu64
+         ",\"unverified\":%" PRIu64 ",\"seconds\":%.4f,\"failures\":[",
          j->n, t->indexed, t->existing, t->failed, t->samples, t->members,
-         t->bytes, secs);
+         t->bytes, t->verified, t->unverified, secs);
   bool first = true;
   for (size_t i = 0; i < j->n; i++) {
     const result *r = &j->res[i];
@@ -347,7 +349,7 @@ static void print_json(const gfc_index_opts *o, const job *j, const totals *t,
 }
 
 static void print_summary(const job *j, const totals *t, double secs,
-                          unsigned nt) {
+                          unsigned nt, bool verify) {
   char b[32];
   printf("index: %zu shard%s: %" PRIu64 " indexed, %" PRIu64
          " already indexed, %" PRIu64 " failed\n",
@@ -357,6 +359,11 @@ static void print_summary(const job *j, const totals *t, double secs,
          t->samples, t->members);
   printf("  scanned       %s of shards in %.2f s, %u thread%s\n",
          gfc_fmt_bytes(t->bytes, b, sizeof b), secs, nt, nt == 1 ? "" : "s");
+  if (verify)
+    printf("  verified      %" PRIu64 " images decoded and summed, %" PRIu64
+           " did not decode (named above; the loader decodes them on the "
+           "CPU)\n",
+           t->verified, t->unverified);
 }
 
 int gfc_index(const gfc_index_opts *o) {
@@ -454,6 +461,8 @@ int gfc_index(const gfc_index_opts *o) {
       t.samples += r->c.samples;
       t.members += r->c.members;
       t.bytes += r->c.bytes;
+      t.verified += r->c.verified;
+      t.unverified += r->c.unverified;
     } else if (r->rc == GFC_INDEX_EXISTS) {
       t.existing++;
     } else if (r->rc != -ECANCELED) {
@@ -471,7 +480,7 @@ int gfc_index(const gfc_index_opts *o) {
   if (o->json)
     print_json(o, &j, &t, secs);
   else if (!o->quiet)
-    print_summary(&j, &t, secs, started);
+    print_summary(&j, &t, secs, started, o->verify);
   if (t.failed)
     gfc_error(CMD, "%" PRIu64 " of %zu shards failed", t.failed, l.n);
   status = t.failed ? GFC_EXIT_FAIL : GFC_EXIT_OK;

@@ -16,6 +16,7 @@
 #include "common/fault.h" /* gf_sys_*: the write path's fault sites */
 #include "format/tar_scan.h"
 #include "format/wds_index.h"
+#include "format/wds_sums.h"
 #include "io/s3_client.h"
 #include "io/s3_upload.h"
 #include "io/storage.h"
@@ -458,11 +459,15 @@ typedef struct target {
   char name[300];      /* s3: its name in the shard's folder */
 } target;
 
-static int find_target(gfc_index_io *io, const char *loc, const char *dir,
-                       const char *base, const char *shown, target *t) {
+/* A sidecar's name for a shard's (gf_wds_sidecar_name, gf_wds_sums_name). */
+typedef int (*namer)(const char *shard, char *buf, size_t cap);
+
+static int find_target(gfc_index_io *io, namer name_of, const char *loc,
+                       const char *dir, const char *base, const char *shown,
+                       target *t) {
   const gfc_index_opts *o = io->o;
   char name[300];
-  int rc = gf_wds_sidecar_name(base, name, sizeof name);
+  int rc = name_of(base, name, sizeof name);
   if (rc < 0)
     return about(rc, shown, NULL);
   int n = 0;
@@ -475,7 +480,7 @@ static int find_target(gfc_index_io *io, const char *loc, const char *dir,
       key++;
     t->s3 = true;
     snprintf(t->name, sizeof t->name, "%s", name);
-    if ((rc = gf_wds_sidecar_name(key, t->key, sizeof t->key)) < 0)
+    if ((rc = name_of(key, t->key, sizeof t->key)) < 0)
       return about(rc, shown, NULL);
   } else if (gfc_is_http(loc)) {
     return gf_fail(-EROFS, shown, GF_NO_INDEX, GF_NO_INDEX,
@@ -501,7 +506,7 @@ static int exists(gf_storage *st, const target *t, const char *shown) {
     if (rc == -ENOENT)
       return 0;
     if (rc < 0)
-      return about(rc, shown, "looking for its index");
+      return about(rc, shown, "looking for its sidecars");
     return 1;
   }
   struct stat sb;
@@ -509,13 +514,13 @@ static int exists(gf_storage *st, const target *t, const char *shown) {
     int e = errno;
     if (e == ENOENT)
       return 0;
-    return gf_fail(-e, shown, GF_NO_INDEX, GF_NO_INDEX,
-                   "looking for its index %s: %s", t->path, strerror(e));
+    return gf_fail(-e, shown, GF_NO_INDEX, GF_NO_INDEX, "looking for %s: %s",
+                   t->path, strerror(e));
   }
   if (!S_ISREG(sb.st_mode))
     return gf_fail(-EEXIST, shown, GF_NO_INDEX, GF_NO_INDEX,
-                   "its index's name %s is taken by something that is not a "
-                   "file",
+                   "the sidecar's name %s is taken by something that is not "
+                   "a file",
                    t->path);
   return 1;
 }
@@ -545,6 +550,29 @@ static int scan(gf_object *obj, members *s, char **text, size_t *len,
   return 0;
 }
 
+/* Stores text (len bytes) at target t: one PUT into a bucket, else a
+ * local file replaced atomically. what: "its index", "its sums". */
+static int store(gfc_index_io *io, const char *loc, const char *shown,
+                 const target *t, const char *text, size_t len,
+                 const char *what) {
+  if (*io->interrupted)
+    return gf_fail(-ECANCELED, shown, GF_NO_INDEX, GF_NO_INDEX, "interrupted");
+  if (!t->s3)
+    return write_local(io, shown, t->dir, t->path, text, len);
+  gf_s3_uploader *u = NULL;
+  pthread_mutex_lock(&io->mu);
+  int rc = uploader_of(io, loc, &u);
+  pthread_mutex_unlock(&io->mu);
+  if (rc == 0)
+    rc = gf_s3_upload_bytes(u, text, len, t->key);
+  if (rc < 0 && rc != -ECANCELED) {
+    char doing[64];
+    snprintf(doing, sizeof doing, "writing %s", what);
+    rc = about(rc, shown, doing);
+  }
+  return rc;
+}
+
 int gfc_index_shard(gfc_index_io *io, const char *loc, gfc_index_counts *c) {
   memset(c, 0, sizeof *c);
   gf_error_clear();
@@ -552,12 +580,13 @@ int gfc_index_shard(gfc_index_io *io, const char *loc, gfc_index_counts *c) {
   gfc_shown(loc, &io->o->remote, shown, sizeof shown);
   if (*io->interrupted)
     return gf_fail(-ECANCELED, shown, GF_NO_INDEX, GF_NO_INDEX, "interrupted");
-  char *dir = NULL, *base = NULL, *text = NULL;
+  const bool verify = io->o->verify;
+  char *dir = NULL, *base = NULL, *text = NULL, *sums = NULL;
   gf_storage *st = NULL;
   gf_object *obj = NULL;
   members s = {.io = io};
-  target *t = calloc(1, sizeof *t);
-  size_t len = 0;
+  target *t = calloc(2, sizeof *t); /* the index's, the sums' */
+  size_t len = 0, sums_len = 0;
   const char *suffix;
   int rc = t ? split(loc, &dir, &base) : -ENOMEM;
   if (rc < 0) {
@@ -574,7 +603,10 @@ int gfc_index_shard(gfc_index_io *io, const char *loc, gfc_index_counts *c) {
                  tool, suffix);
     goto out;
   }
-  if ((rc = find_target(io, loc, dir, base, shown, t)) < 0)
+  if ((rc = find_target(io, gf_wds_sidecar_name, loc, dir, base, shown,
+                        &t[0])) < 0 ||
+      (verify && (rc = find_target(io, gf_wds_sums_name, loc, dir, base, shown,
+                                   &t[1])) < 0))
     goto out;
   pthread_mutex_lock(&io->mu);
   rc = storage_of(io, dir, &st);
@@ -583,34 +615,39 @@ int gfc_index_shard(gfc_index_io *io, const char *loc, gfc_index_counts *c) {
     rc = about(rc, shown, NULL);
     goto out;
   }
-  if (!io->o->force && (rc = exists(st, t, shown)) != 0) {
-    if (rc > 0)
+  /* What is there already is left as it is, unless --force. */
+  bool write_index = true, write_sums = verify;
+  if (!io->o->force) {
+    int has_index = exists(st, &t[0], shown);
+    int has_sums = verify && has_index >= 0 ? exists(st, &t[1], shown) : 0;
+    if ((rc = has_index < 0 ? has_index : has_sums) < 0)
+      goto out;
+    write_index = !has_index;
+    write_sums = verify && !has_sums;
+    if (!write_index && !write_sums) {
       rc = GFC_INDEX_EXISTS;
-    goto out;
+      goto out;
+    }
   }
   if ((rc = gf_object_open(st, base, 0, &obj)) < 0 ||
-      (rc = scan(obj, &s, &text, &len, c)) < 0) {
+      (rc = scan(obj, &s, &text, &len, c)) < 0 ||
+      (write_sums && (rc = gfc_index_verify(obj, s.v, s.n, io->interrupted, c,
+                                            &sums, &sums_len)) < 0)) {
     rc = about(rc, shown, NULL);
     goto out;
   }
-  if (*io->interrupted) {
-    rc = gf_fail(-ECANCELED, shown, GF_NO_INDEX, GF_NO_INDEX, "interrupted");
-  } else if (t->s3) {
-    gf_s3_uploader *u = NULL;
-    pthread_mutex_lock(&io->mu);
-    rc = uploader_of(io, loc, &u);
-    pthread_mutex_unlock(&io->mu);
-    if (rc == 0)
-      rc = gf_s3_upload_bytes(u, text, len, t->key);
-    if (rc < 0 && rc != -ECANCELED)
-      rc = about(rc, shown, "writing its index");
-  } else {
-    rc = write_local(io, shown, t->dir, t->path, text, len);
-  }
+  /* The index first: sums without it would still be right (they name
+   * members by offset), but a reader looks for the index. */
+  if (write_index &&
+      (rc = store(io, loc, shown, &t[0], text, len, "its index")) < 0)
+    goto out;
+  if (write_sums)
+    rc = store(io, loc, shown, &t[1], sums, sums_len, "its sums");
 out:
   gf_object_close(obj);
   members_free(&s);
   free(text);
+  free(sums);
   free(dir);
   free(base);
   free(t);

@@ -163,12 +163,14 @@ int gfc_inspect_shards(const gfc_inspect_opts *o) {
     printf("{\"source\": ");
     jstr(shown, strlen(shown));
     printf(", \"kind\": \"shards\", \"shards\": %u, \"indexed\": %u, "
-           "\"scanned\": %u, \"index_refused\": %u, \"samples\": %" PRIu64
+           "\"scanned\": %u, \"index_refused\": %u, \"verified\": %u, "
+           "\"sums_refused\": %u, \"samples\": %" PRIu64
            ", \"members\": %" PRIu64 ", \"skipped_members\": %" PRIu64
            ", \"dropped_members\": %" PRIu64 ", \"not_samples\": %" PRIu64
            ", \"shard_bytes\": %" PRIu64 ", \"fields\": {",
-           in.shards, in.indexed, in.scanned, in.index_refused, in.samples,
-           in.members, in.skipped, in.dropped, in.no_image, in.shard_bytes);
+           in.shards, in.indexed, in.scanned, in.index_refused, in.verified,
+           in.sums_refused, in.samples, in.members, in.skipped, in.dropped,
+           in.no_image, in.shard_bytes);
     for (uint32_t f = 0; f < all->name_count; f++) {
       printf("%s", f ? ", " : "");
       jstr(all->names[f], strlen(all->names[f]));
@@ -215,10 +217,11 @@ int gfc_inspect_shards(const gfc_inspect_opts *o) {
     printf("}\n");
   } else {
     printf("shards     %s\n", shown);
-    printf("kind       WebDataset tar shards: %u (%u indexed, %u scanned%s), "
-           "%" PRIu64 " bytes\n",
+    printf("kind       WebDataset tar shards: %u (%u indexed, %u scanned%s; "
+           "%u verified%s), %" PRIu64 " bytes\n",
            in.shards, in.indexed, in.scanned,
-           in.index_refused ? ", some indexes refused" : "", in.shard_bytes);
+           in.index_refused ? ", some indexes refused" : "", in.verified,
+           in.sums_refused ? ", some sums refused" : "", in.shard_bytes);
     printf("samples    %" PRIu64 " (%" PRIu64 " members)\n", in.samples,
            in.members);
     printf("fields    ");

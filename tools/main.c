@@ -356,8 +356,9 @@ static const char index_usage[] =
     "interrupted run leaves no temporary file. Its mode follows the umask.\n"
     "In a bucket an index is one PUT. Over http(s):// nothing can be\n"
     "written: such shards need --out.\n"
-    "An index already there is left as it is (counted as already indexed,\n"
-    "its shard not read) unless --force. A shard that fails (not a tar\n"
+    "An index (with --verify, an index and sums) already there is left as\n"
+    "it is (counted as already indexed, its shard not read) unless\n"
+    "--force. A shard that fails (not a tar\n"
     "file, a damaged or cut header, a compressed shard, unreadable) is\n"
     "named with the byte where it failed, and the others go on.\n"
     "\n"
@@ -365,12 +366,24 @@ static const char index_usage[] =
     "  --out DIR        write every index into the local folder DIR instead\n"
     "                   (made if missing), named after its shard's file name\n"
     "                   (works for every kind of SHARD)\n"
-    "  --force          rewrite the indexes that exist\n"
+    "  --force          rewrite the indexes (and with --verify, the sums)\n"
+    "                   that exist\n"
+    "  --verify         also decode every image member (.jpg, .jpeg, .png)\n"
+    "                   whole on the CPU and write x.sums beside x.idx: the\n"
+    "                   CRC32C of each that decoded. The loader checks an\n"
+    "                   image against it on every read, and under\n"
+    "                   gpu_decode auto sends those that match to the GPU's\n"
+    "                   JPEG engines, as it does a built dataset's (an\n"
+    "                   unverified shard's JPEG files decode on the CPU). An\n"
+    "                   image that does not decode is named in a warning\n"
+    "                   and left out of the sums. This reads the images\n"
+    "                   (not only headers), each shard by one thread\n"
     "  --threads N      shards indexed at once (default: online cores; 16\n"
     "                   when a shard is remote)\n"
     "  --json           one JSON object on stdout at the end instead of the\n"
     "                   summary: shards, indexed, skipped_existing, failed,\n"
-    "                   samples, members, bytes, seconds and failures (each\n"
+    "                   samples, members, bytes, verified, unverified (the\n"
+    "                   images --verify checked), seconds and failures (each\n"
     "                   shard and error; strings escaped as 'gpufeed inspect\n"
     "                   --help' says)\n"
     "  --quiet          no progress and no summary (errors are still\n"
@@ -1111,6 +1124,8 @@ static void parse_index(args *a, gfc_index_opts *o, const char **pos,
       o->out = v;
     else if (opt(a, "--force", NULL))
       o->force = true;
+    else if (opt(a, "--verify", NULL))
+      o->verify = true;
     else if (opt(a, "--threads", &v))
       o->threads = (unsigned)parse_u64(a, "--threads", v, 1, 1024);
     else if (opt(a, "--json", NULL))

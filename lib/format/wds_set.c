@@ -138,6 +138,12 @@ int gf_wds_set_extent(const gf_wds_set *s, uint64_t idx, gf_wds_extent *out) {
                          .has_label = lab >= 0,
                          .label_offset = lab >= 0 ? f[lab].offset - lo : 0,
                          .label_length = lab >= 0 ? f[lab].size : 0};
+  const gf_wds_sum *sum =
+      gf_wds_sums_find(s->shards[sh].sums, f[img].offset, f[img].size);
+  if (sum) {
+    out->has_crc = true;
+    out->crc = sum->crc;
+  }
   return 0;
 }
 

@@ -1,7 +1,8 @@
 /* The shards of a WebDataset source, opened (wds_set.c): every shard's
  * samples, from its sidecar index (DALI's wds2idx format, wds_index.h)
  * where one lies next to it, else from a scan of its tar headers
- * (tar_scan.h), in parallel; grouped by webdataset's rules (wds_keys.h);
+ * (tar_scan.h), in parallel, with its verification sidecar (wds_sums.h)
+ * where it has one; grouped by webdataset's rules (wds_keys.h);
  * and, for each sample, the one byte range that holds the members a loader
  * needs (its image, its label), so that a sample is one read. The bytes
  * read are checked against the index (each member's tar header must be
@@ -65,6 +66,10 @@ typedef struct gf_wds_set_info {
   uint64_t no_image; /* samples without an image field, or with two */
   uint64_t field_over; /* samples with an asked field over field_bytes */
   uint64_t shard_bytes;
+  uint32_t verified;     /* shards with a verification sidecar (wds_sums.h)
+                            that matches them */
+  uint32_t sums_refused; /* sidecars that did not (a warning names each:
+                            their images are decoded on the CPU) */
 } gf_wds_set_info;
 
 /* Opens the shards names[0 .. n) of storage st (which the set uses and
@@ -106,6 +111,11 @@ typedef struct gf_wds_extent {
                 GF_CODEC_PNG, or GF_FOLDER_CODEC_UNKNOWN */
   bool has_label;
   uint64_t label_offset, label_length; /* in the range */
+  /* The image's CRC32C as its shard's verification sidecar gives it
+   * (wds_sums.h): the image decoded whole on the CPU when the sidecar was
+   * written, and is the same while its bytes still match. */
+  bool has_crc;
+  uint32_t crc;
 } gf_wds_extent;
 
 /* Fills *out for sample idx. Returns 0, or GF_EBADSOURCE with the shard,

@@ -6,6 +6,7 @@
 
 #include "format/wds_rules.h"
 #include "format/wds_set.h"
+#include "format/wds_sums.h"
 
 #define GF_WDS_NAME_BYTES 4200u
 
@@ -19,6 +20,8 @@ typedef struct shard {
   gf_error_info err;
   uint8_t indexed, refused;
   uint8_t anonymous; /* an index without names (v1.1): keys stand in */
+  uint8_t sums_refused;
+  gf_wds_sums *sums; /* its verification sidecar's, or NULL */
 } shard;
 
 struct gf_wds_set {

@@ -103,7 +103,47 @@ static int from_index(shard *sh, const gf_wds_index *ix) {
   return 0;
 }
 
-static int load_shard(job *j, shard *sh) {
+/* The shard's verification sidecar, where it has one that matches it
+ * (a warning names one that does not: its images are then decoded on the
+ * CPU, as they would be without it). Returns 0, or an error reading it
+ * other than its absence. */
+static int load_sums(job *j, shard *sh) {
+  char name[GF_WDS_NAME_BYTES], where[GF_WDS_NAME_BYTES];
+  int rc = gf_wds_sums_name(sh->name, name, sizeof name);
+  if (rc < 0)
+    return rc;
+  char *text = NULL;
+  uint64_t len = 0;
+  uint64_t max =
+      j->o->index_bytes ? j->o->index_bytes : GF_WDS_INDEX_BYTES_DEFAULT;
+  rc = gf_object_slurp(j->s->st, name, max, &text, &len);
+  gf_storage_name_display(j->s->st, name, where, sizeof where);
+  /* Optional: absent is the rule. S3 answers 403 for a missing key to a
+   * reader without s3:ListBucket, so a refusal means absent too. */
+  if (rc == -ENOENT || rc == -EACCES) {
+    gf_error_clear();
+    return 0;
+  }
+  if (rc < 0)
+    return gf_fail_context(rc, where, GF_NO_INDEX,
+                           "reading the shard's verification sums");
+  rc = gf_wds_sums_parse(where, text, (size_t)len, sh->obj->size, &sh->sums);
+  free(text);
+  if (rc == -ENOMEM)
+    return rc;
+  if (rc < 0) {
+    gf_log(GF_LOG_WARN,
+           "%s: the verification sums do not match the shard, whose images "
+           "are decoded on the CPU (`gpufeed index --verify --force` writes "
+           "them again): %s",
+           where, gf_last_error()->message);
+    sh->sums_refused = 1;
+    gf_error_clear();
+  }
+  return 0;
+}
+
+static int load_members(job *j, shard *sh) {
   gf_wds_set *s = j->s;
   int rc = gf_object_open(s->st, sh->name, 0, &sh->obj);
   if (rc < 0)
@@ -153,6 +193,13 @@ static int load_shard(job *j, shard *sh) {
     }
   }
   return scan_shard(sh);
+}
+
+static int load_shard(job *j, shard *sh) {
+  int rc = load_members(j, sh);
+  if (rc == 0 && j->o->index != GF_WDS_INDEX_SCAN)
+    rc = load_sums(j, sh);
+  return rc;
 }
 
 static void *open_main(void *arg) {
@@ -260,6 +307,8 @@ int gf_wds_set_open(gf_storage *st, char *const *names, uint32_t n,
     s->info.indexed += sh->indexed;
     s->info.scanned += !sh->indexed;
     s->info.index_refused += sh->refused;
+    s->info.verified += sh->sums != NULL;
+    s->info.sums_refused += sh->sums_refused;
     gf_wds_samples_free(&sh->part);
   }
   if (rc == 0)
@@ -302,6 +351,7 @@ void gf_wds_set_close(gf_wds_set *s) {
     return;
   for (uint32_t i = 0; i < s->nshards; i++) {
     gf_object_close(s->shards[i].obj);
+    gf_wds_sums_free(s->shards[i].sums);
     gf_wds_samples_free(&s->shards[i].part);
     free(s->shards[i].name);
   }

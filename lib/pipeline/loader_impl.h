@@ -307,6 +307,7 @@ struct gf_loader {
   char jpeg_gpu_backend[16];
   char jpeg_gpu_why[256];
   _Atomic uint64_t jpeg_gpu_decoded, jpeg_gpu_refused;
+  atomic_bool unverified_said; /* a verified image's bytes differed */
   _Atomic uint64_t batches, consumer_wait_ns, skipped, cache_hits,
       cache_misses, next_calls, ready_sum;
   pthread_mutex_t stat_mu; /* last_skip_reason */

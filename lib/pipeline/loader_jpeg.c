@@ -104,12 +104,14 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
   else if (!z->jpeg_samples)
     why = "the source has no JPEG samples";
   else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->unchecked)
-    why = "gpu_decode auto decodes a folder's JPEG files on the CPU: the "
-          "JPEG engines do not see damage inside the image data (a file cut "
-          "short and closed with an end marker decodes as garbage), libjpeg "
-          "does; a built dataset's files (decoded at build, checksummed on "
-          "every read) go to the engines, and gpu_decode all sends a "
-          "folder's too";
+    /* Within jpeg_gpu_why's 255 bytes. The engines do not see damage
+     * inside the image data (a file cut short and closed with an end
+     * marker decodes as garbage); libjpeg does. */
+    why = "gpu_decode auto: JPEG files without a checksum (a folder's, "
+          "unverified tar shards) decode on the CPU, as the engines miss "
+          "damage inside image data; datasets and shards verified by "
+          "`gpufeed index --verify` go to the engines (gpu_decode all: all "
+          "files)";
   else if (z->identity)
     why = "the transform changes nothing, so a batch is its decoded pixels "
           "on the host: JPEG is decoded on the CPU";

@@ -132,6 +132,22 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
  * the GPU may take), a JPEG nvJPEG decodes is not decoded here: its bytes
  * go to dst and *gpu gets their length (jpeg_gpu_take). Records context
  * and returns the error on failure. */
+/* A verified image whose bytes no longer match (its shard changed since
+ * `gpufeed index --verify`): decoded on the CPU, which judges it. Said
+ * once a loader. */
+static void unverified(gf_loader *l, const gf_src_sample *smp, uint32_t crc) {
+  if (atomic_exchange(&l->unverified_said, true))
+    return;
+  char name[1100];
+  gf_source_name(l->src, smp->index, name, sizeof name);
+  gf_log(GF_LOG_WARN,
+         "%s: the image's checksum is 0x%08x, its shard's verification sums "
+         "give 0x%08x: the shard changed after `gpufeed index --verify`, so "
+         "such images are decoded on the CPU (run it again with --force; "
+         "said once)",
+         name, crc, smp->crc);
+}
+
 int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
                              const gf_src_sample *smp, uint64_t epoch,
                              const uint8_t *buf, uint64_t len, bool in_place,
@@ -156,9 +172,13 @@ int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
     buf += io;
     len = il;
   }
+  /* Whether the bytes are the ones a checksum vouches for: only those go
+   * to the JPEG engines under gpu_decode auto (jpeg_gpu_plan). */
+  bool vouched = false;
   if (smp->has_crc) {
     uint32_t crc = gf_crc32c(0, buf, (size_t)len);
-    if (crc != smp->crc) {
+    vouched = crc == smp->crc;
+    if (!vouched && smp->has_crc == GF_SRC_CRC_RECORD) {
       char name[1100];
       gf_source_name(l->src, smp->index, name, sizeof name);
       return gf_fail(GF_ECORRUPT, name, smp->index, smp->offset,
@@ -166,12 +186,15 @@ int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
                      "bytes are damaged",
                      crc, smp->crc, (unsigned long long)len);
     }
+    if (!vouched)
+      unverified(l, smp, crc);
   }
   int codec = smp->codec;
   if (smp->sniff &&
       (codec = gf_source_file_codec(l->src, smp, buf, (size_t)len)) < 0)
     return codec;
   if (gpu && (gf_codec_caps(codec) & GF_CODEC_CAP_NVJPEG) && !in_place &&
+      (vouched || l->cfg.gpu_decode == GF_GPU_DECODE_ALL) &&
       gf_loader__jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
     *gpu = (uint32_t)len; /* jpeg_gpu_take: below 4 GiB */
     return 0;

@@ -25,6 +25,7 @@ struct gf_source {
   void *impl;
   gf_storage *st;
   uint64_t count;
+  uint32_t caps; /* ops->caps and what caps_more adds */
 };
 
 int gf_source_open(const char *path, const char *labels_file,
@@ -81,6 +82,7 @@ int gf_source_open(const char *path, const char *labels_file,
   }
 opened:
   s->count = s->ops->count(s->impl);
+  s->caps = s->ops->caps | (s->ops->caps_more ? s->ops->caps_more(s->impl) : 0);
   if (s->count == 0 && !(s->ops->caps & GF_SOURCE_STREAM)) {
     rc = gf_fail(GF_EBADSOURCE, gf_storage_display(s->st), GF_NO_INDEX,
                  GF_NO_INDEX, "the source holds no samples");
@@ -103,7 +105,7 @@ void gf_source_close(gf_source *s) {
 }
 
 uint64_t gf_source_count(const gf_source *s) { return s->count; }
-uint32_t gf_source_caps(const gf_source *s) { return s->ops->caps; }
+uint32_t gf_source_caps(const gf_source *s) { return s->caps; }
 const char *gf_source_kind(const gf_source *s) { return s->ops->name; }
 gf_storage *gf_source_storage(const gf_source *s) { return s->st; }
 uint32_t gf_source_alignment(const gf_source *s) {

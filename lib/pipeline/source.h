@@ -27,7 +27,9 @@ enum {
    * the buffers are sized from the files' headers (source_shapes.h). */
   GF_SOURCE_RECORDS = 1u << 0,
   /* A checksum of each sample's stored bytes (gf_src_sample.crc): damage
-   * anywhere in a file is caught before decoding. */
+   * anywhere in a file is caught before decoding. A source may have them
+   * for some samples only (has_crc says which): tar shards verified by
+   * `gpufeed index --verify`. */
   GF_SOURCE_CHECKSUMS = 1u << 1,
   /* A sample's extent holds more than its image (a tar shard's members,
    * their headers, its label): once read, gf_source_unpack checks it and
@@ -39,6 +41,18 @@ enum {
    * loader reads it through the stage gf_source_stream_config sets up.
    * Sample "indices" are then the stage's ids (shard << 40 | ordinal). */
   GF_SOURCE_STREAM = 1u << 3,
+};
+
+/* gf_src_sample.has_crc. */
+enum {
+  GF_SRC_CRC_NONE = 0,
+  /* The record's checksum: bytes that differ are damaged (an error). */
+  GF_SRC_CRC_RECORD = 1,
+  /* A verification's (a tar shard's sums, format/wds_sums.h): the bytes
+   * decoded whole on the CPU when they had it. While they match, the GPU's
+   * JPEG engines may take them under gpu_decode auto; bytes that differ
+   * (a shard changed since) are decoded on the CPU, whose verdict holds. */
+  GF_SRC_CRC_VERIFIED = 2,
 };
 
 /* Where one sample's stored bytes are and how to decode them. */
@@ -57,8 +71,9 @@ typedef struct gf_src_sample {
   bool sniff;      /* the bytes decide the codec (gf_source_file_codec) */
   gf_shape stored; /* the record's shape; zeros when not known */
   int64_t label;
-  uint32_t crc; /* CRC32C of the stored bytes, when has_crc */
-  uint32_t has_crc;
+  uint32_t crc;     /* CRC32C of the stored bytes (of the image, for a
+                       packed sample), when has_crc */
+  uint32_t has_crc; /* GF_SRC_CRC_* */
   /* GF_SOURCE_PACKED: where the image lies in the extent, as the source's
    * index says (gf_source_unpack checks it once the bytes are read). */
   uint64_t inner_offset, inner_length;
@@ -74,6 +89,9 @@ typedef struct gf_src_span {
 typedef struct gf_source_ops {
   const char *name; /* "dataset", "folder", "shards" */
   uint32_t caps;    /* GF_SOURCE_* */
+  /* Optional: what this source gives beyond caps, known once open
+   * (GF_SOURCE_CHECKSUMS for shards of which some are verified). */
+  uint32_t (*caps_more)(const void *impl);
   /* Optional: whether `path` itself names a source of this kind (a list
    * of shards), which then opens its own storage (open_at) instead of
    * being probed at a storage's root. */

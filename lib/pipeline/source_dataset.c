@@ -56,7 +56,7 @@ static int ds_sample(const void *impl, uint64_t idx, gf_src_sample *out) {
   out->stored = info.shape;
   out->label = info.label;
   out->crc = info.checksum;
-  out->has_crc = 1;
+  out->has_crc = GF_SRC_CRC_RECORD;
   return 0;
 }
 

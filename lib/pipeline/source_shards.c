@@ -2,7 +2,9 @@
  * (format/wds_spec.h) in the storage they share, opened as a set
  * (format/wds_set.h: sidecar indexes, else header scans); each sample one
  * extent of its shard that holds its image, label and asked fields'
- * members, checked and taken apart once read (gf_source_unpack). */
+ * members, checked and taken apart once read (gf_source_unpack). A shard
+ * verified by `gpufeed index --verify` gives its images' checksums
+ * (GF_SRC_CRC_VERIFIED). */
 #include "pipeline/source.h"
 
 #include "format/format.h"
@@ -88,7 +90,15 @@ static int sh_sample(const void *impl, uint64_t idx, gf_src_sample *out) {
   out->label = -1;
   out->inner_offset = x.image_offset;
   out->inner_length = x.image_length;
+  out->has_crc = x.has_crc ? GF_SRC_CRC_VERIFIED : GF_SRC_CRC_NONE;
+  out->crc = x.crc;
   return 0;
+}
+
+static uint32_t sh_caps_more(const void *impl) {
+  gf_wds_set_info in;
+  gf_wds_set_info_get(impl, &in);
+  return in.verified ? GF_SOURCE_CHECKSUMS : 0;
 }
 
 static uint64_t sh_fingerprint(const void *impl) {
@@ -165,6 +175,7 @@ static uint64_t sh_field_bytes(const void *impl) {
 const gf_source_ops gf_source_shards = {
     .name = "shards",
     .caps = GF_SOURCE_PACKED,
+    .caps_more = sh_caps_more,
     .claims = sh_claims,
     .open_at = sh_open_at,
     .probe = sh_probe,
