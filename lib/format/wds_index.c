@@ -312,15 +312,20 @@ int gf_wds_index_write(const char *shard, const gf_tar_member *members,
   return 0;
 }
 
-int gf_wds_sidecar_name(const char *shard, char *buf, size_t cap) {
-  size_t n = strlen(shard);
+int gf_wds_sidecar_named(const char *shard, const char *ext, const char *what,
+                         char *buf, size_t cap) {
+  size_t n = strlen(shard), e = strlen(ext);
   if (n >= 4 && memcmp(shard + n - 4, ".tar", 4) == 0)
     n -= 4;
-  if (n + 5 > cap)
+  if (n + e + 1 > cap)
     return gf_fail(GF_ELIMIT, shard, GF_NO_INDEX, GF_NO_INDEX,
-                   "the index's name for this shard is longer than %zu bytes",
-                   cap - 1);
+                   "the %s's name for this shard is longer than %zu bytes",
+                   what, cap - 1);
   memcpy(buf, shard, n);
-  memcpy(buf + n, ".idx", 5);
+  memcpy(buf + n, ext, e + 1);
   return 0;
+}
+
+int gf_wds_sidecar_name(const char *shard, char *buf, size_t cap) {
+  return gf_wds_sidecar_named(shard, ".idx", "index", buf, cap);
 }

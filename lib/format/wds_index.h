@@ -67,5 +67,9 @@ int gf_wds_index_write(const char *shard, const gf_tar_member *members,
  * ".idx" appended. Into buf. Returns 0, or GF_ELIMIT when it does not fit
  * in cap bytes. Any thread. */
 int gf_wds_sidecar_name(const char *shard, char *buf, size_t cap);
+/* The same for another sidecar: ext (".idx", ".sums") in place of a final
+ * ".tar", or appended; `what` names it in the GF_ELIMIT message. */
+int gf_wds_sidecar_named(const char *shard, const char *ext, const char *what,
+                         char *buf, size_t cap);
 
 #endif

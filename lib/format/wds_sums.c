@@ -3,6 +3,8 @@
  * byte of the first bad one, the writer, and the lookup by offset. */
 #include "format/wds_sums.h"
 
+#include "format/wds_index.h" /* gf_wds_sidecar_named */
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,14 +237,5 @@ const gf_wds_sum *gf_wds_sums_find(const gf_wds_sums *s, uint64_t offset,
 }
 
 int gf_wds_sums_name(const char *shard, char *buf, size_t cap) {
-  size_t n = strlen(shard);
-  if (n >= 4 && memcmp(shard + n - 4, ".tar", 4) == 0)
-    n -= 4;
-  if (n + 6 > cap)
-    return gf_fail(GF_ELIMIT, shard, GF_NO_INDEX, GF_NO_INDEX,
-                   "the sums' name for this shard is longer than %zu bytes",
-                   cap - 1);
-  memcpy(buf, shard, n);
-  memcpy(buf + n, ".sums", 6);
-  return 0;
+  return gf_wds_sidecar_named(shard, ".sums", "sums file", buf, cap);
 }
