@@ -29,7 +29,8 @@
 #      GF_NGINX names its binary), directly, through BIN's netproxy with
 #      no delay (the proxy's own cost: it must pass 0.95x of nginx direct)
 #      and with LATENCY_MS (default 25) of added round trip (PROXIES
-#      proxy processes on one port each, default 2): the indexed shards
+#      proxy processes on one port each, default 3: with verified shards on the
+#      JPEG engines two passed 0.89 of nginx direct): the indexed shards
 #      and the streaming mode over HTTP, the same as s3:// objects (nginx
 #      as a path-style S3 endpoint, requests signed), and create + first
 #      batch over the SMALL_SHARDS;
@@ -210,7 +211,7 @@ if [ "${REMOTE:-0}" = 1 ]; then
   start_proxy() { # NAME [netproxy options]; sets PURL_NAME
     local name=$1 k i listen=()
     shift
-    for k in $(seq 1 "${PROXIES:-2}"); do
+    for k in $(seq 1 "${PROXIES:-3}"); do
       "${SERVER[@]}" "$BIN/tests/netproxy" --upstream "unix:$GF_NGINX_SOCK" \
         --port-file "$run_dir/$name.$k.env" --die-with-parent --reuseport "${listen[@]}" "$@" \
         >/dev/null 2>"$run_dir/$name.$k.err" &
