@@ -52,7 +52,7 @@ struct gfc_s3_out {
   bool published;     /* the index is in: nothing to roll back */
   /* The shards handed by the writer and their uploads. */
   const char *dir; /* the staging folder */
-  volatile const sig_atomic_t *interrupted;
+  const atomic_int *interrupted;
   pthread_t t[FILES_AT_ONCE];
   unsigned started;
   bool threads_ok; /* mu and cv made */
@@ -167,7 +167,7 @@ static void *uploader_main(void *arg) {
 }
 
 int gfc_s3_stream_start(gfc_s3_out *p, const char *dir,
-                        volatile const sig_atomic_t *interrupted) {
+                        const atomic_int *interrupted) {
   p->dir = dir;
   p->interrupted = interrupted;
   pthread_condattr_t ca;

@@ -34,7 +34,8 @@
 #define WINDOW_PER_THREAD 4
 #define LISTED 10 /* skipped files and renamed keys named in the summary */
 
-static volatile sig_atomic_t g_signal;
+static atomic_int
+    g_signal; /* lock-free: set in a signal handler, read by threads */
 
 static void on_signal(int sig) { g_signal = sig; }
 

@@ -7,10 +7,15 @@
 #include "gpufeed.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* The commands' SIGINT flags are atomic ints, set in a handler and read
+ * by threads: they must be lock-free to be async-signal-safe. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a lock-free atomic int");
 
 /* Exit statuses of every command. */
 enum {
@@ -73,7 +78,7 @@ int gfc_s3_out_open(const gfc_build_opts *o, gfc_s3_out **out);
 /* Starts the uploads of the shards staged in dir (--force: the old index
  * is deleted first). Returns 0 or a negative code, reported. */
 int gfc_s3_stream_start(gfc_s3_out *p, const char *dir,
-                        volatile const sig_atomic_t *interrupted);
+                        const atomic_int *interrupted);
 /* The writer's on_shard (format.h): queues shard i for upload, waiting
  * while too many wait. Returns 0, or the first upload's error (as this
  * thread's last error), or -ECANCELED once *interrupted. */
@@ -176,8 +181,7 @@ int gfc_index_out_name(const char *location, char *buf, size_t cap);
 /* Before any thread: reads the umask, makes --out DIR when missing.
  * *interrupted (SIGINT's flag) stops scans at their next member. Returns
  * 0 or a negative code, reported. Free with gfc_index_io_close. */
-int gfc_index_io_open(const gfc_index_opts *o,
-                      volatile const sig_atomic_t *interrupted,
+int gfc_index_io_open(const gfc_index_opts *o, const atomic_int *interrupted,
                       gfc_index_io **out);
 /* Indexes shard `location`: GFC_INDEX_WRITTEN, GFC_INDEX_EXISTS (its index
  * is there, not --force: the shard is not read), or a negative code with
@@ -195,7 +199,7 @@ int gfc_index_shard(gfc_index_io *io, const char *location,
 struct gf_object;     /* io/storage.h */
 struct gf_tar_member; /* format/tar_scan.h */
 int gfc_index_verify(struct gf_object *obj, const struct gf_tar_member *m,
-                     uint64_t n, volatile const sig_atomic_t *interrupted,
+                     uint64_t n, const atomic_int *interrupted,
                      gfc_index_counts *c, char **text, size_t *len);
 /* Members scanned so far by every thread, for progress. Any thread. */
 uint64_t gfc_index_io_members(gfc_index_io *io);

@@ -26,7 +26,8 @@
 #define SHARDS_MAX 1000000u /* as the loader's */
 #define REMOTE_THREADS 16u  /* the default when a shard is remote */
 
-static volatile sig_atomic_t g_signal;
+static atomic_int
+    g_signal; /* lock-free: set in a signal handler, read by threads */
 
 static void on_signal(int sig) { g_signal = sig; }
 

@@ -61,8 +61,8 @@ static int decode_whole(int promised, const uint8_t *img, uint64_t len,
 }
 
 int gfc_index_verify(gf_object *obj, const gf_tar_member *m, uint64_t n,
-                     volatile const sig_atomic_t *interrupted,
-                     gfc_index_counts *c, char **text, size_t *len) {
+                     const atomic_int *interrupted, gfc_index_counts *c,
+                     char **text, size_t *len) {
   *text = NULL;
   *len = 0;
   gf_wds_sum *sums = NULL;

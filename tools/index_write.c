@@ -50,7 +50,7 @@ typedef struct bucket {
 
 struct gfc_index_io {
   const gfc_index_opts *o;
-  volatile const sig_atomic_t *interrupted;
+  const atomic_int *interrupted;
   mode_t file_mode; /* of an index file: what a plain create gives */
   atomic_uint_fast64_t members;
   pthread_mutex_t mu; /* what follows */
@@ -108,8 +108,7 @@ int gfc_index_out_name(const char *location, char *buf, size_t cap) {
   return rc;
 }
 
-int gfc_index_io_open(const gfc_index_opts *o,
-                      volatile const sig_atomic_t *interrupted,
+int gfc_index_io_open(const gfc_index_opts *o, const atomic_int *interrupted,
                       gfc_index_io **out) {
   *out = NULL;
   gfc_index_io *io = calloc(1, sizeof *io);
