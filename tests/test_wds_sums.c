@@ -117,6 +117,8 @@ static void parse_errors(void) {
   refused("gpufeed-sum v1 1024 0\n", 1024, GF_EFORMAT, "line 1:");
   refused("Gpufeed-sums v1 1024 0\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums\n", 1024, GF_EFORMAT, "line 1:");
+  refused("gpufeed-sums \n", 1024, GF_EFORMAT, "line 1:");
+  refused("gpufeed-sums v2 \n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v1\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v1 1024\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v1 1024 0 0\n", 1024, GF_EFORMAT, "line 1:");

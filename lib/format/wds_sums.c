@@ -92,7 +92,7 @@ int gf_wds_sums_parse(const char *name, const char *text, size_t len,
   char *le = nl ? nl : end;
   unsigned k = fields(p, le, f, 4);
   uint64_t size = 0;
-  bool magic = k >= 2 && strcmp(f[0], MAGIC) == 0;
+  bool magic = k >= 2 && k <= 4 && strcmp(f[0], MAGIC) == 0;
   if (magic && f[1][0] == 'v' && strcmp(f[1], "v1") != 0) {
     rc = BAD(GF_EVERSION, 0,
              "line 1: sums version '%s' is not read (only v1: `gpufeed "
