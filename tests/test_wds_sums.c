@@ -119,6 +119,7 @@ static void parse_errors(void) {
   refused("gpufeed-sums\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums \n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v2 \n", 1024, GF_EFORMAT, "line 1:");
+  refused("gpufeed-sums x1 1024 0\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v1\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v1 1024\n", 1024, GF_EFORMAT, "line 1:");
   refused("gpufeed-sums v1 1024 0 0\n", 1024, GF_EFORMAT, "line 1:");

@@ -92,15 +92,17 @@ int gf_wds_sums_parse(const char *name, const char *text, size_t len,
   char *le = nl ? nl : end;
   unsigned k = fields(p, le, f, 4);
   uint64_t size = 0;
+  /* A version is told apart from other words by its 'v'. */
   bool magic = k >= 2 && k <= 4 && strcmp(f[0], MAGIC) == 0;
-  if (magic && f[1][0] == 'v' && strcmp(f[1], "v1") != 0) {
+  bool version = magic && f[1][0] == 'v';
+  if (version && strcmp(f[1], "v1") != 0) {
     rc = BAD(GF_EVERSION, 0,
              "line 1: sums version '%s' is not read (only v1: `gpufeed "
              "index --verify --force` writes it again)",
              f[1]);
     goto out;
   }
-  if (!magic || k != 4) {
+  if (!version || k != 4) {
     rc = BAD(GF_EFORMAT, 0,
              "line 1: not a gpufeed sums file: the first line should be "
              "'" MAGIC " v1 <shard size> <count>'");
