@@ -103,21 +103,33 @@ static int from_index(shard *sh, const gf_wds_index *ix) {
   return 0;
 }
 
+/* Reads the shard's sidecar named with ext (".idx", ".sums": within the
+ * options' index_bytes) into *text (the caller's), its display name into
+ * where. Returns 0 or gf_object_slurp's code (-ENOENT: there is none). */
+static int read_sidecar(job *j, shard *sh, const char *ext, const char *what,
+                        char **text, uint64_t *len, char *where, size_t cap) {
+  char name[GF_WDS_NAME_BYTES];
+  int rc = gf_wds_sidecar_named(sh->name, ext, what, name, sizeof name);
+  if (rc < 0) {
+    gf_strlcpy(where, sh->obj->display, cap); /* the shard, named */
+    return rc;
+  }
+  uint64_t max =
+      j->o->index_bytes ? j->o->index_bytes : GF_WDS_INDEX_BYTES_DEFAULT;
+  rc = gf_object_slurp(j->s->st, name, max, text, len);
+  gf_storage_name_display(j->s->st, name, where, cap);
+  return rc;
+}
+
 /* The shard's verification sidecar, where it has one that matches it
  * (a warning names one that does not: its images are then decoded on the
  * CPU, as they would be without it). Returns 0, or an error reading it
  * other than its absence. */
 static int load_sums(job *j, shard *sh) {
-  char name[GF_WDS_NAME_BYTES], where[GF_WDS_NAME_BYTES];
-  int rc = gf_wds_sums_name(sh->name, name, sizeof name);
-  if (rc < 0)
-    return rc;
-  char *text = NULL;
+  char where[GF_WDS_NAME_BYTES], *text = NULL;
   uint64_t len = 0;
-  uint64_t max =
-      j->o->index_bytes ? j->o->index_bytes : GF_WDS_INDEX_BYTES_DEFAULT;
-  rc = gf_object_slurp(j->s->st, name, max, &text, &len);
-  gf_storage_name_display(j->s->st, name, where, sizeof where);
+  int rc = read_sidecar(j, sh, ".sums", "sums file", &text, &len, where,
+                        sizeof where);
   /* Optional: absent is the rule. S3 answers 403 for a missing key to a
    * reader without s3:ListBucket, so a refusal means absent too. */
   if (rc == -ENOENT || rc == -EACCES) {
@@ -144,21 +156,13 @@ static int load_sums(job *j, shard *sh) {
 }
 
 static int load_members(job *j, shard *sh) {
-  gf_wds_set *s = j->s;
-  int rc = gf_object_open(s->st, sh->name, 0, &sh->obj);
+  int rc = gf_object_open(j->s->st, sh->name, 0, &sh->obj);
   if (rc < 0)
     return rc;
   if (j->o->index != GF_WDS_INDEX_SCAN) {
-    char idx[GF_WDS_NAME_BYTES];
-    if ((rc = gf_wds_sidecar_name(sh->name, idx, sizeof idx)) < 0)
-      return rc;
-    char *text = NULL;
+    char where[GF_WDS_NAME_BYTES], *text = NULL;
     uint64_t len = 0;
-    uint64_t max =
-        j->o->index_bytes ? j->o->index_bytes : GF_WDS_INDEX_BYTES_DEFAULT;
-    rc = gf_object_slurp(s->st, idx, max, &text, &len);
-    char where[GF_WDS_NAME_BYTES];
-    gf_storage_name_display(s->st, idx, where, sizeof where);
+    rc = read_sidecar(j, sh, ".idx", "index", &text, &len, where, sizeof where);
     if (rc == -ENOENT) {
       if (j->o->index == GF_WDS_INDEX_REQUIRE)
         return gf_fail(GF_EBADSOURCE, sh->obj->display, GF_NO_INDEX,

@@ -121,17 +121,6 @@ static int decode_file(gf_loader *l, const gf_src_sample *smp, int codec,
   return rc;
 }
 
-/* Checks the stored bytes, decodes them into dst (unless they were read
- * there already as raw pixels: in_place) and offers the result to the
- * cache (not a JPEG window: it depends on the epoch) with its label and
- * fields. A folder's file is decoded by what its first bytes say it is
- * (gf_source_file_codec). A packed sample (a tar shard's) is checked and
- * taken apart first: its label goes to *label, its asked fields to fp
- * (NULL: none asked); with image_only, buf is its image alone, taken
- * apart before (*label and fp hold what that found). With gpu (a sample
- * the GPU may take), a JPEG nvJPEG decodes is not decoded here: its bytes
- * go to dst and *gpu gets their length (jpeg_gpu_take). Records context
- * and returns the error on failure. */
 /* A verified image whose bytes no longer match (its shard changed since
  * `gpufeed index --verify`): decoded on the CPU, which judges it. Said
  * once a loader. */
@@ -148,6 +137,17 @@ static void unverified(gf_loader *l, const gf_src_sample *smp, uint32_t crc) {
          name, crc, smp->crc);
 }
 
+/* Checks the stored bytes, decodes them into dst (unless they were read
+ * there already as raw pixels: in_place) and offers the result to the
+ * cache (not a JPEG window: it depends on the epoch) with its label and
+ * fields. A folder's file is decoded by what its first bytes say it is
+ * (gf_source_file_codec). A packed sample (a tar shard's) is checked and
+ * taken apart first: its label goes to *label, its asked fields to fp
+ * (NULL: none asked); with image_only, buf is its image alone, taken
+ * apart before (*label and fp hold what that found). With gpu (a sample
+ * the GPU may take), a JPEG nvJPEG decodes is not decoded here: its bytes
+ * go to dst and *gpu gets their length (jpeg_gpu_take). Records context
+ * and returns the error on failure. */
 int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
                              const gf_src_sample *smp, uint64_t epoch,
                              const uint8_t *buf, uint64_t len, bool in_place,
