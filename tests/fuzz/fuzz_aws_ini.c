@@ -205,15 +205,17 @@ static void resolve_case(const uint8_t *data, size_t size) {
     FUZZ_ASSERT(c->have_credentials == (c->cred_source[0] != 0));
     FUZZ_ASSERT(!(bits & 2) || strcmp(c->cred_source, "environment") == 0);
     /* The secret is nowhere but in its field: not in a source string,
-     * unless the fixed parts of one (paths, profile name, words) hold it
-     * by chance. */
+     * unless the fixed parts of one (paths, profile name, words, the
+     * "[section name]" it names) hold it by chance. */
     const char *sk = c->secret_key;
     if (c->have_credentials && strlen(sk) >= 8) {
-      char fixed[9000];
+      char fixed[12000];
       snprintf(fixed, sizeof fixed,
                "%s %s %s shared credentials file config file environment "
-               "profile AWS_REGION AWS_DEFAULT_REGION default",
-               cred, conf, c->profile);
+               "profile AWS_REGION AWS_DEFAULT_REGION default [%s %s] "
+               "[profile %s %s]",
+               cred, conf, c->profile, c->profile, c->profile, c->profile,
+               c->profile);
       if (!strstr(fixed, sk))
         FUZZ_ASSERT(!strstr(c->cred_source, sk) &&
                     !strstr(c->region_source, sk) && !strstr(c->cred_note, sk));
