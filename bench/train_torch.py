@@ -152,6 +152,16 @@ def parse_args(argv=None):
                     help="gpufeed: time torch's calls inside each next() (the stream query, "
                          "the two capsule imports, the previous tensors' end) and report "
                          "gpufeed's own part beside them")
+    ap.add_argument("--profile", metavar="DIR",
+                    help="record the measured steps with torch.profiler (CUDA activity: "
+                         "kernels, copies, runtime calls of every thread) into "
+                         "DIR/FEED_MODEL.json, summarised by bench/trace_summary.py, and "
+                         "gpufeed's own trace into DIR/FEED_MODEL.gpufeed.json")
+    ap.add_argument("--gpu-decoders", type=int, default=0,
+                    help="gpufeed: nvJPEG decoders working at once (0: the loader's default)")
+    ap.add_argument("--train-stream", default="default", choices=["default", "side"],
+                    help="the stream the model trains on: torch's default (the legacy "
+                         "default stream) or a side stream of its pool (non-blocking)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--ceiling", type=float, default=0.0,
@@ -344,7 +354,8 @@ class GpufeedFeed:
             device=str(dist.device), cache_bytes=a.cache, drop_last=not a.check,
             num_workers=a.threads, prefetch=a.prefetch, channels=3,
             rank=dist.rank, world_size=dist.world, gpu_decode=a.gpu_decode,
-            gpu_decode_percent=a.gpu_decode_percent)
+            gpu_decode_percent=a.gpu_decode_percent, gpu_decoders=a.gpu_decoders,
+            trace_events=(1 << 20) if a.profile else 0)
         self.layout = a.layout
         self.split = a.split_next and dist.cuda
         self.torch_ns = [0]      # --split-next: torch's time since the last take_torch_us()
@@ -545,6 +556,23 @@ def check_epochs(per_rank_epochs, total, world, first_epoch=0, before=None):
     return ok, report
 
 
+def write_profile(a, dist, feed_name, prof, feed):
+    """--profile: the torch trace, its summary and gpufeed's own trace."""
+    import trace_summary
+
+    os.makedirs(a.profile, exist_ok=True)
+    base = os.path.join(a.profile, f"{feed_name}_{a.model}" +
+                        (f"_rank{dist.rank}" if dist.world > 1 else ""))
+    prof.export_chrome_trace(base + ".json")
+    summary = trace_summary.summarise(trace_summary.load(base + ".json"), a.steps)
+    if feed_name == "gpufeed":
+        feed.loader.trace_write(base + ".gpufeed.json")
+        summary["gpufeed_stats"] = {k: v for k, v in feed.loader.stats().items()
+                                    if isinstance(v, (int, float, str))}
+    with open(base + ".summary.json", "w") as f:
+        json.dump(summary, f, indent=1)
+
+
 def run(a, dist, feed_name, ceiling):
     mem_before = device_memory() if a.check else None
     feed = FEEDS[feed_name](a, dist)
@@ -556,6 +584,11 @@ def run(a, dist, feed_name, ceiling):
         first_epoch = int(before["state"]["epoch"])
     model, opt = make_model(a, dist)
     model.train()
+    side = None
+    if a.train_stream == "side" and dist.cuda:
+        side = torch.cuda.Stream(device=dist.device)
+        side.wait_stream(torch.cuda.current_stream())
+        torch.cuda.set_stream(side)
     cuda = dist.cuda
     autocast = torch.autocast(device_type=dist.device.type, dtype=torch.bfloat16)
     if cuda:
@@ -563,6 +596,7 @@ def run(a, dist, feed_name, ceiling):
         blocking = a.wait == "sleep"
         mk = lambda: torch.cuda.Event(enable_timing=True, blocking=blocking)  # noqa: E731
     total_steps = a.warmup + a.steps
+    prof = None
     starts, ends = [], []       # events of the measured steps (GPU)
     host_wait = 0.0             # seconds in next() + prepare, measured steps
     next_us = []                # each measured step's next(), microseconds
@@ -599,6 +633,10 @@ def run(a, dist, feed_name, ceiling):
                     if cuda:
                         torch.cuda.synchronize()
                     t_begin = time.perf_counter()
+                    if a.profile and cuda:
+                        prof = torch.profiler.profile(
+                            activities=[torch.profiler.ProfilerActivity.CUDA])
+                        prof.start()
                 t0 = time.perf_counter()
                 try:
                     x, y, idx = next(it)
@@ -644,7 +682,12 @@ def run(a, dist, feed_name, ceiling):
     if cuda:
         torch.cuda.synchronize()
     t_end = time.perf_counter()
+    if prof is not None:
+        prof.stop()
+        write_profile(a, dist, feed_name, prof, feed)
     feed.close()
+    if side is not None:
+        torch.cuda.set_stream(torch.cuda.default_stream(dist.device))
 
     if a.check:
         gathered = dist.gather(delivered)

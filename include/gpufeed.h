@@ -685,7 +685,10 @@ typedef struct gf_loader_config {
   uint32_t worker_sched;  /* gf_worker_sched: the decode workers'
                              scheduling policy (default
                              GF_WORKER_SCHED_BATCH); see below */
-  uint32_t reserved0;     /* must be zero */
+  uint32_t gpu_decoders;  /* nvJPEG decoders working at once (1 to
+                             GF_GPU_DECODERS_MAX; 0: the default,
+                             GF_GPU_DECODERS_DEFAULT), each
+                             with its own reservations; see below */
   const gf_remote_config *remote; /* a source behind a server: NULL for
                              the defaults (read at create only) */
   const gf_shards_config *shards; /* a source of tar shards: how it is
@@ -782,6 +785,22 @@ typedef enum gf_gpu_decode {
    * reserved whichever backend opens). */
   GF_GPU_DECODE_ALL = 2,
 } gf_gpu_decode;
+/* gpu_decoders: how many nvJPEG decoders the loader opens (at once, on
+ * threads of their own, at create), each used by one finalising worker at
+ * a time, so that several batches decode at once. nvJPEG's hardware
+ * backend spends most of a batch's call on the calling thread (a copy, a
+ * kernel and an event an image: 8-10 ms a batch of 256 on an H200), so
+ * one decoder bounds the engines at about 26,000 images/s whatever the
+ * cores; two gave 40,000 (4 cores, decode alone; bench/RESULTS.md,
+ * 2026-11-29). Beside a training step, which keeps the GPU busy, one or
+ * two made no difference, so the default is one: each decoder takes
+ * about half a second to open (they open at once, yet their making does
+ * not overlap), makes the reservations the plan prints (gpu_decode auto:
+ * 16 MiB device and 16 MiB pinned), and nvJPEG keeps its own engine
+ * buffers beside them (24-44 MiB a decoder). Ask for 2 where the decode
+ * is the bound (an evaluation pass, a small model). */
+#define GF_GPU_DECODERS_MAX 8
+#define GF_GPU_DECODERS_DEFAULT 1
 /* How the loader's decode workers are scheduled. Either way they deliver
  * the same samples with the same values; only who gets a core first
  * changes. */

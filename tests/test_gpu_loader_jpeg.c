@@ -146,6 +146,9 @@ static gf_loader_config config(uint32_t gpu_decode, uint32_t channels,
   cfg.error_policy = GF_ON_ERROR_SKIP;
   cfg.jpeg_scale = GF_JPEG_SCALE_OFF;
   cfg.gpu_decode = gpu_decode;
+  /* Two decoders (the default is one): slots finalised at once by the two
+   * workers decode at once, each on its decoder's stream. */
+  cfg.gpu_decoders = 2;
   cfg.transform.out_dtype = GF_OUT_U8;
   cfg.transform.layout = GF_LAYOUT_NHWC;
   cfg.transform.height = 40;
@@ -429,7 +432,18 @@ static void host_checks(void) {
    * sample of a batch, 64 MiB pinned); auto: nothing for a folder (its
    * files are not known good: the engines would not see damage inside
    * the image data), the JPEG engines' 16 MiB each for a built dataset. */
-  plan_rows(&cfg, (64u << 20) + 8 * (4u << 20), 64u << 20);
+  uint64_t k = cfg.gpu_decoders;
+  plan_rows(&cfg, k * ((64u << 20) + 8 * (4u << 20)), k * (64u << 20));
+  /* Each decoder its own reservations. */
+  cfg.gpu_decoders = 3;
+  plan_rows(&cfg, 3 * ((64u << 20) + 8 * (4u << 20)), 3 * (64u << 20));
+  cfg.gpu_decoders = 0; /* the default, one */
+  plan_rows(&cfg, GF_GPU_DECODERS_DEFAULT * ((64u << 20) + 8 * (4u << 20)),
+            GF_GPU_DECODERS_DEFAULT * (64u << 20));
+  cfg.gpu_decoders = GF_GPU_DECODERS_MAX + 1;
+  CHECK_ERR(gf_loader_create(&cfg, &l), -EINVAL);
+  CHECK(strstr(gf_last_error()->message, "gpu_decoders") != NULL);
+  cfg.gpu_decoders = 2;
   cfg.gpu_decode = GF_GPU_DECODE_AUTO;
   plan_rows(&cfg, 0, 0);
   cfg.gpu_decode = GF_GPU_DECODE_OFF;

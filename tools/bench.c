@@ -232,6 +232,7 @@ int gfc_bench(const gfc_bench_opts *o) {
   cfg.jpeg_scale = o->jpeg_scale_off ? GF_JPEG_SCALE_OFF : GF_JPEG_SCALE_AUTO;
   cfg.gpu_decode = o->gpu_decode;
   cfg.gpu_decode_percent = o->gpu_decode_percent;
+  cfg.gpu_decoders = o->gpu_decoders;
   cfg.worker_sched = o->worker_sched;
 
   if (o->plan) {

@@ -141,6 +141,7 @@ typedef struct gfc_bench_opts {
   bool jpeg_scale_off;  /* GF_JPEG_SCALE_OFF */
   uint32_t gpu_decode;  /* gf_gpu_decode */
   uint32_t gpu_decode_percent; /* 0: 100 */
+  uint32_t gpu_decoders;       /* 0: the default */
   uint32_t worker_sched;       /* gf_worker_sched */
   bool plan;
   bool json;

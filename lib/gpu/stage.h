@@ -196,18 +196,24 @@ void gf_gpu_range_pop(void);
 uint64_t gf_gpu_range_start(const char *name);
 void gf_gpu_range_end(uint64_t id);
 
-/* JPEG decoding on the GPU (gpu/nvjpeg.h), on the stage's copy stream
- * into the slots' device input blocks. The decoder is the stage's: its
- * stream is the copy stream, it is closed with the stage (before the
- * stream), and its two reservations are its own (the stage's pool is
- * untouched). */
+/* JPEG decoding on the GPU (gpu/nvjpeg.h) into the slots' device input
+ * blocks. The decoders are the stage's: each on a stream of its own
+ * (joined to the copy stream after each decode), closed with the stage,
+ * and their reservations are their own (the stage's pool is untouched). */
 
-/* Opens the decoder from *cfg (its device and stream are the stage's; the
- * rest as gf_nvjpeg_open takes it). Returns what gf_nvjpeg_open returns,
- * the reason in why[0..cap) too; 0 at once when one is open. Call before
- * any submit, on the thread that created the stage. */
-int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
-                       size_t cap);
+#define GF_STAGE_DECODERS_MAX 8
+
+/* Opens `count` decoders (1 to GF_STAGE_DECODERS_MAX) from *cfg (their
+ * device and streams are the stage's; the rest as gf_nvjpeg_open takes
+ * it; each makes the reservations cfg names). Several decode calls then
+ * run at once, from different threads: nvJPEG's hardware backend spends
+ * most of a batch's call on the host (a copy, a kernel and an event a
+ * image). Returns what gf_nvjpeg_open returns for the first that fails
+ * (none is left open then), the reason in why[0..cap) too; 0 at once when
+ * some are open. Call before any submit, on the thread that created the
+ * stage. */
+int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg,
+                       uint32_t count, char *why, size_t cap);
 /* gf_nvjpeg_probe with the stage's decoder (serialised with the decode
  * calls). Returns what it returns, or GF_EINTERNAL when none is open. */
 int gf_stage_jpeg_probe(gf_stage *st, const uint8_t *data, size_t len,
@@ -217,13 +223,14 @@ const char *gf_stage_jpeg_backend(const gf_stage *st);
 /* Queues the decode of imgs[0..n) for slot i: image k's pixels go to
  * dst_off[k] of the slot's device input (each image's dst and dst_cap are
  * set here: dst_cap is cap, the range checked against the input block),
- * on the copy stream after the slot's release events, and the slot's
+ * on a decoder's stream after the slot's release events, and the slot's
  * `copied` event is recorded after it (nvJPEG reads the files' bytes, in
  * the staging memory, until the stream passes it): gf_stage_copy_done
- * then answers for the decode too. Each image's status as gf_nvjpeg_decode
- * sets it. Any thread: calls are serialised (one decoder). Returns what
- * gf_nvjpeg_decode returns, GF_EINTERNAL (a range outside the input, no
- * decoder, slot not pinned) or GF_ECUDA. */
+ * then answers for the decode too, and the copy stream waits for it (the
+ * slot's submit follows the decode). Each image's status as
+ * gf_nvjpeg_decode sets it. Any thread: a call takes a free decoder, or
+ * waits for one. Returns what gf_nvjpeg_decode returns, GF_EINTERNAL (a range
+ * outside the input, no decoder, slot not pinned) or GF_ECUDA. */
 int gf_stage_jpeg_decode(gf_stage *st, uint32_t i, gf_nvjpeg_image *imgs,
                          const uint64_t *dst_off, uint64_t cap,
                          uint32_t n, gf_nvjpeg_result *res);
@@ -236,8 +243,8 @@ int gf_stage_copied_wait(gf_stage *st, uint32_t i);
  * a failed copy reads it no more), 0 while it runs. Any worker, any
  * number at once. */
 int gf_stage_copy_done(gf_stage *st, uint32_t i);
-/* The decoder's statistics; false (and *out zeroed) when none is open.
- * Any thread. */
+/* The decoders' statistics, summed (the backend, version and engines the
+ * first's); false (and *out zeroed) when none is open. Any thread. */
 bool gf_stage_jpeg_stats(gf_stage *st, gf_nvjpeg_stats *out);
 
 /* The loader's device pool (for the caller's own buffers). */

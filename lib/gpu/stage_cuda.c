@@ -278,16 +278,10 @@ int gf_stage_create(const gf_stage_config *cfg, gf_stage **out) {
     return -ENOMEM;
   st->cfg = *cfg;
   int rc;
-  if (pthread_mutex_init(&st->jpeg_mu, NULL) != 0) {
+  if (pthread_mutex_init(&st->snap_mu, NULL) != 0) {
     free(st);
     return gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "GPU stage: pthread_mutex_init failed");
-  }
-  st->jpeg_mu_init = true;
-  if (pthread_mutex_init(&st->snap_mu, NULL) != 0) {
-    rc = gf_fail(-ENOMEM, NULL, GF_NO_INDEX, GF_NO_INDEX,
-                 "GPU stage: pthread_mutex_init failed");
-    goto fail;
   }
   st->snap_mu_init = true;
   if (pthread_mutex_init(&st->fence_mu, NULL) != 0) {
@@ -431,9 +425,8 @@ void gf_stage_destroy(gf_stage *st) {
     cudaStreamSynchronize(st->copy);
   if (st->have_up)
     cudaStreamSynchronize(st->up);
-  /* Before the stream it decodes on. */
-  gf_nvjpeg_close(st->jpeg);
-  st->jpeg = NULL;
+  /* Before the slots' events, which their streams may record. */
+  gf_stage__jpeg_close(st);
   for (uint32_t i = 0; st->slots && i < st->cfg.slots; i++) {
     stage_slot *s = &st->slots[i];
     if (s->events) {
@@ -470,8 +463,6 @@ void gf_stage_destroy(gf_stage *st) {
     cudaStreamDestroy(st->up);
   /* The pool frees every block with its chunks. */
   gf_device_pool_destroy(st->pool);
-  if (st->jpeg_mu_init)
-    pthread_mutex_destroy(&st->jpeg_mu);
   if (st->snap_mu_init)
     pthread_mutex_destroy(&st->snap_mu);
   if (st->fence_mu_init)

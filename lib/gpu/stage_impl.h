@@ -13,6 +13,7 @@
 #include "gpu/pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -80,14 +81,19 @@ struct gf_stage {
   struct CUstream_st *up;  /* loco: the upload stream (a batch's copy
                               overlaps the previous batch's decode) */
   bool have_up;
-  gf_nvjpeg *jpeg;         /* the JPEG decoder on the copy stream, or NULL */
-  pthread_mutex_t jpeg_mu; /* one decode call at a time (nvJPEG's states
-                              are not thread-safe; workers finalise slots
-                              in parallel) */
-  bool jpeg_mu_init;
-  gf_nvjpeg_stats jpeg_snap; /* the decoder's statistics after its last
-                              call, under snap_mu: read without waiting
-                              for a decode */
+  /* JPEG decoders (gf_stage_jpeg_open): jpeg_n of them, each on its own
+   * stream, used by one thread at a time (jpeg_mu[k]: nvJPEG's states are
+   * not thread-safe), several slots finalised at once by different
+   * workers each taking a free one. */
+  gf_nvjpeg *jpeg[GF_STAGE_DECODERS_MAX];
+  struct CUstream_st *jstream[GF_STAGE_DECODERS_MAX];
+  uint32_t jpeg_n;
+  pthread_mutex_t jpeg_mu[GF_STAGE_DECODERS_MAX];
+  uint32_t jpeg_mu_n;         /* of jpeg_mu initialised */
+  _Atomic uint32_t jpeg_next; /* where the search for a free one starts */
+  gf_nvjpeg_stats jpeg_snap[GF_STAGE_DECODERS_MAX]; /* each decoder's
+                              statistics after its last call, under
+                              snap_mu: read without waiting for a decode */
   pthread_mutex_t snap_mu;
   bool snap_mu_init;
   pthread_mutex_t fence_mu; /* the slots' release events: the consumer
@@ -101,5 +107,9 @@ struct gf_stage {
  * failed and the runtime's words for e (an int: a cudaError_t). */
 int gf_stage__cuda_fail(int e, const char *what);
 #define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
+
+/* Closes the JPEG decoders (each waits for its stream) and frees their
+ * streams and locks (stage_jpeg_cuda.c). */
+void gf_stage__jpeg_close(gf_stage *st);
 
 #endif /* GF_GPU_STAGE_IMPL_H */

@@ -87,9 +87,9 @@ uint64_t gf_gpu_range_start(const char *name) {
   return 0;
 }
 void gf_gpu_range_end(uint64_t id) { (void)id; }
-int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg, char *why,
-                       size_t cap) {
-  (void)st, (void)cfg;
+int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg,
+                       uint32_t count, char *why, size_t cap) {
+  (void)st, (void)cfg, (void)count;
   int rc = gf_fail(GF_ENODEVICE, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "nvJPEG is not available, JPEG is decoded on the CPU: "
                    "this gpufeed was built without CUDA");

@@ -95,6 +95,7 @@ int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
 void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
                               gf_loader_sizes *z) {
   z->jpeg_gpu_mode = 0;
+  z->jpeg_gpu_decoders = 0;
   z->jpeg_gpu_device_bytes = z->jpeg_gpu_pinned_bytes = 0;
   const char *why = NULL;
   if (!gpu)
@@ -134,7 +135,13 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
    * decoded on the CPU). Any backend: the GPU hybrid one's defaults. */
   if (z->jpeg_gpu_mode == 1)
     nc.device_budget = nc.pinned_budget = JPEG_ENGINES_BUDGET;
-  gf_nvjpeg_plan(&nc, &z->jpeg_gpu_device_bytes, &z->jpeg_gpu_pinned_bytes);
+  uint64_t dev = 0, pin = 0;
+  gf_nvjpeg_plan(&nc, &dev, &pin);
+  z->jpeg_gpu_decoders =
+      c->gpu_decoders ? c->gpu_decoders : GF_GPU_DECODERS_DEFAULT;
+  uint32_t k = z->jpeg_gpu_decoders;
+  z->jpeg_gpu_device_bytes = dev > UINT64_MAX / k ? UINT64_MAX : dev * k;
+  z->jpeg_gpu_pinned_bytes = pin > UINT64_MAX / k ? UINT64_MAX : pin * k;
 }
 
 /* Whether the stage's decoder takes a progressive JPEG: a 48 x 40 colour
@@ -171,11 +178,21 @@ void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
   memset(&nc, 0, sizeof nc);
   nc.backend = z->jpeg_gpu_mode == 1 ? GF_NVJPEG_HARDWARE : GF_NVJPEG_AUTO;
   nc.max_batch = l->cfg.batch_size;
-  nc.device_budget = z->jpeg_gpu_device_bytes;
-  nc.pinned_budget = z->jpeg_gpu_pinned_bytes;
+  /* The JPEG engines one image at a time, none buffered ahead: beside a
+   * training step this cut the host's work a batch and the training
+   * thread's waits (ResNet-18 on 4 cores of an H200 at 0.95 of its
+   * synthetic speed, 0.88 pipelined; bench/RESULTS.md, 2026-11-29), at
+   * 12% of the engines' rate alone, which the second decoder more than
+   * gives back. No effect on the GPU hybrid backend. */
+  nc.flags |= GF_NVJPEG_NO_PIPELINE;
+  nc.device_budget = z->jpeg_gpu_device_bytes / z->jpeg_gpu_decoders;
+  nc.pinned_budget = z->jpeg_gpu_pinned_bytes / z->jpeg_gpu_decoders;
   gf_error_info saved = *gf_last_error();
   char why[256];
-  int rc = gf_stage_jpeg_open(l->stage, &nc, why, sizeof why);
+  uint64_t t0 = now_ns();
+  int rc =
+      gf_stage_jpeg_open(l->stage, &nc, z->jpeg_gpu_decoders, why, sizeof why);
+  uint64_t t1 = now_ns();
   gf_error_restore(&saved); /* not create's failure */
   if (rc < 0) {
     if (z->jpeg_gpu_mode == 1 && rc == GF_EUNSUPPORTED &&
@@ -202,10 +219,13 @@ void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
              sizeof l->jpeg_gpu_backend);
   l->jpeg_gpu_why[0] = '\0';
   l->gpu_jpeg = true;
-  gf_log(GF_LOG_INFO, "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u%% "
-                      "of a batch's positions%s",
+  gf_log(GF_LOG_INFO,
+         "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u "
+         "decoder%s opened in %.0f ms, %u%% of a batch's "
+         "positions%s",
          ns.version[0], ns.version[1], ns.version[2], l->jpeg_gpu_backend,
-         l->gpu_jpeg_pct,
+         z->jpeg_gpu_decoders, z->jpeg_gpu_decoders == 1 ? "" : "s",
+         (double)(t1 - t0) / 1e6, l->gpu_jpeg_pct,
          l->gpu_progressive ? "" : "; progressive JPEG stays on the CPU");
 }
 

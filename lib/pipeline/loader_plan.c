@@ -28,8 +28,6 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
     return rc;
   memcpy(c, in, in->struct_size);
   c->struct_size = sizeof *c;
-  if (c->reserved0)
-    return gf_loader__cfg_fail("reserved0", "must be zero");
   for (size_t i = 0; i < sizeof c->reserved / sizeof c->reserved[0]; i++)
     if (c->reserved[i])
       return gf_loader__cfg_fail("reserved", "fields must be zero");
@@ -77,6 +75,8 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
                                "off, 2 all)");
   if (c->gpu_decode_percent > 100)
     return gf_loader__cfg_fail("gpu_decode_percent", "is above 100");
+  if (c->gpu_decoders > GF_GPU_DECODERS_MAX)
+    return gf_loader__cfg_fail("gpu_decoders", "is above 8");
   if (c->worker_sched > GF_WORKER_SCHED_NORMAL)
     return gf_loader__cfg_fail("worker_sched",
                                "is not a gf_worker_sched value (0 batch, 1 "
@@ -593,6 +593,7 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
      * slots need is raised to it. */
     p->device_pool_bytes = c->device_pool_bytes ? z->device_pool_bytes : 0;
     p->jpeg_gpu_mode = z->jpeg_gpu_mode;
+    p->jpeg_gpu_decoders = z->jpeg_gpu_decoders;
     p->jpeg_gpu_device_bytes = z->jpeg_gpu_device_bytes;
     p->jpeg_gpu_pinned_bytes = z->jpeg_gpu_pinned_bytes;
   }

@@ -86,7 +86,8 @@ typedef struct gf_loader_sizes {
   bool unchecked;             /* the source's samples carry no checksum
                                  (an image folder) */
   uint32_t jpeg_gpu_mode;
-  uint64_t jpeg_gpu_device_bytes, jpeg_gpu_pinned_bytes;
+  uint32_t jpeg_gpu_decoders; /* decoders opened at once (gpu_decoders) */
+  uint64_t jpeg_gpu_device_bytes, jpeg_gpu_pinned_bytes; /* all of them */
   char jpeg_gpu_why[256];
 } gf_loader_sizes;
 

@@ -138,13 +138,15 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
         grouped(p->device_slot_bytes, a), grouped(p->device_label_bytes, b));
   if (p->jpeg_gpu_mode == 1)
     put(s, "sizing  nvJPEG (gpu_decode auto: the JPEG engines only): its "
-           "own reservations, made when it opens; the engines' buffers "
-           "(24-44 MiB measured on an H200) are nvJPEG's, beside them\n");
+           "own reservations, a decoder's each (gpu_decoders), made when "
+           "they open; the engines' buffers (24-44 MiB a decoder measured "
+           "on an H200) are nvJPEG's, beside them\n");
   else if (p->jpeg_gpu_mode == 2)
     put(s, "sizing  nvJPEG (gpu_decode all: the JPEG engines, else the GPU "
            "hybrid backend, which takes about 12 B a pixel of a batch's "
            "images a decode state from its device budget): its own "
-           "reservations, made when it opens\n");
+           "reservations, a decoder's each (gpu_decoders), made when they "
+           "open\n");
 }
 
 uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
@@ -262,7 +264,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
                         : "sample cache (budget)",
         0, 0, p->cache_budget, false);
   if (jpin)
-    row(&s, "host", "nvJPEG pinned budget", 0, 0, jpin, false);
+    row(&s, "host", "nvJPEG pinned budget", p->jpeg_gpu_decoders,
+        p->jpeg_gpu_decoders ? jpin / p->jpeg_gpu_decoders : 0, jpin,
+        p->jpeg_gpu_decoders != 0);
   row(&s, "host", "total", 0, 0, host, false);
   if (pool) {
     if (p->device_slots)
@@ -276,7 +280,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
                                            : "pool reservation (= slots)",
         0, 0, pool, false);
     if (jdev)
-      row(&s, "device", "nvJPEG budget (own pool)", 0, 0, jdev, false);
+      row(&s, "device", "nvJPEG budget (own pool)", p->jpeg_gpu_decoders,
+          p->jpeg_gpu_decoders ? jdev / p->jpeg_gpu_decoders : 0, jdev,
+          p->jpeg_gpu_decoders != 0);
     row(&s, "device", "total", 0, 0, device, false);
     if (pool < need) {
       char a[32], b[32];

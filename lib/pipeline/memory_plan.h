@@ -62,7 +62,8 @@ typedef struct gf_memory_plan {
    * reservations, beside the pool, made when it opens; mode 1: the JPEG
    * engines only, 2: any backend; 0: none planned (no rows). */
   uint32_t jpeg_gpu_mode;
-  uint64_t jpeg_gpu_device_bytes;
+  uint32_t jpeg_gpu_decoders;     /* decoders, each with its reservations */
+  uint64_t jpeg_gpu_device_bytes; /* all the decoders' */
   uint64_t jpeg_gpu_pinned_bytes;
 } gf_memory_plan;
 

@@ -263,7 +263,8 @@ class Loader:
     allow, True by default; False: full scale, the same bytes as a full
     decode; ``gpu_decode``: "auto", "off" or "all", which JPEG samples
     nvJPEG decodes on the GPU, with ``gpu_decode_percent`` the share of
-    them, 1-100, 0 for all; ``worker_sched``: "batch", the decode workers
+    them, 1-100, 0 for all, and ``gpu_decoders`` the nvJPEG decoders
+    working at once, 1-8, 0 for the default, 1; ``worker_sched``: "batch", the decode workers
     under SCHED_BATCH so that the training loop's threads get a core at
     once when they wake, or "normal").
 
@@ -316,6 +317,7 @@ class Loader:
                  max_sample_bytes=0, limits=None, staging_slots=0,
                  device_pool_bytes=0, trace_events=0, cache_direct=True,
                  jpeg_scale=True, gpu_decode="auto", gpu_decode_percent=0,
+                 gpu_decoders=0,
                  worker_sched="batch", remote=None, shards=None):
         self._core = None
         source = os.fspath(source)
@@ -368,6 +370,7 @@ class Loader:
             "gpu_decode": _choice(_GPU_DECODE, gpu_decode, "gpu_decode"),
             "gpu_decode_percent": _uint(gpu_decode_percent,
                                         "gpu_decode_percent"),
+            "gpu_decoders": _uint(gpu_decoders, "gpu_decoders"),
             "worker_sched": _choice(_WORKER_SCHED, worker_sched,
                                     "worker_sched"),
         }

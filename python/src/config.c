@@ -32,7 +32,8 @@ static const field config_fields[] = {
     C_(device_pool_bytes, F_U64), C_(trace_events, F_U64),
     C_(cache_direct, F_U32),   C_(jpeg_scale, F_U32),
     C_(gpu_decode, F_U32),     C_(gpu_decode_percent, F_U32),
-    C_(worker_sched, F_U32),   {NULL, 0, F_U32, 0}};
+    C_(worker_sched, F_U32),   C_(gpu_decoders, F_U32),
+    {NULL, 0, F_U32, 0}};
 #undef C_
 #define T_(name, t, n) {#name, offsetof(gf_transform, name), t, n}
 static const field transform_fields[] = {
