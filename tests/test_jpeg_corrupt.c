@@ -7,7 +7,10 @@
  * libjpeg's words; absurd or over-limit dimensions in the SOF are GF_ELIMIT
  * before anything is decoded; libjpeg's memory cap stops a progressive file
  * whose coefficients exceed it, with a clear GF_ELIMIT; CMYK and YCCK are
- * refused naming the colour space; gf_jpeg_encode's argument checks. */
+ * refused naming the colour space; gf_jpeg_encode's argument checks.
+ * gf_jpeg_check (every scan read, no pixels) passes exactly the files
+ * that decode: each truncation, each bit flip, a file cut and closed with
+ * an end marker, stray bytes. */
 #include "testutil.h"
 #include "decode/decode.h"
 
@@ -57,9 +60,10 @@ static void test_truncations(const uint8_t *f, size_t len, const char *what) {
     memcpy(t, f, l);
     gf_shape o;
     int rc = gf_decode(GF_CODEC_JPEG, l ? t : NULL, l, NULL, NULL, dst, n, &o);
-    if (rc != GF_EDECODE) {
-      fprintf(stderr, "%s: truncated to %zu of %zu bytes: %d (%s)\n", what, l,
-              len, rc, rc ? gf_last_error()->message : "decoded");
+    int rk = gf_jpeg_check(l ? t : NULL, l, NULL, &o);
+    if (rc != GF_EDECODE || rk != GF_EDECODE) {
+      fprintf(stderr, "%s: truncated to %zu of %zu bytes: %d, checked %d\n",
+              what, l, len, rc, rk);
       gf_test_failures++;
     }
     rc = gf_decode_shape(GF_CODEC_JPEG, l ? t : NULL, l, NULL, NULL, &o);
@@ -87,6 +91,21 @@ static void test_truncations(const uint8_t *f, size_t len, const char *what) {
         NULL);
   CHECK(strstr(gf_last_error()->message, "warning, taken as an error") !=
         NULL);
+  /* Cut at 60% and closed with an end marker: every marker in place, the
+   * scan's data short. The decode and the check both refuse it. */
+  size_t cut = len * 6 / 10;
+  uint8_t *c = malloc(cut + 2);
+  memcpy(c, f, cut);
+  c[cut] = 0xFF;
+  c[cut + 1] = 0xD9;
+  CHECK_ERR(gf_decode(GF_CODEC_JPEG, c, cut + 2, NULL, NULL, dst, n, &o),
+            GF_EDECODE);
+  CHECK_ERR(gf_jpeg_check(c, cut + 2, NULL, &o), GF_EDECODE);
+  printf("%s: cut at 60%% and closed: %s\n", what, gf_last_error()->message);
+  free(c);
+  gf_shape k;
+  CHECK_OK(gf_jpeg_check(f, len, NULL, &k));
+  CHECK(memcmp(&k, &s, sizeof k) == 0);
   free(dst);
   free(win);
   free(want);
@@ -112,6 +131,18 @@ static void test_flips(const uint8_t *f, size_t len, const char *what) {
         uint8_t *dst = malloc(n);
         rc = gf_decode(GF_CODEC_JPEG, t, len, NULL, &o, dst, n, &s);
         CHECK(allowed(rc));
+        gf_error_info saved = *gf_last_error();
+        gf_shape ks;
+        int rk = gf_jpeg_check(t, len, &o, &ks);
+        if ((rk == 0) != (rc == 0)) {
+          fprintf(stderr,
+                  "%s: flip of bit %d at byte %zu: decode %d (%s), "
+                  "check %d (%s)\n",
+                  what, bit, i, rc, rc ? saved.message : "-", rk,
+                  rk ? gf_last_error()->message : "-");
+          gf_test_failures++;
+        }
+        gf_error_restore(&saved);
         gf_jpeg_region r = {s.height / 2, 0, s.height - s.height / 2,
                             s.width, 2};
         uint32_t y0, x0;
@@ -180,6 +211,8 @@ static void test_warnings(const uint8_t *f, size_t len) {
             GF_EDECODE);
   CHECK(strstr(gf_last_error()->message, "extraneous bytes") != NULL);
   printf("stray bytes: %s\n", gf_last_error()->message);
+  CHECK_ERR(gf_jpeg_check(g, len + 2, NULL, &o), GF_EDECODE);
+  CHECK(strstr(gf_last_error()->message, "extraneous bytes") != NULL);
   CHECK_ERR(gf_decode_shape(GF_CODEC_JPEG, g, len + 2, NULL, NULL, &o),
             GF_EDECODE);
   /* Without EOI (the whole scan is there): still a premature end. */

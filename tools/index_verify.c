@@ -1,7 +1,8 @@
 /* `gpufeed index --verify`, one shard (cli.h's gfc_index_verify): each
  * image member (a name ending in .jpg, .jpeg or .png, any case) read, in
- * windows of consecutive members, and decoded whole with the CPU decoders
- * (libjpeg, libpng; a warning taken as an error, as the loader takes it);
+ * windows of consecutive members, and checked whole by the CPU decoders
+ * (libjpeg reads every scan's data, gf_jpeg_check; libpng decodes; a
+ * warning taken as an error, as the loader takes it);
  * those that decode listed in the shard's sums (format/wds_sums.h) with
  * the CRC32C of their bytes. One that does not is named (shard, member,
  * byte offset, the decoder's message) and left out: the loader then
@@ -9,6 +10,7 @@
 #include "cli.h"
 
 #include "common/common.h"
+#include "decode/decode.h" /* gf_jpeg_check */
 #include "format/format.h" /* gf_folder_file_codec */
 #include "format/tar_scan.h"
 #include "format/wds_sums.h"
@@ -43,6 +45,8 @@ static int decode_whole(int promised, const uint8_t *img, uint64_t len,
   if (codec < 0)
     return codec;
   gf_decode_opts opts = GF_DECODE_OPTS_INIT;
+  if (codec == GF_CODEC_JPEG) /* every scan read, no pixels made */
+    return gf_jpeg_check(img, (size_t)len, &opts, NULL);
   gf_shape shape;
   int rc = gf_decode_shape(codec, img, (size_t)len, NULL, &opts, &shape);
   if (rc < 0)

@@ -62,6 +62,22 @@ int gf_jpeg_shape(const void *src, size_t len, const gf_decode_opts *opts,
 int gf_jpeg_decode(const void *src, size_t len, const gf_decode_opts *opts,
                    void *dst, size_t dst_cap, gf_shape *out);
 
+/* Checks the whole file as a full decode would, without making pixels:
+ * the header and the limits as gf_jpeg_shape, then every scan's
+ * entropy-coded data consumed into DCT coefficients (libjpeg's
+ * buffered-image mode with no output pass: the decoder is set up as for
+ * pixels, but no inverse DCT, upsampling or colour conversion runs) and
+ * on to the EOI marker, libjpeg's warnings taken as errors. A file passes
+ * exactly when gf_jpeg_decode would decode it (the stages skipped detect
+ * nothing in the data), at a fraction of its time: what a JPEG
+ * decoder that does not detect damage inside the image data (the GPU's
+ * JPEG engines) is given only after (`gpufeed index --verify`). Memory: the
+ * coefficient image, 2 bytes a sample, within the bound above. *out (may
+ * be NULL) gets the shape gf_jpeg_decode would give. Returns 0,
+ * GF_EDECODE, GF_ELIMIT, GF_EUNSUPPORTED, -ENOMEM or -EINVAL. */
+int gf_jpeg_check(const void *src, size_t len, const gf_decode_opts *opts,
+                  gf_shape *out);
+
 typedef struct gf_jpeg_region {
   uint32_t y, x, h, w; /* the window wanted, in full-size pixels, inside the
                           image, h,w >= 1 */

@@ -91,6 +91,7 @@ typedef struct jpeg_want {
   uint8_t *dst;
   size_t dst_cap;
   uint32_t y0, x0; /* the window's top-left, scaled pixels (set by run) */
+  bool check;      /* with dst NULL: every scan read, no pixels made */
 } jpeg_want;
 
 static uint64_t mem_limit(const gf_limits *lim) {
@@ -323,6 +324,33 @@ static int job_run(jpeg_job *j, jpeg_want *w) {
   j->d.mem->max_memory_to_use = (long)j->mem_limit;
   jpeg_mem_src(&j->d, j->src, (unsigned long)j->len);
   int rc = job_header(j);
+  if (rc == 0 && w->check) {
+    /* The decoder set up as for pixels (buffered-image mode: whatever its
+     * set-up refuses, such as fractional sampling, is refused here too),
+     * then the entropy-coded data of every scan consumed, no output pass
+     * made, on to the EOI. The coefficient image is held whole (2 bytes a
+     * sample of every component, padded to whole blocks of 16): allowed
+     * that much even where the caller asked for fewer channels than the
+     * file has, so that what decodes checks too. Bounded by the limits
+     * checked above (at most 3 components a pixel). */
+    j_decompress_ptr d = &j->d;
+    uint64_t need = ((uint64_t)d->image_height + 16) *
+                        ((uint64_t)d->image_width + 16) *
+                        (uint64_t)d->num_components * 2 +
+                    GF_JPEG_MEM_SLACK;
+    if (need > j->mem_limit)
+      d->mem->max_memory_to_use =
+          (long)(need < (uint64_t)LONG_MAX ? need : (uint64_t)LONG_MAX);
+    d->buffered_image = TRUE;
+    jpeg_start_decompress(d);
+    int got;
+    while ((got = jpeg_consume_input(d)) != JPEG_REACHED_EOI)
+      if (got == JPEG_SUSPENDED) /* a memory source never suspends */
+        return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                       "libjpeg suspended reading a JPEG held in memory");
+    jpeg_finish_decompress(d);
+    return 0;
+  }
   if (rc < 0 || !w->dst)
     return rc;
   gf_jpeg_region full = {0, 0, j->native.height, j->native.width, 1};
@@ -385,8 +413,15 @@ static int jpeg_read_common(const void *src, size_t len,
 
 int gf_jpeg_shape(const void *src, size_t len, const gf_decode_opts *opts,
                   gf_shape *out) {
-  jpeg_want w = {NULL, NULL, 0, 0, 0};
+  jpeg_want w = {NULL, NULL, 0, 0, 0, false};
   return jpeg_read_common(src, len, opts, &w, out);
+}
+
+int gf_jpeg_check(const void *src, size_t len, const gf_decode_opts *opts,
+                  gf_shape *out) {
+  gf_shape s;
+  jpeg_want w = {NULL, NULL, 0, 0, 0, true};
+  return jpeg_read_common(src, len, opts, &w, out ? out : &s);
 }
 
 int gf_jpeg_decode(const void *src, size_t len, const gf_decode_opts *opts,
@@ -394,7 +429,7 @@ int gf_jpeg_decode(const void *src, size_t len, const gf_decode_opts *opts,
   if (!dst)
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "JPEG decode: NULL destination");
-  jpeg_want w = {NULL, dst, dst_cap, 0, 0};
+  jpeg_want w = {NULL, dst, dst_cap, 0, 0, false};
   return jpeg_read_common(src, len, opts, &w, out);
 }
 
@@ -409,7 +444,7 @@ int gf_jpeg_decode_region(const void *src, size_t len,
     return gf_fail(-EINVAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
                    "JPEG scale 1/%u: expected 1/1, 1/2, 1/4 or 1/8",
                    r->denom);
-  jpeg_want w = {r, dst, dst_cap, 0, 0};
+  jpeg_want w = {r, dst, dst_cap, 0, 0, false};
   int rc = jpeg_read_common(src, len, opts, &w, out);
   if (rc == 0) {
     *y0 = w.y0;

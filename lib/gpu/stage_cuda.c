@@ -417,6 +417,20 @@ fail: {
   return rc;
 }
 
+void gf_stage__jpeg_close(gf_stage *st) {
+  cudaSetDevice(st->cfg.device);
+  for (uint32_t k = 0; k < st->jpeg_n; k++) {
+    gf_nvjpeg_close(st->jpeg[k]); /* waits for its stream's decodes */
+    st->jpeg[k] = NULL;
+    cudaStreamDestroy(st->jstream[k]);
+    st->jstream[k] = NULL;
+  }
+  st->jpeg_n = 0;
+  for (uint32_t k = 0; k < st->jpeg_mu_n; k++)
+    pthread_mutex_destroy(&st->jpeg_mu[k]);
+  st->jpeg_mu_n = 0;
+}
+
 void gf_stage_destroy(gf_stage *st) {
   if (!st)
     return;

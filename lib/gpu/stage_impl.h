@@ -109,7 +109,8 @@ int gf_stage__cuda_fail(int e, const char *what);
 #define cuda_fail(e, what) gf_stage__cuda_fail((int)(e), (what))
 
 /* Closes the JPEG decoders (each waits for its stream) and frees their
- * streams and locks (stage_jpeg_cuda.c). */
+ * streams and locks (stage_cuda.c: the stage's destroy and a failed open
+ * call it). */
 void gf_stage__jpeg_close(gf_stage *st);
 
 #endif /* GF_GPU_STAGE_IMPL_H */

@@ -8,24 +8,6 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-static void close_all(gf_stage *st) {
-  for (uint32_t k = 0; k < st->jpeg_n; k++) {
-    gf_nvjpeg_close(st->jpeg[k]); /* waits for its stream's decodes */
-    st->jpeg[k] = NULL;
-    cudaStreamDestroy(st->jstream[k]);
-    st->jstream[k] = NULL;
-  }
-  st->jpeg_n = 0;
-}
-
-void gf_stage__jpeg_close(gf_stage *st) {
-  cudaSetDevice(st->cfg.device);
-  close_all(st);
-  for (uint32_t k = 0; k < st->jpeg_mu_n; k++)
-    pthread_mutex_destroy(&st->jpeg_mu[k]);
-  st->jpeg_mu_n = 0;
-}
-
 /* One decoder to open: its config, and what came of it. */
 typedef struct opening {
   gf_stage *st;
@@ -117,7 +99,7 @@ int gf_stage_jpeg_open(gf_stage *st, const gf_nvjpeg_config *cfg,
   }
   if (rc != 0) {
     gf_error_info saved = *gf_last_error();
-    close_all(st);
+    gf_stage__jpeg_close(st);
     gf_error_restore(&saved);
   }
   return rc;

@@ -9,7 +9,9 @@
  * gf_decode_shape, then gf_decode twice into buffers pre-filled with
  * different bytes: both succeed or fail alike, with the announced shape
  * and identical pixels (a byte the decoder did not write would differ).
- * When the shape is refused, the decode is refused too. Then the window,
+ * When the shape is refused, the decode is refused too. gf_jpeg_check
+ * passes what decodes (with the same shape), and what it passes decodes
+ * unless for its size (GF_ELIMIT, -ENOMEM): never damage. Then the window,
  * twice the same way, with the shape the region contract gives; when the
  * whole image at that scale decodes too, the window equals its rectangle. */
 #include "fuzz.h"
@@ -158,6 +160,14 @@ static void one_input(const uint8_t *p, const uint8_t *jpg, size_t len) {
   }
   free(a);
   free(b);
+  gf_shape ks;
+  int rk = gf_jpeg_check(jpg, len, &o, &ks);
+  if (ra == 0)
+    FUZZ_ASSERT(rk == 0 && memcmp(&ks, &s, sizeof s) == 0);
+  if (rk == 0)
+    FUZZ_ASSERT(ra == 0 || ra == GF_ELIMIT || ra == -ENOMEM);
+  else
+    FUZZ_CHECK_FAILURE(rk, "gf_jpeg_check");
   if (short_buf) {
     uint8_t *c = fuzz_alloc((size_t)bytes - 1);
     gf_shape oc;
