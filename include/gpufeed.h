@@ -681,7 +681,10 @@ typedef struct gf_loader_config {
                              GF_GPU_DECODE_AUTO); see below */
   uint32_t gpu_decode_percent; /* of the JPEG samples the GPU would take,
                              the share it gets, 1-100, by position in the
-                             batch (0: 100) */
+                             batch; 0: under GF_GPU_DECODE_AUTO, a share
+                             moved at run time by the rate the consumer
+                             takes batches at (docs/NVJPEG.md), under
+                             GF_GPU_DECODE_ALL 100 */
   uint32_t worker_sched;  /* gf_worker_sched: the decode workers'
                              scheduling policy (default
                              GF_WORKER_SCHED_BATCH); see below */

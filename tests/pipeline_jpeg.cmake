@@ -16,3 +16,8 @@ gpufeed_add_test(test_build_jpeg
   LABELS cli jpeg TIMEOUT 300)
 target_link_libraries(test_build_jpeg PRIVATE gpufeed_jpeg_fixture)
 add_dependencies(test_build_jpeg gpufeed_cli)
+# The GPU's share of JPEG samples chosen from the consumer's rate
+# (lib/pipeline/jpeg_share.c), against modelled consumers.
+gpufeed_add_test(test_jpeg_share
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_jpeg_share.c LABELS jpeg)
+target_link_libraries(test_jpeg_share PRIVATE m)

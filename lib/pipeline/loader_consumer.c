@@ -360,6 +360,8 @@ static int next_impl(gf_loader *l, void *stream, uint64_t start,
     }
   }
   add(&l->batches, 1);
+  if (l->share_on)
+    gf_loader__jpeg_share_batch(l);
   *out = &s->batch;
   return 0;
 }

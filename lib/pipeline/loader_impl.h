@@ -58,6 +58,7 @@
 #include "io/io.h"
 #include "pipeline/cache.h"
 #include "pipeline/fetch.h"
+#include "pipeline/jpeg_share.h"
 #include "pipeline/loader_plan.h"
 #include "pipeline/sampler.h"
 #include "pipeline/source.h"
@@ -303,7 +304,11 @@ struct gf_loader {
   bool gpu_progressive; /* the decoder takes progressive JPEG (a probe at
                            open: the JPEG engines of nvJPEG 13.0 on an
                            H200 took none; the GPU hybrid backend does) */
-  uint32_t gpu_jpeg_pct;
+  _Atomic uint32_t gpu_jpeg_pct; /* set by the consumer (share_on), read
+                              by the workers as they route samples */
+  bool share_on;           /* gpu_decode auto with no gpu_decode_percent: the
+                              share follows the consumer's rate (gpu_share) */
+  gf_jpeg_share gpu_share; /* the consumer's (jpeg_share.h) */
   char jpeg_gpu_backend[16];
   char jpeg_gpu_why[256];
   _Atomic uint64_t jpeg_gpu_decoded, jpeg_gpu_refused;
@@ -413,9 +418,12 @@ int gf_loader__too_large(const gf_loader *l, uint64_t idx, uint64_t len);
  * keeps its error). */
 void gf_loader__record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
                                uint64_t idx);
-/* Whether position j of a batch may go to the GPU (gpu_decode_percent of
- * them, the same every batch). */
+/* Whether position j of a batch may go to the GPU (the share's positions:
+ * gpu_decode_percent, or what the consumer's rate chose, share_on). */
 bool gf_loader__gpu_position(const gf_loader *l, uint32_t j);
+/* The consumer took a batch (share_on): the share may move (jpeg_share.h).
+ * The consumer's thread. */
+void gf_loader__jpeg_share_batch(gf_loader *l);
 /* Sample j of slot s, whose file bytes wait in its place for the GPU
  * (gpu_len[j]), decoded on the CPU instead, by the worker's own path (the
  * CPU decoder's verdict): its pixels, shape and region replace the file;

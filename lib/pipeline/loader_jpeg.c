@@ -89,6 +89,25 @@ int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
 
 /* ---- JPEG on the GPU ----------------------------------------------------- */
 
+/* Batches a measurement of the consumer's rate averages (jpeg_share.h):
+ * about half a second of a ResNet-18 step at batch 256. */
+#define SHARE_WINDOW 32u
+
+void gf_loader__jpeg_share_batch(gf_loader *l) {
+  bool changed = false;
+  uint32_t before = l->gpu_share.pct;
+  uint32_t p = gf_jpeg_share_batch(&l->gpu_share, now_ns(), &changed);
+  if (!changed)
+    return;
+  atomic_store_explicit(&l->gpu_jpeg_pct, p, memory_order_relaxed);
+  gf_log(GF_LOG_INFO,
+         "JPEG on the GPU: %u%% of a batch's positions to the engines "
+         "(was %u%%: %s)",
+         p, before,
+         l->gpu_share.probing ? "trying it against the consumer's rate"
+                              : "the consumer was slower with it");
+}
+
 /* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
 #define JPEG_ENGINES_BUDGET (16ull << 20)
 
@@ -219,13 +238,20 @@ void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
              sizeof l->jpeg_gpu_backend);
   l->jpeg_gpu_why[0] = '\0';
   l->gpu_jpeg = true;
+  /* Under auto with no share asked, the share follows the consumer's
+   * rate (jpeg_share.h), from 100. */
+  l->share_on =
+      l->cfg.gpu_decode == GF_GPU_DECODE_AUTO && !l->cfg.gpu_decode_percent;
+  if (l->share_on)
+    gf_jpeg_share_init(&l->gpu_share, z->slots + 1, SHARE_WINDOW);
   gf_log(GF_LOG_INFO,
          "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u "
          "decoder%s opened in %.0f ms, %u%% of a batch's "
-         "positions%s",
+         "positions%s%s",
          ns.version[0], ns.version[1], ns.version[2], l->jpeg_gpu_backend,
          z->jpeg_gpu_decoders, z->jpeg_gpu_decoders == 1 ? "" : "s",
          (double)(t1 - t0) / 1e6, l->gpu_jpeg_pct,
+         l->share_on ? " (moved by the consumer's rate)" : "",
          l->gpu_progressive ? "" : "; progressive JPEG stays on the CPU");
 }
 

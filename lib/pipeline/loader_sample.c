@@ -420,11 +420,11 @@ void gf_loader__record_failure(gf_loader *l, slot *s, uint32_t j, int rc,
   pthread_mutex_unlock(&l->mu);
 }
 
-/* Whether position j of a batch may go to the GPU: gpu_decode_percent of
- * the positions, spread evenly (floor((j + 1) p / 100) > floor(j p / 100)),
- * the same ones every batch whatever the timing. */
+/* Whether position j of a batch may go to the GPU: the share's positions
+ * (gpu_decode_percent, or the share the consumer's rate chose under auto),
+ * spread evenly (floor((j + 1) p / 100) > floor(j p / 100)). */
 bool gf_loader__gpu_position(const gf_loader *l, uint32_t j) {
-  uint64_t p = l->gpu_jpeg_pct;
+  uint64_t p = atomic_load_explicit(&l->gpu_jpeg_pct, memory_order_relaxed);
   return l->gpu_jpeg && (p >= 100 || ((uint64_t)j + 1) * p / 100 >
                                          (uint64_t)j * p / 100);
 }
