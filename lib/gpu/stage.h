@@ -201,7 +201,7 @@ void gf_gpu_range_end(uint64_t id);
  * (joined to the copy stream after each decode), closed with the stage,
  * and their reservations are their own (the stage's pool is untouched). */
 
-#define GF_STAGE_DECODERS_MAX 8
+#define GF_STAGE_DECODERS_MAX GF_GPU_DECODERS_MAX /* the config's bound */
 
 /* Opens `count` decoders (1 to GF_STAGE_DECODERS_MAX) from *cfg (their
  * device and streams are the stage's; the rest as gf_nvjpeg_open takes

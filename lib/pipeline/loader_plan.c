@@ -76,7 +76,8 @@ int gf_loader__resolve_config(const gf_loader_config *in, gf_loader_config *c) {
   if (c->gpu_decode_percent > 100)
     return gf_loader__cfg_fail("gpu_decode_percent", "is above 100");
   if (c->gpu_decoders > GF_GPU_DECODERS_MAX)
-    return gf_loader__cfg_fail("gpu_decoders", "is above 8");
+    return gf_loader__cfg_fail("gpu_decoders",
+                               "is above GF_GPU_DECODERS_MAX (8)");
   if (c->worker_sched > GF_WORKER_SCHED_NORMAL)
     return gf_loader__cfg_fail("worker_sched",
                                "is not a gf_worker_sched value (0 batch, 1 "
