@@ -162,6 +162,10 @@ def parse_args(argv=None):
     ap.add_argument("--train-stream", default="default", choices=["default", "side"],
                     help="the stream the model trains on: torch's default (the legacy "
                          "default stream) or a side stream of its pool (non-blocking)")
+    ap.add_argument("--cores-per-rank", type=int, default=0, metavar="N",
+                    help="pin each local rank (LOCAL_RANK, 0 alone) to its own N "
+                         "of the CPUs the job may use, before any thread starts "
+                         "(the loader's cores per GPU under torchrun)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--ceiling", type=float, default=0.0,
@@ -759,8 +763,21 @@ def run(a, dist, feed_name, ceiling):
     return res, True
 
 
+def pin_rank_cores(n):
+    """Pins this process to the LOCAL_RANK-th block of n of its allowed CPUs."""
+    allowed = sorted(os.sched_getaffinity(0))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    mine = allowed[local * n:(local + 1) * n]
+    if len(mine) < n:
+        raise SystemExit(f"train_torch: --cores-per-rank {n}: local rank {local} needs CPUs "
+                         f"{local * n}-{(local + 1) * n - 1} of the {len(allowed)} allowed")
+    os.sched_setaffinity(0, mine)
+
+
 def main(argv=None):
     a = parse_args(argv)
+    if a.cores_per_rank:
+        pin_rank_cores(a.cores_per_rank)
     dist = Dist(a.device)
     ceiling = a.ceiling
     ok_all = True

@@ -140,4 +140,12 @@ int gf_check_struct_size(uint32_t given, size_t known, const char *what);
  * it cannot be read. For the bench's report and the soak's leak check. */
 uint64_t gf_proc_rss_bytes(void);
 
+/* This process's CPU time so far, all its threads, in ns (0 when the
+ * clock is refused). */
+uint64_t gf_proc_cpu_ns(void);
+
+/* The CPUs this thread may run on (its affinity mask; the online CPUs
+ * where that is refused); at least 1. */
+uint32_t gf_proc_cpus(void);
+
 #endif /* GF_COMMON_H */

@@ -4,21 +4,44 @@
 
 #include <string.h>
 
-void gf_jpeg_share_init(gf_jpeg_share *s, uint32_t settle, uint32_t window) {
+void gf_jpeg_share_init(gf_jpeg_share *s, uint32_t settle, uint32_t window,
+                        uint32_t batch, uint32_t cores) {
   memset(s, 0, sizeof *s);
-  s->pct = 100;
+  s->pct = GF_SHARE_WARM;
   s->settle = settle;
   s->window = window ? window : 1;
+  s->batch = batch ? batch : 1;
+  s->cores = cores ? cores : 1;
   s->dir = -1;
   s->backoff = 1;
 }
 
 /* The share a probe from pct in direction dir tries, or pct when there is
- * none that way. */
-static uint32_t neighbour(uint32_t pct, int dir) {
+ * none that way: towards the GPU one step, towards the CPU as far as the
+ * idle cores could carry (s->cpu_room points). */
+static uint32_t neighbour(const gf_jpeg_share *s, int dir) {
+  uint32_t pct = s->pct;
   if (dir < 0)
-    return pct > GF_SHARE_STEP ? pct - GF_SHARE_STEP : 0;
+    return pct > s->cpu_room ? pct - s->cpu_room : 0;
   return pct + GF_SHARE_STEP < 100 ? pct + GF_SHARE_STEP : 100;
+}
+
+/* The points of share the cores the process left idle over the
+ * measurement from a to b could take from the engines, decoding twice the
+ * images they move, at `rate` batches a second, in whole steps; one step
+ * while no decode on the CPU was measured. */
+static uint32_t cpu_points(const gf_jpeg_share *s, const gf_share_clock *a,
+                           const gf_share_clock *b, double rate) {
+  if (!b->decoded || !b->decode_ns)
+    return GF_SHARE_STEP;
+  double wall = (double)(b->now_ns - a->now_ns);
+  double used = b->cpu_ns > a->cpu_ns ? (double)(b->cpu_ns - a->cpu_ns) : 0;
+  double idle = (double)s->cores - used / wall;
+  double per_core = (double)b->decoded * 1e9 / (double)b->decode_ns;
+  if (idle <= 0)
+    return 0;
+  double pts = idle * per_core * 100.0 / (2.0 * rate * s->batch);
+  return pts >= 100 ? 100 : (uint32_t)pts / GF_SHARE_STEP * GF_SHARE_STEP;
 }
 
 /* Starts a probe from the share just measured at `rate`, or holds. */
@@ -29,37 +52,45 @@ static void next_move(gf_jpeg_share *s, double rate) {
     s->hold--;
     return;
   }
-  uint32_t to = neighbour(s->pct, s->dir);
-  if (to == s->pct) { /* the end of this direction: look the other way */
-    s->dir = -s->dir;
-    to = neighbour(s->pct, s->dir);
+  for (int turn = 0; turn < 2; turn++) {
+    uint32_t to = neighbour(s, s->dir);
+    if (to != s->pct) {
+      s->pct = to;
+      s->probing = true;
+      return;
+    }
+    s->dir = -s->dir; /* nothing this way: look the other */
   }
-  if (to == s->pct)
-    return;
-  s->pct = to;
-  s->probing = true;
 }
 
-uint32_t gf_jpeg_share_batch(gf_jpeg_share *s, uint64_t now_ns, bool *changed) {
+uint32_t gf_jpeg_share_batch(gf_jpeg_share *s, const gf_share_clock *c,
+                             bool *changed) {
   uint32_t before = s->pct;
   s->seen++;
   if (s->seen == s->settle + 1)
-    s->t0 = now_ns; /* measured from here: the window's batches follow */
+    s->t0 = *c; /* measured from here: the window's batches follow */
   if (s->seen < s->settle + 1 + s->window) {
     if (changed)
       *changed = false;
     return s->pct;
   }
-  uint64_t dt = now_ns > s->t0 ? now_ns - s->t0 : 1;
+  uint64_t dt = c->now_ns > s->t0.now_ns ? c->now_ns - s->t0.now_ns : 1;
   double rate = (double)s->window * 1e9 / (double)dt;
+  s->cpu_room = cpu_points(s, &s->t0, c, rate);
   s->seen = 0;
   if (!s->warm) {
+    /* Measured at GF_SHARE_WARM, for the workers' decode rate: the first
+     * measurement to compare is at 100. */
     s->warm = true;
+    s->pct = 100;
   } else if (s->probing) {
     s->probing = false;
     s->changes++;
-    if (rate >= s->from_rate * (1.0 - GF_SHARE_TOL)) {
-      /* Not slower: kept, and on the same way. */
+    /* Towards the CPU: kept when faster; towards the GPU: when not
+     * slower. */
+    double need =
+        s->pct < s->from_pct ? 1.0 + GF_SHARE_TOL : 1.0 - GF_SHARE_TOL;
+    if (rate >= s->from_rate * need) {
       s->backoff = 1;
       next_move(s, rate);
     } else {

@@ -12,18 +12,36 @@
  * that, one share at a time, and moves to a neighbouring share when it is
  * not slower.
  *
- * How: the share starts at 100 (every sample the engines take). The first
- * measurement is let go (the consumer warming up). After each measurement
- * (`window` batches, counted once `settle` batches have passed since the last
- * change, so that the batches in flight, routed by the old share, are not
- * counted) it probes a neighbour, STEP points away, towards the CPU first; the
- * neighbour is kept when its rate is at least (1 - TOL) of the share it came
- * from, and probing goes on in the same direction; otherwise the old share
- * comes back and the next probe waits `hold` measurements, doubling after each
- * refusal (up to GF_SHARE_HOLD_MAX), then tries the other direction. A consumer
- * that takes batches as fast as they come (a bench with no model) finds the
- * share at which the engines and the workers together decode fastest; a
- * training loop, the share that slows its step least.
+ * How: the first measurement is the consumer warming up, at GF_SHARE_WARM
+ * (a few positions a batch to the CPU workers, so that their decode rate is
+ * known before any probe), and is let go; then the share is 100 (every
+ * sample to the engines). After each measurement (`window` batches, counted
+ * once `settle` batches have passed since the last change, so that the
+ * batches in flight, routed by the old share, are not counted) it probes
+ * another share, towards the CPU first. A probe towards the CPU is kept only
+ * when it is at least TOL faster than the share it came from, one towards
+ * the GPU when it is not TOL slower: a tie goes to the engines, which leave
+ * the cores to the rest of the process. A kept probe goes on the same way; a
+ * refused one brings the old share back, and the next probe waits `hold`
+ * measurements, doubling after each refusal (up to GF_SHARE_HOLD_MAX), then
+ * tries the other direction.
+ *
+ * How far: towards the GPU one STEP; towards the CPU as far as the idle
+ * cores could carry, in STEPs, and not at all where they could not carry
+ * one. The idle cores are the CPUs the process may run on less the CPU
+ * time it used in the last measurement; what they could carry, at the
+ * images a core decodes a second (the workers' own decodes), must be twice
+ * the images the probe moves. Measured on an H200 (bench/RESULTS.md,
+ * 2026-11-29): probing 25 points at a time with no such bound cost ResNet-18
+ * on 4 cores 0.95 -> 0.88 of its synthetic speed and a bench without a model
+ * a third of its images a second, where the CPU could not take a quarter of
+ * the images at any share; on 16 cores a step of 25 points changes the
+ * step's rate by about 2%, within a measurement's noise, where all of it
+ * changes it by 9%.
+ *
+ * A consumer that takes batches as fast as they come (a bench with no model)
+ * finds the share at which the engines and the workers together decode
+ * fastest; a training loop, the share that slows its step least.
  *
  * Pure arithmetic on the times given: no clock, no lock. One thread (the
  * consumer's) calls it; the share it returns is published by the caller. */
@@ -34,13 +52,24 @@
 #include <stdint.h>
 
 #define GF_SHARE_STEP 25u     /* points a probe moves the share */
-#define GF_SHARE_TOL 0.01     /* a probe may be 1% slower and be kept */
+#define GF_SHARE_TOL 0.01     /* what a probe must gain (CPU) or may lose */
 #define GF_SHARE_HOLD_MAX 32u /* measurements at most between probes */
+#define GF_SHARE_WARM 99u     /* the share of the first measurement */
+
+/* What the consumer's thread reads when it takes a batch. */
+typedef struct gf_share_clock {
+  uint64_t now_ns;    /* a monotonic clock */
+  uint64_t cpu_ns;    /* the process's CPU time, all threads */
+  uint64_t decode_ns; /* the workers' time decoding on the CPU, summed */
+  uint64_t decoded;   /* the samples they decoded */
+} gf_share_clock;
 
 typedef struct gf_jpeg_share {
   uint32_t pct;    /* the share now, 0-100 */
   uint32_t settle; /* batches skipped after a change */
   uint32_t window; /* batches a measurement */
+  uint32_t batch;  /* samples a batch */
+  uint32_t cores;  /* CPUs the process may run on */
   /* Internal. */
   uint32_t from_pct; /* a probe's share to return to */
   double from_rate;  /* its rate, batches a second; 0: not measured */
@@ -48,18 +77,22 @@ typedef struct gf_jpeg_share {
   int dir; /* -1 towards the CPU, +1 towards the GPU */
   uint32_t hold, backoff;
   uint32_t seen;    /* batches since the last change or measurement */
-  uint64_t t0;      /* when the measured batches began */
+  gf_share_clock t0; /* when the measured batches began */
+  uint32_t cpu_room; /* points the idle cores could take (cpu_points) */
   uint32_t changes; /* probes kept or refused */
   bool warm;        /* the first measurement was let go */
 } gf_jpeg_share;
 
 /* settle: the batches in flight after a change (slots + 1); window: the
- * batches a measurement averages (at least 1). */
-void gf_jpeg_share_init(gf_jpeg_share *s, uint32_t settle, uint32_t window);
+ * batches a measurement averages (at least 1); batch: samples a batch;
+ * cores: the CPUs the process may run on (at least 1). */
+void gf_jpeg_share_init(gf_jpeg_share *s, uint32_t settle, uint32_t window,
+                        uint32_t batch, uint32_t cores);
 
-/* One batch delivered to the consumer at now_ns (a monotonic clock).
- * Returns the share to route samples by from now on; *changed (may be
- * NULL) tells whether it moved. */
-uint32_t gf_jpeg_share_batch(gf_jpeg_share *s, uint64_t now_ns, bool *changed);
+/* One batch delivered to the consumer at c->now_ns. Returns the share to
+ * route samples by from now on; *changed (may be NULL) tells whether it
+ * moved. */
+uint32_t gf_jpeg_share_batch(gf_jpeg_share *s, const gf_share_clock *c,
+                             bool *changed);
 
 #endif /* GF_PIPELINE_JPEG_SHARE_H */

@@ -96,7 +96,15 @@ int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
 void gf_loader__jpeg_share_batch(gf_loader *l) {
   bool changed = false;
   uint32_t before = l->gpu_share.pct;
-  uint32_t p = gf_jpeg_share_batch(&l->gpu_share, now_ns(), &changed);
+  gf_share_clock c = {
+      .now_ns = now_ns(),
+      .cpu_ns = gf_proc_cpu_ns(),
+      .decode_ns =
+          atomic_load_explicit(&l->st_decode.busy_ns, memory_order_relaxed),
+      .decoded =
+          atomic_load_explicit(&l->st_decode.samples, memory_order_relaxed),
+  };
+  uint32_t p = gf_jpeg_share_batch(&l->gpu_share, &c, &changed);
   if (!changed)
     return;
   atomic_store_explicit(&l->gpu_jpeg_pct, p, memory_order_relaxed);
@@ -105,7 +113,7 @@ void gf_loader__jpeg_share_batch(gf_loader *l) {
          "(was %u%%: %s)",
          p, before,
          l->gpu_share.probing ? "trying it against the consumer's rate"
-                              : "the consumer was slower with it");
+                              : "back, as the consumer did not gain by it");
 }
 
 /* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
@@ -242,8 +250,11 @@ void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
    * rate (jpeg_share.h), from 100. */
   l->share_on =
       l->cfg.gpu_decode == GF_GPU_DECODE_AUTO && !l->cfg.gpu_decode_percent;
-  if (l->share_on)
-    gf_jpeg_share_init(&l->gpu_share, z->slots + 1, SHARE_WINDOW);
+  if (l->share_on) {
+    gf_jpeg_share_init(&l->gpu_share, z->slots + 1, SHARE_WINDOW,
+                       l->cfg.batch_size, gf_proc_cpus());
+    l->gpu_jpeg_pct = l->gpu_share.pct;
+  }
   gf_log(GF_LOG_INFO,
          "JPEG on the GPU: nvJPEG %d.%d.%d, %s backend, %u "
          "decoder%s opened in %.0f ms, %u%% of a batch's "
