@@ -772,12 +772,15 @@ typedef enum gf_gpu_decode {
    * --verify` (each image decoded by libjpeg once, its CRC32C in the
    * shard's x.sums, checked on every read; an image that no longer
    * matches is decoded on the CPU): every such JPEG sample they take goes
-   * to them. A folder's JPEG files (and unverified shards') stay on the
-   * CPU:
-   * nvJPEG does not detect damage inside the entropy-coded data (a file
-   * cut short and closed with an end marker decodes to garbage without an
-   * error), libjpeg does, and gpufeed never delivers a damaged sample as
-   * good unless asked (GF_GPU_DECODE_ALL). Without engines nothing goes to
+   * to them. A folder's JPEG files (and unverified shards') have no
+   * checksum, and nvJPEG does not detect damage inside the entropy-coded
+   * data (a file cut short and closed with an end marker decodes to
+   * garbage without an error), libjpeg does, and gpufeed never delivers a
+   * damaged sample as good unless asked (GF_GPU_DECODE_ALL): each such
+   * file is decoded on the CPU the first time it is met, read to its end
+   * (a full decode's verdict), and from then on its CRC32C vouches for it
+   * (up to 2^24 files, 8 bytes each in the memory plan; stats
+   * jpeg_checked, jpeg_check_failed). Without engines nothing goes to
    * the GPU: the GPU hybrid backend decodes on the SMs, which the training
    * step needs more than the CPU workers' help. */
   GF_GPU_DECODE_AUTO = 0,
@@ -1230,7 +1233,11 @@ typedef struct gf_loader_stats {
                                 ahead or whose shards could not be opened
                                 (a failed read): their workers read them
                                 again, and report */
-  uint64_t reserved4[2];
+  /* gpu_decode auto, JPEG files without a checksum (a folder's): the
+   * verdicts of CPU decodes that read such a file whole before the JPEG
+   * engines may take it (then its CRC32C vouches): good, and bad (judged
+   * again when met again; the decode reports them). */
+  uint64_t jpeg_checked, jpeg_check_failed;
 } gf_loader_stats;
 /* Fills *st (set st->struct_size first). Returns 0 or -EINVAL. Any
  * thread. */

@@ -21,3 +21,7 @@ add_dependencies(test_build_jpeg gpufeed_cli)
 gpufeed_add_test(test_jpeg_share
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_jpeg_share.c LABELS jpeg)
 target_link_libraries(test_jpeg_share PRIVATE m)
+# JPEG files without a checksum judged once by a CPU decode read whole, then
+# known by their CRC32C (lib/pipeline/jpeg_checked.c).
+gpufeed_add_test(test_jpeg_checked
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_jpeg_checked.c LABELS jpeg threaded)

@@ -194,11 +194,11 @@ static void add_cut_eoi(void) {
 
 enum { INJECT_NONE, INJECT_ONE, INJECT_ALL };
 
-/* Two epochs of a GPU-decoding loader against a CPU-decoding one; returns
- * the GPU loader's stats. */
-static gf_loader_stats compare(uint32_t channels, uint32_t resize,
-                               int inject, uint64_t bad) {
-  gf_loader_config ca = config(GF_GPU_DECODE_ALL, channels, resize);
+/* Two epochs of a GPU-decoding loader (gpu_decode mode) against a
+ * CPU-decoding one; returns the GPU loader's stats. */
+static gf_loader_stats compare_as(uint32_t mode, uint32_t channels,
+                                  uint32_t resize, int inject, uint64_t bad) {
+  gf_loader_config ca = config(mode, channels, resize);
   gf_loader_config cb = config(GF_GPU_DECODE_OFF, channels, resize);
   gf_loader *a = NULL, *b = NULL;
   /* The 5th image nvJPEG inspects refused, or every one. */
@@ -228,7 +228,7 @@ static gf_loader_stats compare(uint32_t channels, uint32_t resize,
       gf_test_skip(false, "%s", st.jpeg_gpu_why);
     }
     printf("no GPU decoder: %s\n", st.jpeg_gpu_why);
-    CHECK(!"gpu_decode all opened no decoder");
+    CHECK(!"gpu_decode all or auto opened no decoder");
   }
   uint8_t *seen = calloc(n_files, 1);
   uint64_t pixels = 0, sum = 0, host_null = 0, batches = 0;
@@ -342,6 +342,19 @@ static gf_loader_stats compare(uint32_t channels, uint32_t resize,
   if (inject == INJECT_ONE)
     CHECK(gf_fault_fired(GF_FAULT_NVJPEG_IMAGE) == 1 &&
           st.jpeg_gpu_refused >= 1);
+  /* Under auto the folder's files were judged by a CPU decode read whole
+   * before the engines took them, once each: the damaged ones failed
+   * (each epoch: a failure is not remembered), the others were known by
+   * their CRC32C in the second epoch (the loader may have run ahead into
+   * a third). */
+  printf("checked %llu, failed %llu (%llu files)\n",
+         (unsigned long long)st.jpeg_checked,
+         (unsigned long long)st.jpeg_check_failed, (unsigned long long)n_files);
+  if (mode == GF_GPU_DECODE_AUTO)
+    CHECK(st.jpeg_checked > 0 && st.jpeg_checked < 2 * n_files &&
+          st.jpeg_check_failed >= 2);
+  else
+    CHECK(st.jpeg_checked == 0 && st.jpeg_check_failed == 0);
   gf_fault_disarm(GF_FAULT_NVJPEG_IMAGE);
   /* Memory: the pool within its reservation, nvJPEG within its budgets. */
   printf("device pool peak %llu of %llu; nvJPEG device peak %llu of %llu, "
@@ -360,6 +373,11 @@ static gf_loader_stats compare(uint32_t channels, uint32_t resize,
   gf_loader_destroy(a);
   gf_loader_destroy(b);
   return st;
+}
+
+static gf_loader_stats compare(uint32_t channels, uint32_t resize, int inject,
+                               uint64_t bad) {
+  return compare_as(GF_GPU_DECODE_ALL, channels, resize, inject, bad);
 }
 
 /* Under the fail policy each corrupt file fails the next() of its batch,
@@ -429,9 +447,10 @@ static void host_checks(void) {
   CHECK(strstr(gf_last_error()->message, "gpu_decode_percent") != NULL);
   cfg.gpu_decode_percent = 50;
   /* All: the GPU hybrid backend's default budgets (64 MiB + 4 MiB a
-   * sample of a batch, 64 MiB pinned); auto: nothing for a folder (its
-   * files are not known good: the engines would not see damage inside
-   * the image data), the JPEG engines' 16 MiB each for a built dataset. */
+   * sample of a batch, 64 MiB pinned); auto: the JPEG engines' 16 MiB
+   * each, and for a folder (its files not known good: the engines would
+   * not see damage inside the image data) the table of files checked
+   * once, 8 bytes a file. */
   uint64_t k = cfg.gpu_decoders;
   plan_rows(&cfg, k * ((64u << 20) + 8 * (4u << 20)), k * (64u << 20));
   /* Each decoder its own reservations. */
@@ -445,7 +464,20 @@ static void host_checks(void) {
   CHECK(strstr(gf_last_error()->message, "gpu_decoders") != NULL);
   cfg.gpu_decoders = 2;
   cfg.gpu_decode = GF_GPU_DECODE_AUTO;
-  plan_rows(&cfg, 0, 0);
+  plan_rows(&cfg, 2 * (16u << 20), 2 * (16u << 20));
+  {
+    char plan[8192], want[64];
+    CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
+    const char *r = strstr(plan, "JPEG files checked (CRC)");
+    snprintf(want, sizeof want, " %llu ", (unsigned long long)n_files);
+    CHECK(r && strstr(r, want) && strstr(r, want) < strchr(r, '\n'));
+    if (!r)
+      printf("%s", plan);
+    cfg.gpu_decode = GF_GPU_DECODE_ALL;
+    CHECK(gf_loader_plan(&cfg, plan, sizeof plan) > 0);
+    CHECK(!strstr(plan, "JPEG files checked"));
+    cfg.gpu_decode = GF_GPU_DECODE_AUTO;
+  }
   cfg.gpu_decode = GF_GPU_DECODE_OFF;
   plan_rows(&cfg, 0, 0);
   cfg.gpu_decode = GF_GPU_DECODE_AUTO;
@@ -517,6 +549,12 @@ int main(void) {
   fails_named();
   add_cut_eoi();
   compare(3, GF_RESIZE_RANDOM_RESIZED_CROP, INJECT_ALL, 3);
+  /* Under auto the folder goes to the engines too, each file judged once
+   * by a CPU decode read whole first: the file cut and closed with an
+   * EOI, which the engines decode without a word (probe_cut_eoi), is
+   * never delivered. */
+  compare_as(GF_GPU_DECODE_AUTO, 3, GF_RESIZE_RANDOM_RESIZED_CROP, INJECT_NONE,
+             3);
   probe_cut_eoi();
 
   /* Turned off by the config: nothing on the GPU, and why. The

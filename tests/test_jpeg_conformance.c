@@ -195,7 +195,7 @@ static void compare(const char *name, const uint8_t *a, const uint8_t *b,
 /* A window of f at 1/denom through the region call. */
 static uint8_t *region(const uint8_t *f, size_t len, uint32_t y, uint32_t x,
                        uint32_t h, uint32_t w, uint32_t denom, gf_shape *s) {
-  gf_jpeg_region r = {y, x, h, w, denom};
+  gf_jpeg_region r = {y, x, h, w, denom, false};
   size_t cap = (size_t)h * w * 3;
   uint8_t *px = malloc(cap);
   uint32_t y0, x0;

@@ -8,9 +8,10 @@
  * before anything is decoded; libjpeg's memory cap stops a progressive file
  * whose coefficients exceed it, with a clear GF_ELIMIT; CMYK and YCCK are
  * refused naming the colour space; gf_jpeg_encode's argument checks.
- * gf_jpeg_check (every scan read, no pixels) passes exactly the files
- * that decode: each truncation, each bit flip, a file cut and closed with
- * an end marker, stray bytes. */
+ * gf_jpeg_check (every scan read, no pixels) and a window decode read on
+ * to the end (to_end) pass exactly the files that decode: each truncation,
+ * each bit flip, a file cut and closed with an end marker, stray bytes;
+ * the window read to the end gives the window's pixels. */
 #include "testutil.h"
 #include "decode/decode.h"
 
@@ -51,9 +52,18 @@ static void test_truncations(const uint8_t *f, size_t len, const char *what) {
   CHECK_OK(gf_jpeg_shape(f, len, NULL, &s));
   size_t n = (size_t)gf_shape_bytes(&s);
   uint8_t *dst = malloc(n), *win = malloc(n), *want = malloc(n);
-  gf_jpeg_region top = {0, 1, s.height / 3 + 1, s.width - 2, 1};
+  gf_jpeg_region top = {0, 1, s.height / 3 + 1, s.width - 2, 1, false};
+  gf_jpeg_region whole = top;
+  whole.to_end = true;
   uint32_t y0, x0;
   CHECK_OK(gf_jpeg_decode_region(f, len, NULL, &top, want, n, &ws, &y0, &x0));
+  {
+    gf_shape es;
+    CHECK_OK(
+        gf_jpeg_decode_region(f, len, NULL, &whole, win, n, &es, &y0, &x0));
+    CHECK(memcmp(&es, &ws, sizeof es) == 0 &&
+          memcmp(win, want, (size_t)gf_shape_bytes(&ws)) == 0);
+  }
   int windows_ok = 0;
   for (size_t l = 0; l < len; l++) {
     uint8_t *t = malloc(l ? l : 1); /* exactly l bytes: ASan sees overreads */
@@ -61,9 +71,13 @@ static void test_truncations(const uint8_t *f, size_t len, const char *what) {
     gf_shape o;
     int rc = gf_decode(GF_CODEC_JPEG, l ? t : NULL, l, NULL, NULL, dst, n, &o);
     int rk = gf_jpeg_check(l ? t : NULL, l, NULL, &o);
-    if (rc != GF_EDECODE || rk != GF_EDECODE) {
-      fprintf(stderr, "%s: truncated to %zu of %zu bytes: %d, checked %d\n",
-              what, l, len, rc, rk);
+    int re = gf_jpeg_decode_region(l ? t : NULL, l, NULL, &whole, win, n, &o,
+                                   &y0, &x0);
+    if (rc != GF_EDECODE || rk != GF_EDECODE || re != GF_EDECODE) {
+      fprintf(stderr,
+              "%s: truncated to %zu of %zu bytes: %d, checked %d, window "
+              "to the end %d\n",
+              what, l, len, rc, rk, re);
       gf_test_failures++;
     }
     rc = gf_decode_shape(GF_CODEC_JPEG, l ? t : NULL, l, NULL, NULL, &o);
@@ -101,6 +115,9 @@ static void test_truncations(const uint8_t *f, size_t len, const char *what) {
   CHECK_ERR(gf_decode(GF_CODEC_JPEG, c, cut + 2, NULL, NULL, dst, n, &o),
             GF_EDECODE);
   CHECK_ERR(gf_jpeg_check(c, cut + 2, NULL, &o), GF_EDECODE);
+  CHECK_ERR(
+      gf_jpeg_decode_region(c, cut + 2, NULL, &whole, win, n, &o, &y0, &x0),
+      GF_EDECODE);
   printf("%s: cut at 60%% and closed: %s\n", what, gf_last_error()->message);
   free(c);
   gf_shape k;
@@ -142,11 +159,23 @@ static void test_flips(const uint8_t *f, size_t len, const char *what) {
                   rk ? gf_last_error()->message : "-");
           gf_test_failures++;
         }
-        gf_error_restore(&saved);
-        gf_jpeg_region r = {s.height / 2, 0, s.height - s.height / 2,
-                            s.width, 2};
+        /* A window of the top rows read on to the end: the decode's
+         * verdict too. */
+        gf_jpeg_region e = {0, 0, s.height / 3 + 1, s.width, 2, true};
         uint32_t y0, x0;
         gf_shape ws;
+        int re = gf_jpeg_decode_region(t, len, &o, &e, dst, n, &ws, &y0, &x0);
+        if ((re == 0) != (rc == 0)) {
+          fprintf(stderr,
+                  "%s: flip of bit %d at byte %zu: decode %d (%s), "
+                  "window to the end %d (%s)\n",
+                  what, bit, i, rc, rc ? saved.message : "-", re,
+                  re ? gf_last_error()->message : "-");
+          gf_test_failures++;
+        }
+        gf_error_restore(&saved);
+        gf_jpeg_region r = {s.height / 2, 0, s.height - s.height / 2,
+                            s.width,      2, false};
         int rw = gf_jpeg_decode_region(t, len, &o, &r, dst, n, &ws, &y0, &x0);
         CHECK(allowed(rw));
         free(dst);
@@ -275,7 +304,7 @@ static void test_dimensions(const uint8_t *f, size_t len) {
     printf("%ux%u: %s\n", dims[i].h, dims[i].w, gf_last_error()->message);
     CHECK_ERR(gf_decode(GF_CODEC_JPEG, t, len, NULL, &o, dst, sizeof dst, &s),
               GF_ELIMIT);
-    gf_jpeg_region r = {0, 0, 1, 1, 8};
+    gf_jpeg_region r = {0, 0, 1, 1, 8, false};
     uint32_t y0, x0;
     CHECK_ERR(gf_jpeg_decode_region(t, len, &o, &r, dst, sizeof dst, &s, &y0,
                                     &x0),
@@ -322,7 +351,7 @@ static void test_memory_cap(void) {
   CHECK_ERR(gf_decode(GF_CODEC_JPEG, f, len, NULL, &o, dst, n, &s), GF_ELIMIT);
   CHECK(strstr(gf_last_error()->message, "decoder memory") != NULL);
   printf("memory cap: %s\n", gf_last_error()->message);
-  gf_jpeg_region r = {100, 100, 10, 10, 8};
+  gf_jpeg_region r = {100, 100, 10, 10, 8, false};
   uint32_t y0, x0;
   CHECK_ERR(gf_jpeg_decode_region(f, len, &o, &r, dst, n, &s, &y0, &x0),
             GF_ELIMIT);

@@ -2,8 +2,9 @@
  * 4:4:4 (baseline and progressive), of odd sizes, every window decoded at
  * 1/1, 1/2, 1/4 and 1/8 equals byte for byte the same rectangle of a whole
  * decode at that scale: random windows, windows touching every edge, 1x1
- * windows in the corners, with and without a channel conversion; the same
- * for progressive files that end after their first scans. Also
+ * windows in the corners, with and without a channel conversion, and each
+ * the same when read on to the end of the file (to_end); the same for
+ * progressive files that end after their first scans. Also
  * gf_jpeg_pick_denom by hand, and the region call's argument checks. */
 #include "testutil.h"
 #include "decode/decode.h"
@@ -15,7 +16,7 @@
  * image as the window: no skip, no crop). */
 static uint8_t *scaled(const void *f, size_t len, const gf_decode_opts *o,
                        uint32_t h, uint32_t w, uint32_t denom, gf_shape *s) {
-  gf_jpeg_region all = {0, 0, h, w, denom};
+  gf_jpeg_region all = {0, 0, h, w, denom, false};
   uint32_t sh = (h + denom - 1) / denom, sw = (w + denom - 1) / denom;
   size_t cap = (size_t)sh * sw * 4;
   uint8_t *px = malloc(cap);
@@ -72,6 +73,15 @@ static void check_window(const image *im, const gf_decode_opts *o,
             im->what, r->h, r->w, r->y, r->x, dn);
     gf_test_failures++;
   }
+  /* Read on to the end of the file (to_end): the same pixels. */
+  gf_jpeg_region e = *r;
+  e.to_end = true;
+  uint8_t *pe = malloc(need);
+  gf_shape es;
+  CHECK_OK(
+      gf_jpeg_decode_region(im->f, im->len, o, &e, pe, need, &es, &y0, &x0));
+  CHECK(memcmp(&es, &s, sizeof es) == 0 && memcmp(pe, px, need) == 0);
+  free(pe);
   /* One byte short: refused, nothing written past. */
   if (need > 1) {
     CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, o, r, px, need - 1, &s,
@@ -99,18 +109,22 @@ static void check_image(const image *im, uint64_t *rng, int nrandom) {
               memcmp(full, plain, (size_t)gf_shape_bytes(&fs)) == 0);
       uint32_t H = im->h, W = im->w;
       /* The corners, 1x1; bands along each edge; the whole image. */
-      gf_jpeg_region fixed[] = {
-          {0, 0, 1, 1, dn},         {0, W - 1, 1, 1, dn},
-          {H - 1, 0, 1, 1, dn},     {H - 1, W - 1, 1, 1, dn},
-          {0, 0, H, 1, dn},         {0, W - 1, H, 1, dn},
-          {0, 0, 1, W, dn},         {H - 1, 0, 1, W, dn},
-          {0, 0, H, W, dn},         {H / 2, W / 2, H - H / 2, W - W / 2, dn},
-          {0, W / 3, H, W / 3 + 1, dn}};
+      gf_jpeg_region fixed[] = {{0, 0, 1, 1, dn, false},
+                                {0, W - 1, 1, 1, dn, false},
+                                {H - 1, 0, 1, 1, dn, false},
+                                {H - 1, W - 1, 1, 1, dn, false},
+                                {0, 0, H, 1, dn, false},
+                                {0, W - 1, H, 1, dn, false},
+                                {0, 0, 1, W, dn, false},
+                                {H - 1, 0, 1, W, dn, false},
+                                {0, 0, H, W, dn, false},
+                                {H / 2, W / 2, H - H / 2, W - W / 2, dn, false},
+                                {0, W / 3, H, W / 3 + 1, dn, false}};
       for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
         check_window(im, &o, &fixed[k], full, &fs);
       /* Random windows, a third of them touching an edge. */
       for (int k = 0; k < nrandom; k++) {
-        gf_jpeg_region r = {0, 0, 0, 0, dn};
+        gf_jpeg_region r = {0, 0, 0, 0, dn, false};
         r.h = 1 + (uint32_t)(gf_test_rand(rng) % H);
         r.w = 1 + (uint32_t)(gf_test_rand(rng) % W);
         r.y = (uint32_t)(gf_test_rand(rng) % (H - r.h + 1));
@@ -148,29 +162,29 @@ static void test_errors(const image *im) {
   uint8_t dst[64];
   gf_shape s;
   uint32_t y0, x0;
-  gf_jpeg_region r = {0, 0, 1, 1, 3};
+  gf_jpeg_region r = {0, 0, 1, 1, 3, false};
   CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, NULL, &r, dst, sizeof dst,
                                   &s, &y0, &x0),
             -EINVAL);
   CHECK(strstr(gf_last_error()->message, "1/3") != NULL);
-  r = (gf_jpeg_region){im->h, 0, 1, 1, 1};
+  r = (gf_jpeg_region){im->h, 0, 1, 1, 1, false};
   CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, NULL, &r, dst, sizeof dst,
                                   &s, &y0, &x0),
             -EINVAL);
   CHECK(strstr(gf_last_error()->message, "not inside") != NULL);
-  r = (gf_jpeg_region){0, 1, 1, im->w, 1};
+  r = (gf_jpeg_region){0, 1, 1, im->w, 1, false};
   CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, NULL, &r, dst, sizeof dst,
                                   &s, &y0, &x0),
             -EINVAL);
-  r = (gf_jpeg_region){0, 0, 0, 1, 1};
+  r = (gf_jpeg_region){0, 0, 0, 1, 1, false};
   CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, NULL, &r, dst, sizeof dst,
                                   &s, &y0, &x0),
             -EINVAL);
-  r = (gf_jpeg_region){UINT32_MAX, 0, 2, 1, 1};
+  r = (gf_jpeg_region){UINT32_MAX, 0, 2, 1, 1, false};
   CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, NULL, &r, dst, sizeof dst,
                                   &s, &y0, &x0),
             -EINVAL);
-  r = (gf_jpeg_region){0, 0, 1, 1, 1};
+  r = (gf_jpeg_region){0, 0, 1, 1, 1, false};
   CHECK_ERR(gf_jpeg_decode_region(im->f, im->len, NULL, NULL, dst, sizeof dst,
                                   &s, &y0, &x0),
             -EINVAL);

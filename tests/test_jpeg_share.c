@@ -152,6 +152,9 @@ int main(void) {
      * to 100 at its measurement's end. */
     CHECK(feed(&s, &c, 37, 1000000, 2.0, 64, 75) == 37);
     CHECK(s.pct == 100 && !s.probing);
+    /* A batch of 64: warmed up at 100 (99% would send 1 in 64). */
+    gf_jpeg_share_init(&s, 4, 32, 64, 16);
+    CHECK(s.pct == 100);
   }
   /* How far the idle cores let a probe go: 256 images a ms is 256k a
    * second; the workers decode 1k a second a core; the process uses 2

@@ -81,7 +81,7 @@ static int scaled_reference(const char *path, const gf_transform *t,
                        &rw, &wh, &ww);
   uint32_t d = t->resize ? gf_jpeg_pick_denom(rh, rw, wh, ww) : 1;
   *denom = d;
-  gf_jpeg_region r = {0, 0, full.height, full.width, d};
+  gf_jpeg_region r = {0, 0, full.height, full.width, d, false};
   uint8_t *px = malloc(gf_shape_bytes(&full));
   gf_shape s;
   uint32_t y0, x0;

@@ -81,21 +81,26 @@ static void compare(const gf_loader_config *cfg, bool gpu, const char *what) {
    * (no nvJPEG here) the plan still prints them and nothing is reserved. */
   uint64_t jdev = p.jpeg_gpu_mode ? p.jpeg_gpu_device_bytes : 0;
   uint64_t jpin = p.jpeg_gpu_mode ? p.jpeg_gpu_pinned_bytes : 0;
+  /* Files without a checksum under auto: the table of those checked. */
+  uint64_t jchk = p.jpeg_gpu_mode ? p.jpeg_checked_bytes : 0;
   CHECK(gpu || !p.jpeg_gpu_mode);
+  CHECK(row_total(text, "host", "JPEG files checked (CRC)", jchk));
   CHECK(row_total(text, "host", "nvJPEG pinned budget", jpin));
   CHECK(row_total(text, "device", "nvJPEG budget (own pool)", jdev));
   if (st.jpeg_gpu_backend[0]) {
     CHECK(a.jpeg_gpu_device_bytes == jdev && a.jpeg_gpu_pinned_bytes == jpin);
+    CHECK(a.jpeg_checked_bytes == jchk);
     CHECK(st.jpeg_gpu_device_budget == jdev &&
           st.jpeg_gpu_pinned_budget == jpin);
     jpeg_opened++;
   } else {
-    CHECK(a.jpeg_gpu_device_bytes == 0 && a.jpeg_gpu_pinned_bytes == 0);
+    CHECK(a.jpeg_gpu_device_bytes == 0 && a.jpeg_gpu_pinned_bytes == 0 &&
+          a.jpeg_checked_bytes == 0);
     CHECK(st.jpeg_gpu_why[0] != '\0');
   }
   CHECK(row_total(text, "host", "total",
                   pinned + a.slot_out_bytes + a.slot_table_bytes +
-                      a.read_buffer_bytes + cfg->cache_bytes + jpin));
+                      a.read_buffer_bytes + cfg->cache_bytes + jpin + jchk));
   if (gpu) {
     uint64_t need = gf_memory_plan_device_need(&p);
     uint64_t pool = cfg->device_pool_bytes > need ? cfg->device_pool_bytes

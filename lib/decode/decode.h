@@ -83,6 +83,11 @@ typedef struct gf_jpeg_region {
                           image, h,w >= 1 */
   uint32_t denom;      /* 1, 2, 4 or 8: decode at scale 1/denom (libjpeg's
                           scaled IDCT) */
+  bool to_end;         /* read on past the window to the EOI marker (the
+                          rows below it entropy-decoded, not made into
+                          pixels): the file then passes exactly when a
+                          full decode would (gf_jpeg_check's verdict), at
+                          little more than the window's cost */
 } gf_jpeg_region;
 
 /* Decodes only what covers the window at scale 1/denom: rows [y0, y1) and
@@ -95,9 +100,10 @@ typedef struct gf_jpeg_region {
  * decoded, columns outside cropped (jpeg_crop_scanline, widened to iMCU
  * boundaries and by the upsampler's one-sample context; only the wanted
  * columns are copied out; files with a component subsampled more than 2x
- * on an axis are decoded full width). The pixels equal those at the same place in a
- * full decode at that scale. Only the data up to the window's last row is
- * read, so damage below it goes unseen. Returns what gf_jpeg_decode does;
+ * on an axis are decoded full width). The pixels equal those at the same place
+ * in a full decode at that scale. Only the data up to the window's last row is
+ * read, so damage below it goes unseen, unless r->to_end (then the
+ * verdict is a full decode's). Returns what gf_jpeg_decode does;
  * -EINVAL also for a window outside the image or a bad denom. */
 int gf_jpeg_decode_region(const void *src, size_t len,
                           const gf_decode_opts *opts, const gf_jpeg_region *r,

@@ -309,9 +309,28 @@ static int job_pixels(jpeg_job *j, jpeg_want *w, const uint32_t win[4],
     y += got;
   }
   /* A whole decode reads on to the EOI marker, so damage in the file's
-   * last bytes is seen too; a window stops at its last row. */
-  if (to_end)
+   * last bytes is seen too; a window stops at its last row unless asked
+   * to read on: the rows below it are read into scratch and dropped
+   * (only the window's columns, at its scale). Not jpeg_skip_scanlines:
+   * a skip that reaches the image's end decodes nothing, and Debian 12's
+   * libjpeg-turbo 2.1.5 loops for ever skipping the last rows of some
+   * scaled, cropped decodes (found by test_jpeg_region). */
+  if (to_end) {
+    if (!j->buf && !(j->buf = gf_scratch_get(nstride * GF_JPEG_ROWS)))
+      return -ENOMEM;
+    for (uint32_t k = 0; k < GF_JPEG_ROWS; k++)
+      rows[k] = j->buf + k * nstride;
+    while (d->output_scanline < d->output_height) {
+      JDIMENSION left = d->output_height - d->output_scanline;
+      JDIMENSION n = left < GF_JPEG_ROWS ? left : GF_JPEG_ROWS;
+      JDIMENSION got = jpeg_read_scanlines(d, rows, n);
+      if (got == 0 || got > n)
+        return gf_fail(GF_EINTERNAL, NULL, GF_NO_INDEX, GF_NO_INDEX,
+                       "libjpeg returned %u of %u rows past the window", got,
+                       n);
+    }
     jpeg_finish_decompress(d);
+  }
   return 0;
 }
 
@@ -353,7 +372,7 @@ static int job_run(jpeg_job *j, jpeg_want *w) {
   }
   if (rc < 0 || !w->dst)
     return rc;
-  gf_jpeg_region full = {0, 0, j->native.height, j->native.width, 1};
+  gf_jpeg_region full = {0, 0, j->native.height, j->native.width, 1, false};
   const gf_jpeg_region *r = w->r ? w->r : &full;
   j->d.scale_num = 1;
   j->d.scale_denom = r->denom;
@@ -382,7 +401,7 @@ static int job_run(jpeg_job *j, jpeg_want *w) {
                    w->r ? "window" : "image", need);
   w->y0 = win[0];
   w->x0 = win[1];
-  return job_pixels(j, w, win, !w->r);
+  return job_pixels(j, w, win, !w->r || w->r->to_end);
 }
 
 static int jpeg_read_common(const void *src, size_t len,

@@ -7,7 +7,10 @@
 void gf_jpeg_share_init(gf_jpeg_share *s, uint32_t settle, uint32_t window,
                         uint32_t batch, uint32_t cores) {
   memset(s, 0, sizeof *s);
-  s->pct = GF_SHARE_WARM;
+  /* 99% sends no position to the CPU below 100 a batch but the first: a
+   * fifth of a batch of 5. Small batches warm up at 100 (their first
+   * probe then measures the CPU). */
+  s->pct = batch >= 100 ? GF_SHARE_WARM : 100;
   s->settle = settle;
   s->window = window ? window : 1;
   s->batch = batch ? batch : 1;

@@ -14,7 +14,8 @@
  *
  * How: the first measurement is the consumer warming up, at GF_SHARE_WARM
  * (a few positions a batch to the CPU workers, so that their decode rate is
- * known before any probe), and is let go; then the share is 100 (every
+ * known before any probe; at 100 for batches below 100, where 99% would
+ * send a whole position a batch), and is let go; then the share is 100 (every
  * sample to the engines). After each measurement (`window` batches, counted
  * once `settle` batches have passed since the last change, so that the
  * batches in flight, routed by the old share, are not counted) it probes

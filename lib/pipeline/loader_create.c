@@ -596,6 +596,7 @@ void gf_loader_destroy(gf_loader *l) {
   for (uint32_t i = 0; i < l->nslots && l->slots; i++)
     free_slot(l, &l->slots[i]);
   free(l->slots);
+  gf_jpeg_checked_free(&l->jpeg_checked);
   /* After the workers: the stage owns the staging memory they wrote. */
   gf_stage_destroy(l->stage);
   close_direct(l);

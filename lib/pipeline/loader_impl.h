@@ -58,6 +58,7 @@
 #include "io/io.h"
 #include "pipeline/cache.h"
 #include "pipeline/fetch.h"
+#include "pipeline/jpeg_checked.h"
 #include "pipeline/jpeg_share.h"
 #include "pipeline/loader_plan.h"
 #include "pipeline/sampler.h"
@@ -309,6 +310,8 @@ struct gf_loader {
   bool share_on;           /* gpu_decode auto with no gpu_decode_percent: the
                               share follows the consumer's rate (gpu_share) */
   gf_jpeg_share gpu_share; /* the consumer's (jpeg_share.h) */
+  gf_jpeg_checked jpeg_checked; /* auto, files without a checksum: those
+                                   checked once (jpeg_checked.h) */
   char jpeg_gpu_backend[16];
   char jpeg_gpu_why[256];
   _Atomic uint64_t jpeg_gpu_decoded, jpeg_gpu_refused;
@@ -447,18 +450,21 @@ void gf_loader__jpeg_count(gf_loader *l, uint32_t denom,
  * *region where it lies (transform.h). Returns 0, 1 when the frame header
  * is not one sized here (the caller decodes the file whole, for libjpeg's
  * verdict), or the decode's error (GF_ESHAPE also for a dataset record
- * that disagrees with the file), context to be added by the caller. Any
- * worker. */
+ * that disagrees with the file), context to be added by the caller. With
+ * to_end the file is read on to its end past the window, for a full
+ * decode's verdict (jpeg_checked.h). Any worker. */
 int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
                                   uint64_t epoch, const uint8_t *buf,
-                                  uint64_t len, uint8_t *dst, gf_shape *shape,
-                                  gf_xform_region *region);
+                                  uint64_t len, bool to_end, uint8_t *dst,
+                                  gf_shape *shape, gf_xform_region *region);
 /* Sizing (config and source alone): whether the GPU may decode JPEG
  * samples under the resolved config c in GPU mode (gpu) and, if so, the
  * decoder's mode and reservations; else why not. Fills z's jpeg_gpu_*
- * fields (z's jpeg_samples and identity already set). */
+ * fields and jpeg_checked (z's jpeg_samples, unchecked and identity
+ * already set); count: the source's samples (0: not known ahead, a
+ * stream). */
 void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
-                              gf_loader_sizes *z);
+                              uint64_t count, gf_loader_sizes *z);
 /* Create, GPU mode: opens the stage's nvJPEG decoder when the sizes say
  * the GPU may decode JPEG (z->jpeg_gpu_mode), and says in
  * l->jpeg_gpu_backend or l->jpeg_gpu_why how it went; a decoder that does

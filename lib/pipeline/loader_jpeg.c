@@ -61,8 +61,8 @@ static int full_size(const gf_loader *l, const gf_src_sample *smp,
 
 int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
                                   uint64_t epoch, const uint8_t *buf,
-                                  uint64_t len, uint8_t *dst, gf_shape *shape,
-                                  gf_xform_region *region) {
+                                  uint64_t len, bool to_end, uint8_t *dst,
+                                  gf_shape *shape, gf_xform_region *region) {
   region->denom = 0;
   uint32_t H = 0, W = 0;
   int rc = full_size(l, smp, buf, len, &H, &W);
@@ -75,7 +75,8 @@ int gf_loader__jpeg_decode_window(gf_loader *l, const gf_src_sample *smp,
   uint32_t d = 1;
   if (t->resize != GF_RESIZE_NONE && l->cfg.jpeg_scale == GF_JPEG_SCALE_AUTO)
     d = gf_jpeg_pick_denom(rh, rw, want_h, want_w);
-  gf_jpeg_region r = {.y = y, .x = x, .h = rh, .w = rw, .denom = d};
+  gf_jpeg_region r = {
+      .y = y, .x = x, .h = rh, .w = rw, .denom = d, .to_end = to_end};
   uint32_t y0, x0;
   rc = gf_jpeg_decode_region(buf, (size_t)len, &l->dopts, &r, dst,
                              (size_t)l->stride, shape, &y0, &x0);
@@ -120,9 +121,10 @@ void gf_loader__jpeg_share_batch(gf_loader *l) {
 #define JPEG_ENGINES_BUDGET (16ull << 20)
 
 void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
-                              gf_loader_sizes *z) {
+                              uint64_t count, gf_loader_sizes *z) {
   z->jpeg_gpu_mode = 0;
   z->jpeg_gpu_decoders = 0;
+  z->jpeg_checked = 0;
   z->jpeg_gpu_device_bytes = z->jpeg_gpu_pinned_bytes = 0;
   const char *why = NULL;
   if (!gpu)
@@ -131,15 +133,17 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
     why = "gpu_decode off: JPEG is decoded on the CPU";
   else if (!z->jpeg_samples)
     why = "the source has no JPEG samples";
-  else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->unchecked)
+  else if (c->gpu_decode == GF_GPU_DECODE_AUTO && z->unchecked &&
+           (!count || count > GF_JPEG_CHECKED_MAX))
     /* Within jpeg_gpu_why's 255 bytes. The engines do not see damage
      * inside the image data (a file cut short and closed with an end
-     * marker decodes as garbage); libjpeg does. */
-    why = "gpu_decode auto: JPEG files without a checksum (a folder's, "
-          "unverified tar shards) decode on the CPU, as the engines miss "
-          "damage inside image data; datasets and shards verified by "
-          "`gpufeed index --verify` go to the engines (gpu_decode all: all "
-          "files)";
+     * marker decodes as garbage); libjpeg does, and a file checked once
+     * is known by its CRC32C after (jpeg_checked.h): for 2^24 files at
+     * most, known ahead. */
+    why = "gpu_decode auto: JPEG files without a checksum in a stream or "
+          "beyond 16,777,216 files decode on the CPU, as the engines miss "
+          "damage inside image data (`gpufeed index --verify` vouches for "
+          "shards; gpu_decode all sends all files)";
   else if (z->identity)
     why = "the transform changes nothing, so a batch is its decoded pixels "
           "on the host: JPEG is decoded on the CPU";
@@ -152,6 +156,8 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
   }
   z->jpeg_gpu_why[0] = '\0';
   z->jpeg_gpu_mode = c->gpu_decode == GF_GPU_DECODE_ALL ? 2 : 1;
+  if (z->jpeg_gpu_mode == 1 && z->unchecked)
+    z->jpeg_checked = count;
   gf_nvjpeg_config nc;
   memset(&nc, 0, sizeof nc);
   nc.max_batch = c->batch_size;
@@ -245,6 +251,18 @@ void gf_loader__jpeg_gpu_open(gf_loader *l, const gf_loader_sizes *z) {
   gf_strlcpy(l->jpeg_gpu_backend, gf_stage_jpeg_backend(l->stage),
              sizeof l->jpeg_gpu_backend);
   l->jpeg_gpu_why[0] = '\0';
+  /* Files without a checksum: the table of those checked once. Without
+   * it (no memory) they decode on the CPU. */
+  if (z->jpeg_checked) {
+    if (gf_jpeg_checked_init(&l->jpeg_checked, z->jpeg_checked) == 0)
+      l->allocs.jpeg_checked_bytes = gf_jpeg_checked_bytes(z->jpeg_checked);
+    else
+      gf_log(GF_LOG_WARN,
+             "JPEG on the GPU: %s: files without a checksum "
+             "decode on the CPU",
+             gf_last_error()->message);
+    gf_error_restore(&saved);
+  }
   l->gpu_jpeg = true;
   /* Under auto with no share asked, the share follows the consumer's
    * rate (jpeg_share.h), from 100. */

@@ -478,7 +478,7 @@ int gf_loader_size(const gf_loader_config *c, gf_source *src, bool gpu,
    * list. */
   bool direct = gpu && c->cache_bytes &&
                 c->cache_direct == GF_CACHE_DIRECT_AUTO;
-  gf_loader__jpeg_gpu_plan(c, gpu, z);
+  gf_loader__jpeg_gpu_plan(c, gpu, z->stream ? 0 : gf_source_count(src), z);
   /* Tar shards' asked fields: a place each per sample, host memory. */
   z->nfields = gf_source_field_count(src);
   z->field_bytes = z->nfields ? gf_source_field_bytes(src) : 0;
@@ -597,6 +597,8 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
     p->jpeg_gpu_decoders = z->jpeg_gpu_decoders;
     p->jpeg_gpu_device_bytes = z->jpeg_gpu_device_bytes;
     p->jpeg_gpu_pinned_bytes = z->jpeg_gpu_pinned_bytes;
+    p->jpeg_checked = z->jpeg_checked;
+    p->jpeg_checked_bytes = gf_jpeg_checked_bytes(z->jpeg_checked);
   }
 }
 

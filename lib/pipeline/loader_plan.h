@@ -85,6 +85,8 @@ typedef struct gf_loader_sizes {
                                  header counted, for a folder) */
   bool unchecked;             /* the source's samples carry no checksum
                                  (an image folder) */
+  uint64_t jpeg_checked;      /* gpu_decode auto, unchecked: samples of the
+                                 check table (jpeg_checked.h); 0: none */
   uint32_t jpeg_gpu_mode;
   uint32_t jpeg_gpu_decoders; /* decoders opened at once (gpu_decoders) */
   uint64_t jpeg_gpu_device_bytes, jpeg_gpu_pinned_bytes; /* all of them */
@@ -124,6 +126,7 @@ typedef struct gf_loader_allocs {
   uint64_t stage_slots;       /* GPU: slots asked of the stage */
   uint64_t jpeg_gpu_device_bytes; /* GPU: nvJPEG's reservations, when its */
   uint64_t jpeg_gpu_pinned_bytes; /* decoder opened (else 0) */
+  uint64_t jpeg_checked_bytes;    /* its check table (else 0) */
   uint64_t fetch_bytes;  /* remote: the fetch stage's arena and tables */
   uint64_t fetch_budget; /* of which its arena */
   uint64_t stream_bytes; /* streaming: the stage's arena and tables */

@@ -193,8 +193,18 @@ int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
   if (smp->sniff &&
       (codec = gf_source_file_codec(l->src, smp, buf, (size_t)len)) < 0)
     return codec;
-  if (gpu && (gf_codec_caps(codec) & GF_CODEC_CAP_NVJPEG) && !in_place &&
-      (vouched || l->cfg.gpu_decode == GF_GPU_DECODE_ALL) &&
+  /* No checksum (a folder's file): known good by its CRC32C once a CPU
+   * decode has read it whole (jpeg_checked.h); until then, decoded here,
+   * read to its end. */
+  bool nvjpeg = (gf_codec_caps(codec) & GF_CODEC_CAP_NVJPEG) && !in_place;
+  bool judge = false;
+  uint32_t crc = 0;
+  if (nvjpeg && !smp->has_crc && l->jpeg_checked.count) {
+    crc = gf_crc32c(0, buf, (size_t)len);
+    vouched = gf_jpeg_checked_known(&l->jpeg_checked, smp->index, crc);
+    judge = !vouched;
+  }
+  if (gpu && nvjpeg && (vouched || l->cfg.gpu_decode == GF_GPU_DECODE_ALL) &&
       gf_loader__jpeg_gpu_take(l, smp, buf, len, dst, shape)) {
     *gpu = (uint32_t)len; /* jpeg_gpu_take: below 4 GiB */
     return 0;
@@ -222,8 +232,8 @@ int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
     /* A JPEG as its window; 1: its header is not one sized here, so it is
      * decoded whole (libjpeg then gives its verdict). */
     rc = (gf_codec_caps(codec) & GF_CODEC_CAP_REGION) && l->jpeg_window
-             ? gf_loader__jpeg_decode_window(l, smp, epoch, buf, len, dst,
-                                             shape, region)
+             ? gf_loader__jpeg_decode_window(l, smp, epoch, buf, len, judge,
+                                             dst, shape, region)
              : 1;
     if (rc == 1 && (gf_codec_caps(codec) & GF_CODEC_CAP_FILE))
       rc = decode_file(l, smp, codec, buf, len, dst, shape);
@@ -232,6 +242,8 @@ int gf_loader__finish_sample(gf_loader *l, uint32_t tid,
                      (size_t)l->stride, shape);
   }
   range_pop(l);
+  if (judge) /* the file read whole: its verdict, by its CRC32C */
+    gf_jpeg_checked_record(&l->jpeg_checked, smp->index, crc, rc == 0);
   if (rc == GF_ESHAPE && !(gf_source_caps(l->src) & GF_SOURCE_RECORDS)) {
     /* Create sized the slot from every file's header: a file that no
      * longer fits was rewritten since. */

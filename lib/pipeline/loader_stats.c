@@ -60,6 +60,8 @@ int gf_loader_stats_get(gf_loader *l, gf_loader_stats *st) {
   memcpy(o.jpeg_gpu_backend, l->jpeg_gpu_backend, sizeof o.jpeg_gpu_backend);
   memcpy(o.jpeg_gpu_why, l->jpeg_gpu_why, sizeof o.jpeg_gpu_why);
   o.jpeg_gpu_decoded = atomic_load(&l->jpeg_gpu_decoded);
+  o.jpeg_checked = atomic_load(&l->jpeg_checked.checks);
+  o.jpeg_check_failed = atomic_load(&l->jpeg_checked.refused);
   o.jpeg_gpu_refused = atomic_load(&l->jpeg_gpu_refused);
   for (int k = 0; k < 4; k++)
     o.jpeg_cpu_decoded += o.jpeg_decoded[k];

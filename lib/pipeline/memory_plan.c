@@ -201,7 +201,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     return rc;
   uint64_t jdev = p->jpeg_gpu_mode ? p->jpeg_gpu_device_bytes : 0;
   uint64_t jpin = p->jpeg_gpu_mode ? p->jpeg_gpu_pinned_bytes : 0;
+  uint64_t jchk = p->jpeg_gpu_mode ? p->jpeg_checked_bytes : 0;
   if ((rc = plan_sum(&host, jpin, "host")) < 0 ||
+      (rc = plan_sum(&host, jchk, "host")) < 0 ||
       (rc = plan_sum(&host, pinned, "host")) < 0 ||
       (rc = plan_sum(&host, outs, "host")) < 0 ||
       (rc = plan_sum(&host, tables, "host")) < 0 ||
@@ -267,6 +269,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     row(&s, "host", "nvJPEG pinned budget", p->jpeg_gpu_decoders,
         p->jpeg_gpu_decoders ? jpin / p->jpeg_gpu_decoders : 0, jpin,
         p->jpeg_gpu_decoders != 0);
+  if (jchk)
+    row(&s, "host", "JPEG files checked (CRC)", p->jpeg_checked,
+        jchk / p->jpeg_checked, jchk, true);
   row(&s, "host", "total", 0, 0, host, false);
   if (pool) {
     if (p->device_slots)

@@ -65,6 +65,8 @@ typedef struct gf_memory_plan {
   uint32_t jpeg_gpu_decoders;     /* decoders, each with its reservations */
   uint64_t jpeg_gpu_device_bytes; /* all the decoders' */
   uint64_t jpeg_gpu_pinned_bytes;
+  uint64_t jpeg_checked;       /* files checked once before the engines */
+  uint64_t jpeg_checked_bytes; /* (jpeg_checked.h): their table */
 } gf_memory_plan;
 
 /* Device bytes the batch slots need inside a pool with the default

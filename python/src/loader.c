@@ -404,18 +404,18 @@ static PyObject *core_stats(PyObject *o, PyObject *unused) {
       U_(cache_pin_failures) ||
       put_u64s(d, "jpeg_decoded", st.jpeg_decoded, 4) < 0 ||
       U_(jpeg_pixels_decoded) || U_(jpeg_pixels_full) || S_(jpeg_gpu_backend) ||
-      S_(jpeg_gpu_why) || U_(jpeg_gpu_decoded) || U_(jpeg_cpu_decoded) ||
-      U_(jpeg_gpu_refused) || U_(jpeg_gpu_device_budget) ||
-      U_(jpeg_gpu_device_peak) || U_(jpeg_gpu_pinned_budget) ||
-      U_(jpeg_gpu_pinned_peak) || S_(remote) || U_(fetch_requests) ||
-      U_(fetch_bytes) || U_(fetch_failed) || U_(fetch_retries) ||
-      U_(fetch_block_reads) || U_(fetch_cached) || U_(fetch_wait_ns) ||
-      U_(fetch_inflight) || U_(fetch_inflight_max) || U_(fetch_held_bytes) ||
-      U_(fetch_held_max) || U_(fetch_budget) || U_(disk_cache_hits) ||
-      U_(disk_cache_misses) || U_(disk_cache_bytes_read) ||
-      U_(disk_cache_bytes_written) || U_(disk_cache_evictions) ||
-      U_(index_reads) || U_(index_bytes) || U_(index_pages) ||
-      U_(fetch_unprepared)) {
+      S_(jpeg_gpu_why) || U_(jpeg_gpu_decoded) || U_(jpeg_checked) ||
+      U_(jpeg_check_failed) || U_(jpeg_cpu_decoded) || U_(jpeg_gpu_refused) ||
+      U_(jpeg_gpu_device_budget) || U_(jpeg_gpu_device_peak) ||
+      U_(jpeg_gpu_pinned_budget) || U_(jpeg_gpu_pinned_peak) || S_(remote) ||
+      U_(fetch_requests) || U_(fetch_bytes) || U_(fetch_failed) ||
+      U_(fetch_retries) || U_(fetch_block_reads) || U_(fetch_cached) ||
+      U_(fetch_wait_ns) || U_(fetch_inflight) || U_(fetch_inflight_max) ||
+      U_(fetch_held_bytes) || U_(fetch_held_max) || U_(fetch_budget) ||
+      U_(disk_cache_hits) || U_(disk_cache_misses) ||
+      U_(disk_cache_bytes_read) || U_(disk_cache_bytes_written) ||
+      U_(disk_cache_evictions) || U_(index_reads) || U_(index_bytes) ||
+      U_(index_pages) || U_(fetch_unprepared)) {
     Py_DECREF(d);
     return NULL;
   }

@@ -13,7 +13,9 @@
  * passes what decodes (with the same shape), and what it passes decodes
  * unless for its size (GF_ELIMIT, -ENOMEM): never damage. Then the window,
  * twice the same way, with the shape the region contract gives; when the
- * whole image at that scale decodes too, the window equals its rectangle. */
+ * whole image at that scale decodes too, the window equals its rectangle.
+ * The window read on to the end (to_end) has the full decode's verdict (but
+ * for sizes) and, when both decode, the window's pixels. */
 #include "fuzz.h"
 
 #include "decode/decode.h"
@@ -64,10 +66,10 @@ static int window_twice(const gf_decode_opts *o, const uint8_t *jpg,
 
 static void check_window(const gf_decode_opts *o, const uint8_t *p,
                          const uint8_t *jpg, size_t len, const gf_shape *s,
-                         bool short_buf) {
+                         bool short_buf, int full_rc) {
   uint32_t dn = 1u << ((p[0] >> 2) & 3);
   uint32_t H = s->height, W = s->width;
-  gf_jpeg_region r = {0, 0, 1, 1, dn};
+  gf_jpeg_region r = {0, 0, 1, 1, dn, false};
   r.h = 1 + (uint32_t)((uint64_t)p[3] * (H - 1) / 255);
   r.w = 1 + (uint32_t)((uint64_t)p[4] * (W - 1) / 255);
   r.y = (uint32_t)((uint64_t)p[1] * (H - r.h) / 255);
@@ -89,7 +91,7 @@ static void check_window(const gf_decode_opts *o, const uint8_t *p,
                 ws.channels == c && ws.dtype == GF_DTYPE_U8);
     FUZZ_ASSERT(y0 == wy0 && x0 == wx0);
     /* The whole image at that scale: the window is its rectangle. */
-    gf_jpeg_region all = {0, 0, H, W, dn};
+    gf_jpeg_region all = {0, 0, H, W, dn, false};
     uint8_t *full;
     gf_shape fs;
     uint32_t fy, fx;
@@ -104,6 +106,22 @@ static void check_window(const gf_decode_opts *o, const uint8_t *p,
     }
     free(full);
   }
+  /* Read on to the end: the full decode's verdict. */
+  gf_jpeg_region e = r;
+  e.to_end = true;
+  uint8_t *ew;
+  gf_shape es;
+  uint32_t ey, ex;
+  int re = window_twice(o, jpg, len, &e, need, &ew, &es, &ey, &ex);
+  bool size = full_rc == GF_ELIMIT || full_rc == -ENOMEM;
+  if (full_rc == 0)
+    FUZZ_ASSERT(re == 0 || re == GF_ELIMIT || re == -ENOMEM);
+  if (re == 0)
+    FUZZ_ASSERT(full_rc == 0 || size);
+  if (re == 0 && rw == 0)
+    FUZZ_ASSERT(memcmp(&es, &ws, sizeof es) == 0 && ey == y0 && ex == x0 &&
+                memcmp(ew, win, (size_t)gf_shape_bytes(&ws)) == 0);
+  free(ew);
   free(win);
   if (short_buf && need > 1) {
     uint8_t *sb = fuzz_alloc(need - 1);
@@ -177,5 +195,5 @@ static void one_input(const uint8_t *p, const uint8_t *jpg, size_t len) {
     FUZZ_CHECK_FAILURE(rc3, "gf_decode (buffer one byte short)");
     free(c);
   }
-  check_window(&o, p, jpg, len, &s, short_buf);
+  check_window(&o, p, jpg, len, &s, short_buf, ra);
 }
