@@ -128,6 +128,20 @@ static void test_truncations(const uint8_t *f, size_t len, const char *what) {
   free(want);
 }
 
+/* A failure unless a judge (its status rj, its error the thread's last)
+ * gives the decode's verdict (rc, its error in saved) on the flip. */
+static void same_verdict(const char *what, int bit, size_t i, int rc,
+                         const gf_error_info *saved, const char *judge,
+                         int rj) {
+  if ((rj == 0) == (rc == 0))
+    return;
+  fprintf(stderr,
+          "%s: flip of bit %d at byte %zu: decode %d (%s), %s %d (%s)\n", what,
+          bit, i, rc, rc ? saved->message : "-", judge, rj,
+          rj ? gf_last_error()->message : "-");
+  gf_test_failures++;
+}
+
 /* Bit flips at every byte (all 8 bits): a gpufeed error or a decode that
  * libjpeg found nothing wrong with. Returns how many flips were caught. */
 static void test_flips(const uint8_t *f, size_t len, const char *what) {
@@ -151,28 +165,14 @@ static void test_flips(const uint8_t *f, size_t len, const char *what) {
         gf_error_info saved = *gf_last_error();
         gf_shape ks;
         int rk = gf_jpeg_check(t, len, &o, &ks);
-        if ((rk == 0) != (rc == 0)) {
-          fprintf(stderr,
-                  "%s: flip of bit %d at byte %zu: decode %d (%s), "
-                  "check %d (%s)\n",
-                  what, bit, i, rc, rc ? saved.message : "-", rk,
-                  rk ? gf_last_error()->message : "-");
-          gf_test_failures++;
-        }
+        same_verdict(what, bit, i, rc, &saved, "check", rk);
         /* A window of the top rows read on to the end: the decode's
          * verdict too. */
         gf_jpeg_region e = {0, 0, s.height / 3 + 1, s.width, 2, true};
         uint32_t y0, x0;
         gf_shape ws;
         int re = gf_jpeg_decode_region(t, len, &o, &e, dst, n, &ws, &y0, &x0);
-        if ((re == 0) != (rc == 0)) {
-          fprintf(stderr,
-                  "%s: flip of bit %d at byte %zu: decode %d (%s), "
-                  "window to the end %d (%s)\n",
-                  what, bit, i, rc, rc ? saved.message : "-", re,
-                  re ? gf_last_error()->message : "-");
-          gf_test_failures++;
-        }
+        same_verdict(what, bit, i, rc, &saved, "window to the end", re);
         gf_error_restore(&saved);
         gf_jpeg_region r = {s.height / 2, 0, s.height - s.height / 2,
                             s.width,      2, false};
