@@ -84,10 +84,10 @@ typedef struct gf_jpeg_region {
   uint32_t denom;      /* 1, 2, 4 or 8: decode at scale 1/denom (libjpeg's
                           scaled IDCT) */
   bool to_end;         /* read on past the window to the EOI marker (the
-                          rows below it entropy-decoded, not made into
-                          pixels): the file then passes exactly when a
-                          full decode would (gf_jpeg_check's verdict), at
-                          little more than the window's cost */
+                          rows below it made at the window's scale and
+                          columns, then dropped): the file then passes
+                          exactly when a full decode would (gf_jpeg_check's
+                          verdict) */
 } gf_jpeg_region;
 
 /* Decodes only what covers the window at scale 1/denom: rows [y0, y1) and

@@ -11,7 +11,7 @@
  * not. Here the first time the loader meets such a file it decodes it on the
  * CPU as before (its window, at a reduced DCT scale where that serves) but
  * reads on to the end marker (gf_jpeg_region.to_end: the rows below the
- * window entropy-decoded, not made into pixels), so that the decode's
+ * window made at its scale and columns, then dropped), so that the decode's
  * verdict is a full decode's; a file that decodes has its CRC32C
  * recorded, and from then on bytes with that CRC32C may go to the engines
  * (the CRC32C of ~40 KB takes microseconds). A file that fails, or whose

@@ -104,7 +104,6 @@ uint32_t gf_jpeg_share_batch(gf_jpeg_share *s, const gf_share_clock *c,
       s->backoff = s->backoff * 2 < GF_SHARE_HOLD_MAX ? s->backoff * 2
                                                       : GF_SHARE_HOLD_MAX;
       s->dir = -s->dir;
-      s->from_rate = 0;
     }
   } else {
     next_move(s, rate);

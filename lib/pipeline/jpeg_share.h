@@ -9,8 +9,7 @@
  * speed with every JPEG on the CPU and 0.91 with every JPEG on the
  * engines; on 4 cores at 0.38 and 0.94). What each share costs shows only
  * in the batches the consumer takes a second, so the controller measures
- * that, one share at a time, and moves to a neighbouring share when it is
- * not slower.
+ * that, one share at a time, and keeps another share when it pays (below).
  *
  * How: the first measurement is the consumer warming up, at GF_SHARE_WARM
  * (a few positions a batch to the CPU workers, so that their decode rate is
@@ -73,7 +72,7 @@ typedef struct gf_jpeg_share {
   uint32_t cores;  /* CPUs the process may run on */
   /* Internal. */
   uint32_t from_pct; /* a probe's share to return to */
-  double from_rate;  /* its rate, batches a second; 0: not measured */
+  double from_rate;  /* its rate, batches a second */
   bool probing;
   int dir; /* -1 towards the CPU, +1 towards the GPU */
   uint32_t hold, backoff;
