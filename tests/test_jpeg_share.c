@@ -9,7 +9,8 @@
  *     and 0.76 at 70%): the share must stay at 100, its probes costing
  *     little;
  *   - a bench with no model on 16 threads: engines and workers together
- *     fastest (60% gave 1.35x the engines alone): a share between;
+ *     fastest (60% gave 1.48x the engines alone): a share between, at
+ *     95% of the best fixed share's rate;
  *   - the same on 4 threads: the idle cores cannot take a quarter of the
  *     images, so no probe after the first (which measures the CPU);
  *   - a consumer whose best share moves (cores taken away half-way): the
@@ -45,10 +46,20 @@ static double train4(uint32_t pct, uint64_t b) {
          : pct >= 50 ? 8000.0
                      : 5000.0 + 30.0 * pct;
 }
-/* A bench with no model, 16 threads: the fastest mix near 60%. */
+/* A bench with no model, 16 threads: images/s at the fixed shares
+ * measured on an H200 (bench/RESULTS.md, 2026-11-29, third session: 100%
+ * 27,962, 75% 32,331, 60% 41,300, 50% 40,885, every JPEG on the CPU
+ * 20,779), linear between them. The fastest mix is near 60%, 15 points
+ * from 75, where a controller moving by 25 points stalled. */
 static double bench16(uint32_t pct, uint64_t b) {
   (void)b;
-  return 40800.0 - 250.0 * fabs((double)pct - 60.0);
+  static const double p[5] = {0, 50, 60, 75, 100},
+                      r[5] = {20779, 40885, 41300, 32331, 27962};
+  for (int k = 1; k < 5; k++)
+    if (pct <= p[k])
+      return r[k - 1] +
+             (r[k] - r[k - 1]) * (pct - p[k - 1]) / (p[k] - p[k - 1]);
+  return r[4];
 }
 /* The same on 4 cores: one decoder at 29.4k images/s, the 2.4 cores left
  * at 2,500 images/s each (bench/RESULTS.md, 2026-11-29: the share probed
@@ -75,8 +86,11 @@ static double noise(void) { /* uniform in [-0.002, 0.002] */
  * the batches delivered at 0, 25, 50, 75, 100 (counted from `from`). The
  * share a batch was made with is the one in force `lag` batches before
  * (the batches in flight). */
+static double mean_rate; /* images/s over run's batches from `from` */
+
 static uint32_t run(const model *m, uint64_t n, uint64_t from, uint64_t at[5],
                     uint32_t *changes) {
+  double span = 0, images = 0;
   gf_jpeg_share s;
   const uint32_t lag = 4, batch = 256;
   gf_jpeg_share_init(&s, lag, 32, batch, (uint32_t)m->cores);
@@ -96,23 +110,27 @@ static uint32_t run(const model *m, uint64_t n, uint64_t from, uint64_t at[5],
     c.decode_ns += (uint64_t)(on_cpu * 1e9 / m->per_core);
     bool changed;
     uint32_t p = gf_jpeg_share_batch(&s, &c, &changed);
-    CHECK(p <= 100 && (p % GF_SHARE_STEP == 0 || p == GF_SHARE_WARM));
+    CHECK(p <= 100 && (p % GF_SHARE_FINE == 0 || p == GF_SHARE_WARM));
     CHECK(changed == (p != hist[(b + lag - 1) % lag]) || b < lag);
     hist[b % lag] = p;
-    if (b >= from)
+    if (b >= from) {
       at[made >= GF_SHARE_WARM ? 4 : made / GF_SHARE_STEP]++;
+      span += dt;
+      images += batch;
+    }
   }
+  mean_rate = span > 0 ? images * 1e9 / span : 0;
   *changes = s.changes;
   return s.pct;
 }
 
 static void report(const char *what, uint32_t end, const uint64_t at[5],
                    uint32_t changes) {
-  printf("%-22s ends at %3u%%; batches at 0/25/50/75/100%%: %llu %llu %llu "
-         "%llu %llu; %u probes\n",
+  printf("%-22s ends at %3u%%; batches at 0-24/25-49/50-74/75-99/100%%: "
+         "%llu %llu %llu %llu %llu; %u probes; %.0f images/s\n",
          what, end, (unsigned long long)at[0], (unsigned long long)at[1],
          (unsigned long long)at[2], (unsigned long long)at[3],
-         (unsigned long long)at[4], changes);
+         (unsigned long long)at[4], changes, mean_rate);
 }
 
 /* Feeds batches 1 ms apart (dt_ns each) to s, the process using `used`
@@ -158,12 +176,13 @@ int main(void) {
   }
   /* How far the idle cores let a probe go: 256 images a ms is 256k a
    * second; the workers decode 1k a second a core; the process uses 2
-   * cores. A step of 25 points moves 64k images a second, which needs 128
-   * idle cores. */
+   * cores. A point moves 2,560 images a second, which needs 5.12 idle
+   * cores: 58 idle cores carry 11.3 points, below MIN_MOVE (no probe),
+   * 98 carry 19.1 (a probe of 15), 198 38.7 (35), 398 77.3 (75), 998 all. */
   {
     static const struct {
       uint32_t cores, to;
-    } cases[] = {{100, 100}, {200, 75}, {400, 25}, {1000, 0}};
+    } cases[] = {{60, 100}, {100, 85}, {200, 65}, {400, 25}, {1000, 0}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
       gf_jpeg_share s;
       gf_share_clock c = {.decoded = 1, .decode_ns = 1000000};
@@ -188,11 +207,14 @@ int main(void) {
   CHECK(end == 100);
   CHECK(at[4] > 19900 && ch == 0); /* no probe: no room on the cores */
 
-  const model m_bench16 = {bench16, 16, 1.6, 2500};
+  /* The workers' decode rate a core as the controller stalled at 75%
+   * measured it: the process used 5.9 cores there. */
+  const model m_bench16 = {bench16, 16, 1.5, 1400};
   end = run(&m_bench16, 20000, 5000, at, &ch);
   report("bench, 16 threads", end, at, ch);
-  CHECK(end == 50 || end == 75);
-  CHECK(at[2] + at[3] > 14000);
+  CHECK(end >= 50 && end <= 70);
+  CHECK(at[2] > 14000);
+  CHECK(mean_rate > 0.95 * 41300); /* the best fixed share's */
 
   const model m_bench4 = {bench4, 4, 1.6, 2500};
   end = run(&m_bench4, 20000, 0, at, &ch);

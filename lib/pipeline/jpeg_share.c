@@ -26,13 +26,13 @@ static uint32_t neighbour(const gf_jpeg_share *s, int dir) {
   uint32_t pct = s->pct;
   if (dir < 0)
     return pct > s->cpu_room ? pct - s->cpu_room : 0;
-  return pct + GF_SHARE_STEP < 100 ? pct + GF_SHARE_STEP : 100;
+  return pct + GF_SHARE_MIN_MOVE < 100 ? pct + GF_SHARE_MIN_MOVE : 100;
 }
 
 /* The points of share the cores the process left idle over the
  * measurement from a to b could take from the engines, decoding twice the
- * images they move, at `rate` batches a second, in whole steps; one step
- * while no decode on the CPU was measured. */
+ * images they move, at `rate` batches a second: in FINE steps, 0 below
+ * MIN_MOVE; one STEP while no decode on the CPU was measured. */
 static uint32_t cpu_points(const gf_jpeg_share *s, const gf_share_clock *a,
                            const gf_share_clock *b, double rate) {
   if (!b->decoded || !b->decode_ns)
@@ -44,7 +44,10 @@ static uint32_t cpu_points(const gf_jpeg_share *s, const gf_share_clock *a,
   if (idle <= 0)
     return 0;
   double pts = idle * per_core * 100.0 / (2.0 * rate * s->batch);
-  return pts >= 100 ? 100 : (uint32_t)pts / GF_SHARE_STEP * GF_SHARE_STEP;
+  if (pts >= 100)
+    return 100;
+  uint32_t p = (uint32_t)pts / GF_SHARE_FINE * GF_SHARE_FINE;
+  return p >= GF_SHARE_MIN_MOVE ? p : 0;
 }
 
 /* Starts a probe from the share just measured at `rate`, or holds. */
@@ -101,7 +104,7 @@ uint32_t gf_jpeg_share_batch(gf_jpeg_share *s, const gf_share_clock *c,
        * the other way first. */
       s->pct = s->from_pct;
       s->hold = s->backoff;
-      s->backoff = s->backoff * 2 < GF_SHARE_HOLD_MAX ? s->backoff * 2
+      s->backoff = s->backoff * 4 < GF_SHARE_HOLD_MAX ? s->backoff * 4
                                                       : GF_SHARE_HOLD_MAX;
       s->dir = -s->dir;
     }

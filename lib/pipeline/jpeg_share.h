@@ -23,21 +23,27 @@
  * the GPU when it is not TOL slower: a tie goes to the engines, which leave
  * the cores to the rest of the process. A kept probe goes on the same way; a
  * refused one brings the old share back, and the next probe waits `hold`
- * measurements, doubling after each refusal (up to GF_SHARE_HOLD_MAX), then
- * tries the other direction.
+ * measurements, four times as many after each refusal (up to
+ * GF_SHARE_HOLD_MAX), then tries the other direction.
  *
- * How far: towards the GPU one STEP; towards the CPU as far as the idle
- * cores could carry, in STEPs, and not at all where they could not carry
- * one. The idle cores are the CPUs the process may run on less the CPU
- * time it used in the last measurement; what they could carry, at the
- * images a core decodes a second (the workers' own decodes), must be twice
- * the images the probe moves. Measured on an H200 (bench/RESULTS.md,
- * 2026-11-29): probing 25 points at a time with no such bound cost ResNet-18
- * on 4 cores 0.95 -> 0.88 of its synthetic speed and a bench without a model
- * a third of its images a second, where the CPU could not take a quarter of
- * the images at any share; on 16 cores a step of 25 points changes the
- * step's rate by about 2%, within a measurement's noise, where all of it
- * changes it by 9%.
+ * How far: towards the GPU MIN_MOVE points; towards the CPU as far as the idle
+ * cores could carry, in multiples of FINE points, and not at all where
+ * they could not carry MIN_MOVE. The idle cores are the CPUs the process
+ * may run on less the CPU time it used in the last measurement; what they
+ * could carry, at the images a core decodes a second (the workers' own
+ * decodes), must be twice the images the probe moves. Measured on an H200
+ * (bench/RESULTS.md, 2026-11-29): probing 25 points at a time with no such
+ * bound cost ResNet-18 on 4 cores 0.95 -> 0.88 of its synthetic speed and
+ * a bench without a model a third of its images a second, where the CPU
+ * could not take a quarter of the images at any share; on 16 cores a step
+ * of 25 points changes the step's rate by about 2%, within a measurement's
+ * noise, where all of it changes it by 9%: a move below MIN_MOVE changes
+ * it by less than the TOL a probe is judged by. Moves in whole 25-point
+ * steps left a bench on 16 threads at 75% (32k images/s) where 60% gave
+ * 41k: the room at 75% was 15 to 20 points; with probes towards the GPU of
+ * 25 points, doubling the wait after each refusal, the same bench over 10
+ * epochs spent a tenth of its batches on refused probes (third session's
+ * entry; test_jpeg_share's bench model is that bench's measured rates).
  *
  * A consumer that takes batches as fast as they come (a bench with no model)
  * finds the share at which the engines and the workers together decode
@@ -51,7 +57,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GF_SHARE_STEP 25u     /* points a probe moves the share */
+/* The first probe's points, while no decode on the CPU was measured. */
+#define GF_SHARE_STEP 25u
+#define GF_SHARE_FINE 5u      /* a probe moves a multiple of these points */
+#define GF_SHARE_MIN_MOVE 15u /* ... and at least this many */
 #define GF_SHARE_TOL 0.01     /* what a probe must gain (CPU) or may lose */
 #define GF_SHARE_HOLD_MAX 32u /* measurements at most between probes */
 #define GF_SHARE_WARM 99u     /* the share of the first measurement */
@@ -78,7 +87,8 @@ typedef struct gf_jpeg_share {
   uint32_t hold, backoff;
   uint32_t seen;    /* batches since the last change or measurement */
   gf_share_clock t0; /* when the measured batches began */
-  uint32_t cpu_room; /* points the idle cores could take (cpu_points) */
+  uint32_t cpu_room; /* points the idle cores could take (cpu_points):
+                       0 or MIN_MOVE to 100 in FINE steps */
   uint32_t changes; /* probes kept or refused */
   bool warm;        /* the first measurement was let go */
 } gf_jpeg_share;

@@ -114,7 +114,9 @@ void gf_loader__jpeg_share_batch(gf_loader *l) {
          "(was %u%%: %s)",
          p, before,
          l->gpu_share.probing ? "trying it against the consumer's rate"
-                              : "back, as the consumer did not gain by it");
+         : before == GF_SHARE_WARM && !l->gpu_share.changes
+             ? "the workers' decode rate measured"
+             : "back, as the consumer did not gain by it");
 }
 
 /* gpu_decode auto's reservations, device and pinned (see jpeg_gpu_plan). */
