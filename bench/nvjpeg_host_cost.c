@@ -9,7 +9,11 @@
  * with nvjpegDecodeBatched straight from libnvjpeg (dlopen), two decode states
  * taken in turn as the loader does, for each output format asked:
  * rgbi (interleaved RGB, the loader's), rgb (planar RGB), yuv (the JPEG's
- * own planes, no colour conversion), y (luma only) and unchanged.
+ * own planes, no colour conversion), y (luma only) and unchanged; a
+ * format with "+roi" (rgbi+roi) decodes only each image's
+ * RandomResizedCrop window (torchvision's: 8-100% of the area, aspect 3/4
+ * to 4/3) with nvjpegDecodeBatchedEx and a region of interest, what the
+ * engines would save if the loader asked for the crop alone.
  * Three phases a format, --seconds each:
  *   decode   the decode loop alone: images/s and host CPU microseconds an
  *            image (the process's CPU time over the images);
@@ -40,6 +44,7 @@
 #include <cuda_runtime.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -64,7 +69,24 @@
 /* nvjpegOutputFormat_t values beside the two nvjpeg_api.h names. */
 enum { OUT_UNCHANGED = 0, OUT_YUV = 1, OUT_RGB = 3 };
 
+/* The decode-parameter calls of nvjpegDecodeBatchedEx (ROI decode), not in
+ * nvjpeg_api.h as the library does not use them. */
+typedef struct gf_nvj_params_s *gf_nvj_params;
+typedef gf_nvj_status (*nvj_ParamsCreate)(gf_nvj_handle, gf_nvj_params *);
+typedef gf_nvj_status (*nvj_ParamsDestroy)(gf_nvj_params);
+typedef gf_nvj_status (*nvj_ParamsSetOutputFormat)(gf_nvj_params, int);
+typedef gf_nvj_status (*nvj_ParamsSetROI)(gf_nvj_params, int, int, int, int);
+typedef gf_nvj_status (*nvj_DecodeBatchedEx)(gf_nvj_handle, gf_nvj_state,
+                                             const unsigned char *const *,
+                                             const size_t *, gf_nvj_image *,
+                                             gf_nvj_params *, cudaStream_t);
+
 static struct {
+  nvj_ParamsCreate DecodeParamsCreate;
+  nvj_ParamsDestroy DecodeParamsDestroy;
+  nvj_ParamsSetOutputFormat DecodeParamsSetOutputFormat;
+  nvj_ParamsSetROI DecodeParamsSetROI;
+  nvj_DecodeBatchedEx DecodeBatchedEx;
   gf_nvj_CreateExV2 CreateExV2;
   gf_nvj_Destroy Destroy;
   gf_nvj_JpegStateCreate JpegStateCreate;
@@ -100,6 +122,13 @@ static int load(void) {
   SYM(JpegStreamParseHeader);
   SYM(JpegStreamGetFrameDimensions);
 #undef SYM
+  /* Optional: only --roi needs them. */
+  *(void **)&F.DecodeParamsCreate = dlsym(dl, "nvjpegDecodeParamsCreate");
+  *(void **)&F.DecodeParamsDestroy = dlsym(dl, "nvjpegDecodeParamsDestroy");
+  *(void **)&F.DecodeParamsSetOutputFormat =
+      dlsym(dl, "nvjpegDecodeParamsSetOutputFormat");
+  *(void **)&F.DecodeParamsSetROI = dlsym(dl, "nvjpegDecodeParamsSetROI");
+  *(void **)&F.DecodeBatchedEx = dlsym(dl, "nvjpegDecodeBatchedEx");
   return 0;
 }
 
@@ -225,6 +254,7 @@ static void *launch_main(void *arg) {
 
 typedef struct decoder {
   int format;
+  int roi; /* each image's RandomResizedCrop window only (BatchedEx) */
   unsigned flags;
   unsigned batch;
   double seconds;
@@ -254,6 +284,16 @@ static void *decode_main(void *arg) {
   unsigned char *out[2];
   for (int k = 0; k < 2; k++)
     CK(cudaMalloc((void **)&out[k], plane * 3 * D->batch));
+  gf_nvj_params *par[2] = {NULL, NULL};
+  if (D->roi)
+    for (int k = 0; k < 2; k++) {
+      par[k] = calloc(D->batch, sizeof *par[k]);
+      for (unsigned j = 0; j < D->batch; j++) {
+        NK(F.DecodeParamsCreate(h, &par[k][j]));
+        NK(F.DecodeParamsSetOutputFormat(par[k][j], D->format));
+      }
+    }
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
   const unsigned char **data = malloc(D->batch * sizeof *data);
   size_t *lens = malloc(D->batch * sizeof *lens);
   gf_nvj_image *dst = calloc(D->batch, sizeof *dst);
@@ -280,19 +320,44 @@ static void *decode_main(void *arg) {
       lens[j] = im->len;
       memset(&dst[j], 0, sizeof dst[j]);
       unsigned char *base = out[k] + plane * 3 * j;
+      unsigned w = im->w;
+      if (D->roi) {
+        /* torchvision's RandomResizedCrop window: 8-100% of the area,
+         * aspect ratio 3/4 to 4/3 (log-uniform), clamped to the image. */
+        double u[3];
+        for (int q = 0; q < 3; q++) {
+          rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+          u[q] = (double)(rng >> 11) / 9007199254740992.0;
+        }
+        double area = (double)im->w * im->h * (0.08 + 0.92 * u[0]);
+        double ar = exp(log(0.75) + (log(4.0 / 3) - log(0.75)) * u[1]);
+        unsigned cw = (unsigned)(sqrt(area * ar) + 0.5),
+                 ch = (unsigned)(sqrt(area / ar) + 0.5);
+        cw = cw < 1 ? 1 : cw > im->w ? im->w : cw;
+        ch = ch < 1 ? 1 : ch > im->h ? im->h : ch;
+        unsigned x = (unsigned)(u[2] * (im->w - cw + 1)),
+                 y = (unsigned)(u[0] * (im->h - ch + 1));
+        x = x > im->w - cw ? im->w - cw : x;
+        y = y > im->h - ch ? im->h - ch : y;
+        NK(F.DecodeParamsSetROI(par[k][j], (int)x, (int)y, (int)cw, (int)ch));
+        w = cw;
+      }
       if (D->format == GF_NVJ_OUTPUT_RGBI) {
         dst[j].channel[0] = base;
-        dst[j].pitch[0] = (size_t)im->w * 3;
+        dst[j].pitch[0] = (size_t)w * 3;
       } else if (D->format == GF_NVJ_OUTPUT_Y) {
         dst[j].channel[0] = base;
-        dst[j].pitch[0] = im->w;
+        dst[j].pitch[0] = w;
       } else
         for (int c = 0; c < 3; c++) {
           dst[j].channel[c] = base + plane * c;
-          dst[j].pitch[c] = im->w;
+          dst[j].pitch[c] = w;
         }
     }
-    NK(F.DecodeBatched(h, js[k], data, lens, dst, st));
+    if (D->roi)
+      NK(F.DecodeBatchedEx(h, js[k], data, lens, dst, par[k], st));
+    else
+      NK(F.DecodeBatched(h, js[k], data, lens, dst, st));
     CK(cudaEventRecord(ev[k], st));
     pending[k] = 1;
     images += D->batch;
@@ -304,6 +369,9 @@ static void *decode_main(void *arg) {
   D->cpu_us = c * 1e6 / (double)images;
   D->thread_us = d * 1e6 / (double)images;
   for (int k = 0; k < 2; k++) {
+    for (unsigned j = 0; par[k] && j < D->batch; j++)
+      F.DecodeParamsDestroy(par[k][j]);
+    free(par[k]);
     F.JpegStateDestroy(js[k]);
     CK(cudaEventDestroy(ev[k]));
     CK(cudaFree(out[k]));
@@ -358,9 +426,10 @@ int main(int argc, char **argv) {
     }
   }
   if (!dir || batch < 1 || seconds <= 0 || kernels < 1 || kernel_us < 0) {
-    fprintf(stderr, "usage: nvjpeg_host_cost DIR [--batch N] [--seconds S] "
-                    "[--formats rgbi,yuv,rgb,y,unchanged] [--kernels N] "
-                    "[--kernel-us U] [--pipeline] [--interp]\n");
+    fprintf(stderr,
+            "usage: nvjpeg_host_cost DIR [--batch N] [--seconds S] "
+            "[--formats rgbi,yuv,rgb,y,unchanged,rgbi+roi] [--kernels N] "
+            "[--kernel-us U] [--pipeline] [--interp]\n");
     return 2;
   }
   int ndev = 0;
@@ -423,12 +492,30 @@ int main(int argc, char **argv) {
   snprintf(list, sizeof list, "%s", formats);
   for (char *save = NULL, *f = strtok_r(list, ",", &save); f;
        f = strtok_r(NULL, ",", &save)) {
+    size_t fl = strlen(f);
+    int roi = fl > 4 && !strcmp(f + fl - 4, "+roi");
+    if (roi)
+      f[fl - 4] = '\0';
     int fmt = format_of(f);
+    if (roi && !F.DecodeBatchedEx) {
+      printf("%s+roi: this nvJPEG has no nvjpegDecodeBatchedEx\n", f);
+      continue;
+    }
+    if (roi)
+      f[fl - 4] = '+';
     if (fmt < 0) {
       fprintf(stderr, "nvjpeg_host_cost: unknown format %s\n", f);
       return 2;
     }
-    decoder D = {fmt, flags, batch, seconds, take, ntake, maxw, maxh, 0, 0, 0};
+    decoder D = {.format = fmt,
+                 .roi = roi,
+                 .flags = flags,
+                 .batch = batch,
+                 .seconds = seconds,
+                 .take = take,
+                 .ntake = ntake,
+                 .maxw = maxw,
+                 .maxh = maxh};
     decode_main(&D);
     decoder D2 = D;
     launcher L = L0;
