@@ -10,7 +10,8 @@
  * RandomResizedCrop + flip to 224 x 224, f16 NCHW normalised (as
  * xform_bench's rrc case). --repeat-chroma decodes with nvJPEG's own
  * chroma upsampling (GF_NVJPEG_REPEAT_CHROMA) rather than gpufeed's
- * default, interpolation.
+ * default, interpolation; --no-pipeline opens the hardware backend as the
+ * loader does (GF_NVJPEG_NO_PIPELINE).
  *
  * Per backend it prints images/s (wall clock over the timed passes, the
  * batches queued back to back on one stream, the host parsing batch k+1
@@ -23,7 +24,8 @@
  * backend cannot be opened it prints why.
  *
  *   nvjpeg_bench DIR [--batch N] [--rounds N] [--backend hw|hybrid|both]
- *                    [--resize] [--repeat-chroma] [--budget MiB] [--json]
+ *                    [--resize] [--repeat-chroma] [--no-pipeline]
+ *                    [--budget MiB] [--json]
  *
  * Exits 77 without CUDA (a build without it, or no device) or without
  * libnvjpeg. */
@@ -337,6 +339,8 @@ int main(int argc, char **argv) {
       resize = 1;
     else if (!strcmp(argv[i], "--repeat-chroma"))
       flags |= GF_NVJPEG_REPEAT_CHROMA;
+    else if (!strcmp(argv[i], "--no-pipeline"))
+      flags |= GF_NVJPEG_NO_PIPELINE;
     else if (!strcmp(argv[i], "--json"))
       json = 1;
     else if (argv[i][0] != '-' && !dir)
@@ -351,7 +355,7 @@ int main(int argc, char **argv) {
        strcmp(which, "both"))) {
     fprintf(stderr, "usage: nvjpeg_bench DIR [--batch N] [--rounds N] "
                     "[--backend hw|hybrid|both] [--resize] [--repeat-chroma] "
-                    "[--budget MiB] [--json]\n");
+                    "[--no-pipeline] [--budget MiB] [--json]\n");
     return 2;
   }
   int ndev = 0;

@@ -803,7 +803,8 @@ typedef enum gf_gpu_decode {
  * about half a second to open (they open at once, yet their making does
  * not overlap), makes the reservations the plan prints (gpu_decode auto:
  * 16 MiB device and 16 MiB pinned), and nvJPEG keeps its own engine
- * buffers beside them (24-44 MiB a decoder). Ask for 2 where the decode
+ * buffers beside them (11-25 MiB a decoder measured, planned at 32 MiB
+ * in the plan's device total). Ask for 2 where the decode
  * is the bound (an evaluation pass, a small model). */
 #define GF_GPU_DECODERS_MAX 8
 #define GF_GPU_DECODERS_DEFAULT 1

@@ -414,7 +414,27 @@ static void fails_named(void) {
   gf_loader_destroy(l);
 }
 
-/* The printed plan's nvJPEG rows hold these totals (0: no row). */
+/* The bytes-total column of the plan's row `item` under `where` (the
+ * fixed columns of the table: item, count, bytes each, bytes total);
+ * UINT64_MAX when there is no such row. */
+static uint64_t row_bytes(const char *plan, const char *where,
+                          const char *item) {
+  char head[64];
+  snprintf(head, sizeof head, "%-7s %-26s", where, item);
+  const char *r = strstr(plan, head);
+  if (!r)
+    return UINT64_MAX;
+  uint64_t v = 0;
+  for (const char *c = r + strlen(head) + 1 + 6 + 1 + 15 + 1;
+       *c && *c != '\n' && c < r + strlen(head) + 1 + 6 + 1 + 15 + 1 + 17; c++)
+    if (*c >= '0' && *c <= '9')
+      v = v * 10 + (uint64_t)(*c - '0');
+  return v;
+}
+
+/* The printed plan's nvJPEG rows hold these totals (0: no row); with
+ * them, the JPEG engines' own buffers, 32 MiB a decoder, in the device
+ * total beside the pool. */
 static void plan_rows(const gf_loader_config *cfg, uint64_t dev,
                       uint64_t pin) {
   char plan[8192], want[64];
@@ -422,6 +442,17 @@ static void plan_rows(const gf_loader_config *cfg, uint64_t dev,
   const char *d = strstr(plan, "nvJPEG budget (own pool)");
   const char *p = strstr(plan, "nvJPEG pinned budget");
   CHECK((d != NULL) == (dev != 0) && (p != NULL) == (pin != 0));
+  uint64_t k = cfg->gpu_decoders ? cfg->gpu_decoders : GF_GPU_DECODERS_DEFAULT;
+  uint64_t eng = dev ? k * (32ull << 20) : 0;
+  uint64_t e = row_bytes(plan, "device", "JPEG engines (nvJPEG's)");
+  CHECK(dev ? e == eng : e == UINT64_MAX);
+  uint64_t pool = row_bytes(plan, "device", "pool reservation (= slots)");
+  if (pool == UINT64_MAX)
+    pool = row_bytes(plan, "device", "pool reservation");
+  /* (No device rows in host mode.) */
+  CHECK(pool != UINT64_MAX || !dev);
+  if (pool != UINT64_MAX)
+    CHECK(row_bytes(plan, "device", "total") == pool + dev + eng);
   if (d && dev) {
     snprintf(want, sizeof want, " %.1f MiB", (double)dev / 1048576.0);
     CHECK(strstr(d, want) && strstr(d, want) < strchr(d, '\n'));

@@ -21,7 +21,9 @@
  *     device budget reserved at open and given back at close, and budgets
  *     too small: GF_EDEVOOM naming the budget, no crash (the hardware
  *     backend takes nothing through the hooks: there, what it holds
- *     beyond the budget is measured and bounded instead).
+ *     beyond the budget is measured and bounded instead: opened as the
+ *     loader opens it, after full batches of 273 x 280 images, at most
+ *     what the memory plan prints for it, GF_NVJPEG_ENGINE_BYTES).
  * Before any device: opening with a library that is not there gives
  * GF_EUNSUPPORTED and a reason that says so.
  * Skips (77) without a CUDA device or without libnvjpeg (a failure under
@@ -31,6 +33,7 @@
 #include "gpu_testutil.h"
 
 #include "common/fault.h"
+#include "decode/decode.h"
 #include "gpu/nvjpeg.h"
 
 #include <stdlib.h>
@@ -666,6 +669,65 @@ static void reservation(uint32_t backend, const char *label) {
   CHECK(f0 - f1 - budget <= (64u << 20));
 }
 
+/* What the hardware backend holds beside its budgets as the loader opens
+ * it (no pipeline, the 16 MiB budgets of gpu_decode auto), after full
+ * batches of images as large as a slot takes: at most what the memory
+ * plan prints for it, GF_NVJPEG_ENGINE_BYTES. */
+static void engines_held(void) {
+  enum { S = 280, N = 64 };
+  uint8_t *px = malloc((size_t)S * S * 3);
+  void *jpg[N];
+  size_t len[N];
+  gf_shape sh = {S - 7, S, 3, GF_DTYPE_U8};
+  for (uint32_t i = 0; i < N; i++) {
+    /* A different picture each, with detail everywhere (noise on
+     * gradients), 4:2:0 as photos are. */
+    uint64_t x = 0x9e3779b97f4a7c15ull * (i + 1);
+    for (size_t k = 0; k < (size_t)S * S * 3; k++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      px[k] = (uint8_t)((k / 3 % S) + (k / (3 * S)) * (i + 1) + (x >> 60));
+    }
+    gf_jpeg_enc_opts eo = {GF_JPEG_420, false, false, 0};
+    CHECK_OK(gf_jpeg_encode_ex(px, &sh, 90, &eo, &jpg[i], &len[i]));
+  }
+  free(px);
+  uint64_t f0, f1, total;
+  CHECK_OK(gf_test_gpu_mem_info(0, &f0, &total));
+  gf_nvjpeg_config c = config(GF_NVJPEG_HARDWARE);
+  c.flags = GF_NVJPEG_NO_PIPELINE;
+  c.device_budget = c.pinned_budget = 16u << 20;
+  gf_nvjpeg *h = NULL;
+  char why[512];
+  if (gf_nvjpeg_open(&c, &h, why, sizeof why) != 0) {
+    printf("engines: not opened: %s\n", why);
+    for (uint32_t i = 0; i < N; i++)
+      free(jpg[i]);
+    return;
+  }
+  job jobs[MAXN];
+  for (uint32_t i = 0; i < MAXN; i++)
+    jobs[i] = (job){jpg[i % N], len[i % N], 3, "held.jpg"};
+  gf_nvjpeg_result res;
+  for (int round = 0; round < 3; round++) {
+    CHECK_OK(run(h, jobs, MAXN, &res));
+    CHECK(res.decoded == MAXN);
+  }
+  CHECK_OK(gf_test_gpu_mem_info(0, &f1, &total));
+  gf_nvjpeg_stats st;
+  gf_nvjpeg_stats_get(h, &st);
+  int64_t held = (int64_t)(f0 - f1) - (int64_t)c.device_budget;
+  printf("engines: %u x %u images, batches of %u, no pipeline: %.1f MiB "
+         "held beside the budget (planned: %.1f MiB); %llu device bytes "
+         "through the hooks at the peak\n",
+         S - 7, S, MAXN, (double)held / 1048576.0,
+         (double)GF_NVJPEG_ENGINE_BYTES / 1048576.0,
+         (unsigned long long)st.device_peak);
+  CHECK(f0 >= f1 && held <= (int64_t)GF_NVJPEG_ENGINE_BYTES);
+  gf_nvjpeg_close(h);
+  for (uint32_t i = 0; i < N; i++)
+    free(jpg[i]);
+}
+
 static void one_backend(uint32_t backend, const refdata *r, bool have_ref) {
   const char *label = backend == GF_NVJPEG_HARDWARE ? "hardware" : "gpu_hybrid";
   gf_nvjpeg_config c = config(backend);
@@ -701,6 +763,8 @@ static void one_backend(uint32_t backend, const refdata *r, bool have_ref) {
   small_budget(backend, label, true);
   small_budget(backend, label, false);
   reservation(backend, label);
+  if (backend == GF_NVJPEG_HARDWARE)
+    engines_held();
   /* Chroma repeated, as nvJPEG does by default. */
   if (have_ref) {
     c.flags = GF_NVJPEG_REPEAT_CHROMA;

@@ -81,12 +81,18 @@ static void compare(const gf_loader_config *cfg, bool gpu, const char *what) {
    * (no nvJPEG here) the plan still prints them and nothing is reserved. */
   uint64_t jdev = p.jpeg_gpu_mode ? p.jpeg_gpu_device_bytes : 0;
   uint64_t jpin = p.jpeg_gpu_mode ? p.jpeg_gpu_pinned_bytes : 0;
+  /* The engines' own buffers: planned (not reserved by create), in the
+   * device total. */
+  uint64_t jeng = p.jpeg_gpu_mode ? p.jpeg_engine_bytes : 0;
+  CHECK(jeng ==
+        (p.jpeg_gpu_mode ? (uint64_t)p.jpeg_gpu_decoders * (32ull << 20) : 0));
   /* Files without a checksum under auto: the table of those checked. */
   uint64_t jchk = p.jpeg_gpu_mode ? p.jpeg_checked_bytes : 0;
   CHECK(gpu || !p.jpeg_gpu_mode);
   CHECK(row_total(text, "host", "JPEG files checked (CRC)", jchk));
   CHECK(row_total(text, "host", "nvJPEG pinned budget", jpin));
   CHECK(row_total(text, "device", "nvJPEG budget (own pool)", jdev));
+  CHECK(row_total(text, "device", "JPEG engines (nvJPEG's)", jeng));
   if (st.jpeg_gpu_backend[0]) {
     CHECK(a.jpeg_gpu_device_bytes == jdev && a.jpeg_gpu_pinned_bytes == jpin);
     CHECK(a.jpeg_checked_bytes == jchk);
@@ -106,7 +112,7 @@ static void compare(const gf_loader_config *cfg, bool gpu, const char *what) {
     uint64_t pool = cfg->device_pool_bytes > need ? cfg->device_pool_bytes
                                                   : need;
     CHECK(st.device_pool_reserved == pool);
-    CHECK(row_total(text, "device", "total", pool + jdev));
+    CHECK(row_total(text, "device", "total", pool + jdev + jeng));
   } else {
     CHECK(strstr(text, "none (host mode)") != NULL);
   }

@@ -41,7 +41,9 @@
  * (28.9 Mpixel), 674 MiB for the two. The hardware backend takes none:
  * its buffers are the JPEG engines' own, allocated by nvJPEG beside the
  * budget, which does not bind them (24 to 44 MiB for batches of 128 and
- * 256 such images on an H200; bench/RESULTS.md).
+ * 256 such images on an H200 with the engines' pipelining, 22-25 MiB
+ * without it; bench/RESULTS.md): the memory plan prints them as planned,
+ * GF_NVJPEG_ENGINE_BYTES a decoder, below.
  *
  * Pixels. Chroma is upsampled by interpolation, as libjpeg's default
  * ("fancy") upsampling does, so that an image decodes to nearly the same
@@ -82,6 +84,14 @@ typedef enum gf_nvjpeg_backend {
 #define GF_NVJPEG_DEFAULT_DEVICE_BASE (64ull << 20)
 #define GF_NVJPEG_DEFAULT_DEVICE_PER_IMAGE (4ull << 20)
 #define GF_NVJPEG_DEFAULT_PINNED_BUDGET (64ull << 20)
+/* What the hardware backend opened with GF_NVJPEG_NO_PIPELINE (the
+ * loader's) holds beside both budgets, a decoder: the engines' buffers and
+ * nvJPEG's own, allocated outside its allocator hooks. Not a reservation
+ * of ours, so planned from measurement, with headroom: 22-25 MiB on an
+ * H200 with nvJPEG 13.0 for batches of 32 to 256 images of 64 to 300 px
+ * (38.7 MiB pipelined; bench/RESULTS.md, 2026-11-29, third session).
+ * test_gpu_nvjpeg holds a decoder to it. */
+#define GF_NVJPEG_ENGINE_BYTES (32ull << 20)
 
 typedef struct gf_nvjpeg_config {
   int32_t device;          /* CUDA device ordinal */

@@ -128,6 +128,7 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
   z->jpeg_gpu_decoders = 0;
   z->jpeg_checked = 0;
   z->jpeg_gpu_device_bytes = z->jpeg_gpu_pinned_bytes = 0;
+  z->jpeg_engine_bytes = 0;
   const char *why = NULL;
   if (!gpu)
     why = "host mode: JPEG is decoded on the CPU";
@@ -177,6 +178,9 @@ void gf_loader__jpeg_gpu_plan(const gf_loader_config *c, bool gpu,
   uint32_t k = z->jpeg_gpu_decoders;
   z->jpeg_gpu_device_bytes = dev > UINT64_MAX / k ? UINT64_MAX : dev * k;
   z->jpeg_gpu_pinned_bytes = pin > UINT64_MAX / k ? UINT64_MAX : pin * k;
+  /* What the engines hold beside the budgets (nvJPEG's own): planned for
+   * either mode, as `all` opens the engines where there are some. */
+  z->jpeg_engine_bytes = GF_NVJPEG_ENGINE_BYTES * k;
 }
 
 /* Whether the stage's decoder takes a progressive JPEG: a 48 x 40 colour

@@ -597,6 +597,7 @@ void gf_loader_sizes_plan(const gf_loader_config *c, const gf_loader_sizes *z,
     p->jpeg_gpu_decoders = z->jpeg_gpu_decoders;
     p->jpeg_gpu_device_bytes = z->jpeg_gpu_device_bytes;
     p->jpeg_gpu_pinned_bytes = z->jpeg_gpu_pinned_bytes;
+    p->jpeg_engine_bytes = z->jpeg_engine_bytes;
     p->jpeg_checked = z->jpeg_checked;
     p->jpeg_checked_bytes = gf_jpeg_checked_bytes(z->jpeg_checked);
   }

@@ -90,6 +90,9 @@ typedef struct gf_loader_sizes {
   uint32_t jpeg_gpu_mode;
   uint32_t jpeg_gpu_decoders; /* decoders opened at once (gpu_decoders) */
   uint64_t jpeg_gpu_device_bytes, jpeg_gpu_pinned_bytes; /* all of them */
+  uint64_t jpeg_engine_bytes; /* nvJPEG's own beside them, all decoders:
+                                 planned, not reserved
+                                 (GF_NVJPEG_ENGINE_BYTES each) */
   char jpeg_gpu_why[256];
 } gf_loader_sizes;
 

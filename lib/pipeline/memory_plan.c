@@ -139,14 +139,15 @@ static void sizing(sbuf *s, const gf_memory_plan *p) {
   if (p->jpeg_gpu_mode == 1)
     put(s, "sizing  nvJPEG (gpu_decode auto: the JPEG engines only): its "
            "own reservations, a decoder's each (gpu_decoders), made when "
-           "they open; the engines' buffers (24-44 MiB a decoder measured "
-           "on an H200) are nvJPEG's, beside them\n");
+           "they open; the engines' buffers are nvJPEG's, beside them, "
+           "planned at what an H200 measured with headroom\n");
   else if (p->jpeg_gpu_mode == 2)
     put(s, "sizing  nvJPEG (gpu_decode all: the JPEG engines, else the GPU "
            "hybrid backend, which takes about 12 B a pixel of a batch's "
            "images a decode state from its device budget): its own "
            "reservations, a decoder's each (gpu_decoders), made when they "
-           "open\n");
+           "open; the engines' buffers as under auto, planned even where "
+           "the hybrid backend opens\n");
 }
 
 uint64_t gf_memory_plan_device_need(const gf_memory_plan *p) {
@@ -201,6 +202,7 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     return rc;
   uint64_t jdev = p->jpeg_gpu_mode ? p->jpeg_gpu_device_bytes : 0;
   uint64_t jpin = p->jpeg_gpu_mode ? p->jpeg_gpu_pinned_bytes : 0;
+  uint64_t jeng = p->jpeg_gpu_mode ? p->jpeg_engine_bytes : 0;
   uint64_t jchk = p->jpeg_gpu_mode ? p->jpeg_checked_bytes : 0;
   if ((rc = plan_sum(&host, jpin, "host")) < 0 ||
       (rc = plan_sum(&host, jchk, "host")) < 0 ||
@@ -225,7 +227,8 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
                    (unsigned long long)p->device_slot_bytes);
   uint64_t pool = p->device_pool_bytes ? p->device_pool_bytes : need;
   uint64_t device = pool;
-  if ((rc = plan_sum(&device, jdev, "device")) < 0)
+  if ((rc = plan_sum(&device, jdev, "device")) < 0 ||
+      (rc = plan_sum(&device, jeng, "device")) < 0)
     return rc;
 
   sbuf s = {buf, cap, 0};
@@ -287,6 +290,10 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
     if (jdev)
       row(&s, "device", "nvJPEG budget (own pool)", p->jpeg_gpu_decoders,
           p->jpeg_gpu_decoders ? jdev / p->jpeg_gpu_decoders : 0, jdev,
+          p->jpeg_gpu_decoders != 0);
+    if (jeng)
+      row(&s, "device", "JPEG engines (nvJPEG's)", p->jpeg_gpu_decoders,
+          p->jpeg_gpu_decoders ? jeng / p->jpeg_gpu_decoders : 0, jeng,
           p->jpeg_gpu_decoders != 0);
     row(&s, "device", "total", 0, 0, device, false);
     if (pool < need) {

@@ -65,6 +65,9 @@ typedef struct gf_memory_plan {
   uint32_t jpeg_gpu_decoders;     /* decoders, each with its reservations */
   uint64_t jpeg_gpu_device_bytes; /* all the decoders' */
   uint64_t jpeg_gpu_pinned_bytes;
+  uint64_t jpeg_engine_bytes;  /* the JPEG engines' buffers, nvJPEG's own
+                                  beside the reservations: planned from
+                                  measurement, in the device total */
   uint64_t jpeg_checked;       /* files checked once before the engines */
   uint64_t jpeg_checked_bytes; /* (jpeg_checked.h): their table */
 } gf_memory_plan;
