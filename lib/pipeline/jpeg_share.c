@@ -20,8 +20,8 @@ void gf_jpeg_share_init(gf_jpeg_share *s, uint32_t settle, uint32_t window,
 }
 
 /* The share a probe from pct in direction dir tries, or pct when there is
- * none that way: towards the GPU one step, towards the CPU as far as the
- * idle cores could carry (s->cpu_room points). */
+ * none that way: towards the GPU MIN_MOVE points, towards the CPU as far
+ * as the idle cores could carry (s->cpu_room points). */
 static uint32_t neighbour(const gf_jpeg_share *s, int dir) {
   uint32_t pct = s->pct;
   if (dir < 0)

@@ -89,6 +89,14 @@ static void row(sbuf *s, const char *where, const char *item, uint64_t count,
       show_each ? grouped(each, e) : "-", grouped(total, t), human(total, h));
 }
 
+/* A row of one of nvJPEG's items, the same for each decoder (the plan's
+ * jpeg_gpu_decoders), total bytes in all. */
+static void decoder_row(sbuf *s, const gf_memory_plan *p, const char *where,
+                        const char *item, uint64_t total) {
+  uint32_t k = p->jpeg_gpu_decoders;
+  row(s, where, item, k, k ? total / k : 0, total, k != 0);
+}
+
 /* The sizing lines: what a sample's place, output and decode scratch
  * follow from. */
 static void sizing(sbuf *s, const gf_memory_plan *p) {
@@ -269,9 +277,7 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
                         : "sample cache (budget)",
         0, 0, p->cache_budget, false);
   if (jpin)
-    row(&s, "host", "nvJPEG pinned budget", p->jpeg_gpu_decoders,
-        p->jpeg_gpu_decoders ? jpin / p->jpeg_gpu_decoders : 0, jpin,
-        p->jpeg_gpu_decoders != 0);
+    decoder_row(&s, p, "host", "nvJPEG pinned budget", jpin);
   if (jchk)
     row(&s, "host", "JPEG files checked (CRC)", p->jpeg_checked,
         jchk / p->jpeg_checked, jchk, true);
@@ -288,13 +294,9 @@ int gf_memory_plan_format(const gf_memory_plan *p, char *buf, size_t cap) {
                                            : "pool reservation (= slots)",
         0, 0, pool, false);
     if (jdev)
-      row(&s, "device", "nvJPEG budget (own pool)", p->jpeg_gpu_decoders,
-          p->jpeg_gpu_decoders ? jdev / p->jpeg_gpu_decoders : 0, jdev,
-          p->jpeg_gpu_decoders != 0);
+      decoder_row(&s, p, "device", "nvJPEG budget (own pool)", jdev);
     if (jeng)
-      row(&s, "device", "JPEG engines (nvJPEG's)", p->jpeg_gpu_decoders,
-          p->jpeg_gpu_decoders ? jeng / p->jpeg_gpu_decoders : 0, jeng,
-          p->jpeg_gpu_decoders != 0);
+      decoder_row(&s, p, "device", "JPEG engines (nvJPEG's)", jeng);
     row(&s, "device", "total", 0, 0, device, false);
     if (pool < need) {
       char a[32], b[32];
